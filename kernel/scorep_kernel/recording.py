@@ -1,0 +1,85 @@
+"""What a measured run recorded, in memory: the hand-off from the tracer to the writers.
+
+The tracer fills a ``Recording``; ``formats.otf2_writer`` and ``formats.cube_writer`` turn
+it into files. Neither side knows how the other works.
+
+Times are integer nanoseconds of one monotonic clock (``time.perf_counter_ns``);
+``clock_offset_ns`` converts them to the epoch: ``epoch_ns = t + clock_offset_ns``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ENTER = 1
+LEAVE = 0
+
+# Region roles, written as the OTF2 region role / paradigm and used by the viewers.
+ROLE_FUNCTION = "function"  # a Python function, method or lambda
+ROLE_USER = "user"  # scorep.user.region(...)
+ROLE_CELL = "cell"  # one notebook cell of the run
+ROLE_IMPORT = "import"  # one `import x` shown as a single region
+ROLE_ARTIFICIAL = "artificial"  # e.g. "recording stopped: event cap reached"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A region as Score-P's Python bindings name it: ``module:function``,
+    ``module.Class:method``, ``user:<name>``; ``group`` is the module (Score-P's region
+    group), which the viewers colour by."""
+
+    name: str
+    group: str
+    file: str = ""
+    line: int = 0
+    role: str = ROLE_FUNCTION
+
+
+@dataclass
+class ThreadEvents:
+    """The events of one thread, in time order (times never decrease).
+
+    ``times`` int64 ns, ``regions`` int32 index into ``Recording.regions``, ``kinds`` int8
+    ENTER or LEAVE. Enters and leaves are balanced: the tracer closes what is still open
+    at the end of the run.
+    """
+
+    name: str  # "Master thread", "Thread 1 (worker)", ...
+    thread_id: int
+    times: np.ndarray
+    regions: np.ndarray
+    kinds: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.times.shape[0])
+
+
+@dataclass
+class MetricSamples:
+    """System metrics sampled during the run (see experiment.py for keys and units)."""
+
+    series: list[dict[str, str]]  # [{"key", "label", "unit", "group", "description"}]
+    times: np.ndarray  # int64 ns, same monotonic clock as the events
+    values: np.ndarray  # float64 [n, len(series)]
+    interval_s: float = 0.1
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    regions: list[Region]
+    threads: list[ThreadEvents]
+    clock_offset_ns: int  # epoch_ns = monotonic ns + clock_offset_ns
+    start_ns: int  # monotonic ns when recording started
+    end_ns: int  # monotonic ns when recording stopped
+    hostname: str = ""
+    pid: int = 0
+    metrics: MetricSamples | None = None
+    # What the tracer wants in the manifest: filters applied, events dropped after the cap...
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(t) for t in self.threads)

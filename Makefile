@@ -1,0 +1,113 @@
+# jupyterlab-scorep: `make lab` to try it, `make test` to check it.
+#
+# Every step is stamped under .stamps/ and redone only when its inputs change, so a second
+# `make setup` takes a second or two.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMPS := .stamps
+# jlpm comes from jupyter-builder inside the venv; it is yarn pinned for JupyterLab.
+JLPM := $(BIN)/jlpm
+CHROMIUM ?= /usr/lib/chromium/chromium
+PORT ?= 8888
+
+FRONTEND_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
+
+.PHONY: help setup lab test test-python test-js test-ui bench clean
+
+help:
+	@echo "make lab    set everything up and open JupyterLab on examples/"
+	@echo "make test   set everything up and run every test suite (pytest, jest, Galata)"
+	@echo "make bench  run the benchmarks and write benchmarks/RESULTS.md (installs torch)"
+	@echo "make setup  only set up: .venv, Python and npm dependencies, the built extension"
+	@echo "make clean  remove what setup made"
+
+setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps
+
+$(STAMPS):
+	@mkdir -p $@
+
+# Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests.
+$(STAMPS)/system: | $(STAMPS)
+	@need=(); \
+	[ -x "$(CHROMIUM)" ] || need+=(chromium); \
+	command -v otf2-print >/dev/null || need+=(otf2-tools); \
+	if [ $${#need[@]} -gt 0 ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "==> Installing Debian packages: $${need[*]}"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${need[@]}" >/dev/null; \
+	  else \
+	    echo "==> Missing system packages: $${need[*]}. Install them (e.g. sudo apt-get install $${need[*]});"; \
+	    echo "    the UI tests need chromium and the trace tests skip otf2-print checks without otf2-tools."; \
+	  fi; \
+	fi
+	@touch $@
+
+$(BIN)/python:
+	@echo "==> Creating $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# The builder tools first: jlpm (needed to install npm packages) comes with jupyter-builder.
+$(STAMPS)/builder: $(BIN)/python | $(STAMPS)
+	$(BIN)/pip install -q "jupyter-builder>=1.2,<2" "jupyterlab>=4.4,<5" hatchling hatch-jupyter-builder hatch-nodejs-version
+	@touch $@
+
+$(STAMPS)/node-deps: package.json $(wildcard yarn.lock) $(STAMPS)/builder
+	@echo "==> Installing npm dependencies"
+	$(JLPM) install
+	@touch $@
+
+# Editable install; the build hook runs `jlpm build` and writes the labextension.
+$(STAMPS)/python: pyproject.toml $(STAMPS)/node-deps
+	@echo "==> Installing jupyterlab-scorep (editable) with its dev and test extras"
+	$(BIN)/pip install -q -e ".[dev,test]"
+	@touch $@
+
+$(STAMPS)/build: $(FRONTEND_SOURCES) $(STAMPS)/python
+	@echo "==> Building the extension"
+	$(JLPM) build
+	@touch $@
+
+# Make the installed labextension a symlink to the build output, so `jlpm build` is enough.
+$(STAMPS)/develop: $(STAMPS)/build
+	$(BIN)/jupyter labextension develop . --overwrite >/dev/null
+	@touch $@
+
+$(STAMPS)/ui-deps: ui-tests/package.json $(wildcard ui-tests/yarn.lock) $(STAMPS)/builder
+	@echo "==> Installing the UI tests' npm dependencies"
+	cd ui-tests && ../$(JLPM) install
+	@touch $@
+
+lab: setup
+	@echo "==> Starting JupyterLab on examples/ (Ctrl-C to stop); open the URL printed below."
+	$(BIN)/jupyter lab --notebook-dir=examples --port=$(PORT)
+
+test: setup test-python test-js test-ui
+	@echo "==> All test suites passed"
+
+test-python:
+	@echo "==> pytest (kernel and server)"
+	$(BIN)/python -m pytest
+
+test-js:
+	@echo "==> jest"
+	$(JLPM) test
+
+test-ui:
+	@echo "==> Galata UI tests in Chromium ($(CHROMIUM))"
+	cd ui-tests && CI=1 PATH="$(CURDIR)/$(BIN):$$PATH" SCOREP_UI_CHROMIUM="$(CHROMIUM)" ../$(JLPM) playwright test
+
+bench: setup
+	@echo "==> Installing torch for the benchmarks and examples (CPU build)"
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(STAMPS) $(VENV) node_modules ui-tests/node_modules lib tsconfig.tsbuildinfo \
+	  server_ext/jupyterlab_scorep/labextension server_ext/jupyterlab_scorep/_version.py

@@ -1,0 +1,161 @@
+"""Shared fixtures for the kernel tests.
+
+Recordings are built by hand from numpy arrays, so every expected number in a test follows
+from the events written here (see ``known_recording``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scorep_kernel.recording import (
+    ENTER,
+    LEAVE,
+    ROLE_CELL,
+    ROLE_FUNCTION,
+    MetricSamples,
+    Recording,
+    Region,
+    ThreadEvents,
+)
+
+MS = 1_000_000  # ns
+# A monotonic clock reading and the epoch time it corresponds to.
+MONO_BASE = 5_000_000_000
+EPOCH_BASE = 1_764_403_200_000_000_000
+
+
+def thread_from_calls(name: str, thread_id: int, calls) -> ThreadEvents:
+    """Events from nested ``(region, start, end, [children...])`` tuples."""
+    times, regions, kinds = [], [], []
+
+    def emit(call):
+        region, start, end, *rest = call
+        times.append(start)
+        regions.append(region)
+        kinds.append(ENTER)
+        for child in rest[0] if rest else ():
+            emit(child)
+        times.append(end)
+        regions.append(region)
+        kinds.append(LEAVE)
+
+    for call in calls:
+        emit(call)
+    return ThreadEvents(
+        name=name,
+        thread_id=thread_id,
+        times=np.asarray(times, dtype=np.int64),
+        regions=np.asarray(regions, dtype=np.int32),
+        kinds=np.asarray(kinds, dtype=np.int8),
+    )
+
+
+# Region indices of the known recording.
+CELL, G, F, H = 0, 1, 2, 3
+KNOWN_REGIONS = [
+    Region("__main__:<cell 1>", "__main__", "<cell 1>", 1, ROLE_CELL),
+    Region("__main__:g", "__main__", "<cell 1>", 4, ROLE_FUNCTION),
+    Region("__main__:f", "__main__", "<cell 1>", 1, ROLE_FUNCTION),
+    Region("numpy:h", "numpy", "/usr/lib/numpy/h.py", 77, ROLE_FUNCTION),
+]
+
+
+def known_threads(base: int = MONO_BASE) -> list[ThreadEvents]:
+    """Master thread: the cell runs g, which calls f three times (0.2 s each); the first f
+    calls h (grandchild of g: the two CUBE cnode orders differ). Worker: g calls f three
+    times, 0.2 s each, no cell around it, so the profile has two roots."""
+    b = base
+    master = thread_from_calls(
+        "Master thread",
+        0,
+        [
+            (CELL, b, b + 1000 * MS, [
+                (G, b + 100 * MS, b + 800 * MS, [
+                    (F, b + 100 * MS, b + 300 * MS, [(H, b + 150 * MS, b + 200 * MS)]),
+                    (F, b + 300 * MS, b + 500 * MS),
+                    (F, b + 500 * MS, b + 700 * MS),
+                ]),
+            ]),
+        ],
+    )
+    worker = thread_from_calls(
+        "Thread 1 (worker)",
+        1,
+        [
+            (G, b + 200 * MS, b + 900 * MS, [
+                (F, b + 250 * MS, b + 450 * MS),
+                (F, b + 450 * MS, b + 650 * MS),
+                (F, b + 650 * MS, b + 850 * MS),
+            ]),
+        ],
+    )
+    return [master, worker]
+
+
+def known_metrics(base: int = MONO_BASE) -> MetricSamples:
+    series = [
+        {"key": "cpu.total", "label": "CPU total", "unit": "%", "group": "cpu",
+         "description": "CPU utilisation of all cores"},
+        {"key": "mem.rss", "label": "Memory (RSS)", "unit": "bytes", "group": "memory",
+         "description": "Resident memory of the measured process tree"},
+    ]
+    times = base + np.arange(0, 1001 * MS, 100 * MS, dtype=np.int64)
+    values = np.column_stack([
+        np.linspace(10.0, 90.0, times.size),
+        np.full(times.size, 123_456_789.0),
+    ])
+    return MetricSamples(series=series, times=times, values=values, interval_s=0.1)
+
+
+def make_recording(threads, regions=KNOWN_REGIONS, metrics=None, *, start=None, end=None):
+    all_times = [t.times for t in threads if len(t)]
+    lo = min((int(t[0]) for t in all_times), default=MONO_BASE)
+    hi = max((int(t[-1]) for t in all_times), default=MONO_BASE)
+    return Recording(
+        regions=list(regions),
+        threads=list(threads),
+        clock_offset_ns=EPOCH_BASE - MONO_BASE,
+        start_ns=lo - 10 * MS if start is None else start,
+        end_ns=hi + 10 * MS if end is None else end,
+        hostname="testhost",
+        pid=4711,
+        metrics=metrics,
+    )
+
+
+@pytest.fixture
+def known_recording() -> Recording:
+    return make_recording(known_threads(), metrics=known_metrics())
+
+
+def random_recording(seed: int, n_threads: int = 2, n_events: int = 2000, n_regions: int = 12,
+                     max_depth: int = 8) -> Recording:
+    """Random balanced call stacks (times strictly increasing per thread)."""
+    rng = np.random.default_rng(seed)
+    regions = [Region(f"mod{i % 3}:fn{i}", f"mod{i % 3}", f"/src/mod{i % 3}.py", i + 1)
+               for i in range(n_regions)]
+    threads = []
+    for t in range(n_threads):
+        kinds, regs, stack = [], [], []
+        while len(kinds) < n_events or stack:
+            if stack and (len(stack) >= max_depth or len(kinds) >= n_events
+                          or rng.random() < 0.45):
+                kinds.append(LEAVE)
+                regs.append(stack.pop())
+            else:
+                r = int(rng.integers(0, n_regions))
+                stack.append(r)
+                kinds.append(ENTER)
+                regs.append(r)
+        steps = rng.integers(1, 1000, size=len(kinds))
+        times = MONO_BASE + np.cumsum(steps)
+        threads.append(ThreadEvents(
+            name="Master thread" if t == 0 else f"Thread {t}",
+            thread_id=t,
+            times=times.astype(np.int64),
+            regions=np.asarray(regs, dtype=np.int32),
+            kinds=np.asarray(kinds, dtype=np.int8),
+        ))
+    return make_recording(threads, regions)

@@ -1,0 +1,88 @@
+import type { ICallNode } from '../api';
+import {
+  flatten,
+  hottestPath,
+  nodeAt,
+  search,
+  sortedChildIndices,
+  totalVisits
+} from '../calltree';
+
+function node(
+  name: string,
+  incl: number,
+  excl: number,
+  visits: number,
+  children: ICallNode[] = []
+): ICallNode {
+  return {
+    id: 0,
+    name,
+    group: name.split(':')[0],
+    file: '<cell 1>',
+    line: 1,
+    incl_s: incl,
+    excl_s: excl,
+    visits,
+    min_s: incl / visits,
+    max_s: incl / visits,
+    children
+  };
+}
+
+// cell → g → f×3, cell → h; h → f×1
+const tree = node('cell', 1.0, 0.1, 1, [
+  node('__main__:h', 0.2, 0.1, 1, [node('__main__:f', 0.1, 0.1, 1)]),
+  node('__main__:g', 0.7, 0.1, 1, [node('__main__:f', 0.6, 0.6, 3)])
+]);
+
+describe('call tree', () => {
+  it('sorts siblings by the chosen column', () => {
+    expect(
+      sortedChildIndices(tree, { key: 'incl_s', descending: true })
+    ).toEqual([1, 0]);
+    expect(sortedChildIndices(tree, { key: 'name', descending: false })).toEqual(
+      [1, 0]
+    );
+    expect(sortedChildIndices(tree, { key: 'name', descending: true })).toEqual([
+      0, 1
+    ]);
+  });
+
+  it('flattens only expanded nodes, depth first, in sort order', () => {
+    const rows = flatten(
+      tree,
+      new Set(['0', '0/1']),
+      { key: 'incl_s', descending: true },
+      1.0
+    );
+    expect(rows.map(r => [r.node.name, r.depth])).toEqual([
+      ['cell', 0],
+      ['__main__:g', 1],
+      ['__main__:f', 2],
+      ['__main__:h', 1]
+    ]);
+    expect(rows[1].pct).toBeCloseTo(70);
+    expect(rows[2].node.visits).toBe(3);
+    expect(rows[3].expanded).toBe(false);
+    expect(rows[3].hasChildren).toBe(true);
+  });
+
+  it('finds matches and the ancestors to expand', () => {
+    const { matches, expand } = search(tree, 'F');
+    expect([...matches].sort()).toEqual(['0/0/0', '0/1/0']);
+    expect([...expand].sort()).toEqual(['0', '0/0', '0/1']);
+    expect(search(tree, '  ').matches.size).toBe(0);
+  });
+
+  it('follows the hottest child from the root', () => {
+    const path = hottestPath(tree);
+    expect(path).toEqual(['0', '0/1', '0/1/0']);
+    expect(nodeAt(tree, path[2])!.name).toBe('__main__:f');
+    expect(hottestPath(tree, 0.9)).toEqual(['0']);
+  });
+
+  it('sums the visits of a region called from several places', () => {
+    expect(totalVisits(tree, '__main__:f')).toBe(4);
+  });
+});

@@ -1,0 +1,251 @@
+"""Profiling settings: kernel-wide defaults (environment, ``%scorep``) and per-cell metadata.
+
+Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
+(subprocess | inprocess), changed with ``%scorep key=value ...``. Per cell, the metadata
+``"scorep": {"profile": true, "backend": ..., "isolation": ..., "include": [...], ...}``
+overrides them for that cell. Default isolation: scorep -> subprocess, builtin -> inprocess.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+BACKENDS = ("auto", "scorep", "builtin")
+ISOLATIONS = ("subprocess", "inprocess")
+DEFAULT_ISOLATION = {"scorep": "subprocess", "builtin": "inprocess"}
+# Passed through to measure.MeasureConfig.from_mapping.
+MEASURE_KEYS = ("include", "exclude", "max_depth", "event_cap", "metric_interval")
+_INT_KEYS = ("max_depth", "event_cap")
+_LIST_KEYS = ("include", "exclude")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names the cause and the fix."""
+
+
+@dataclass
+class Availability:
+    scorep: bool
+    scorep_message: str
+    builtin: bool
+    builtin_message: str
+
+
+def detect() -> Availability:
+    try:
+        from scorep_kernel.measure.detect import detect_scorep
+
+        found = detect_scorep()
+        scorep_ok, scorep_msg = bool(found.get("available")), str(found.get("message", ""))
+    except ImportError:
+        config = shutil.which("scorep-config")
+        bindings = importlib.util.find_spec("scorep") is not None
+        scorep_ok = bool(config and bindings)
+        if scorep_ok:
+            scorep_msg = f"Score-P found: {config}, bindings installed"
+        elif not config:
+            scorep_msg = "Score-P not found: scorep-config is not on PATH (install Score-P)"
+        else:
+            scorep_msg = "Score-P's Python bindings are missing: pip install scorep"
+    builtin_ok = importlib.util.find_spec("scorep_kernel.measure") is not None
+    builtin_msg = (
+        "builtin tracer installed"
+        if builtin_ok
+        else "the builtin tracer (scorep_kernel.measure) is not installed: cells run in the "
+        "worker without measurement"
+    )
+    return Availability(scorep_ok, scorep_msg, builtin_ok, builtin_msg)
+
+
+def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise SettingsError(
+            f"{key}={value!r} is not a choice: use one of {', '.join(choices)}"
+        )
+    return value
+
+
+def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The measurement settings, type-checked (and checked by the tracer when present)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in _INT_KEYS:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise SettingsError(f"{key} must be a whole number >= 0, not {value!r}")
+        elif key == "metric_interval":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise SettingsError(f"metric_interval must be seconds > 0, not {value!r}")
+        elif key in _LIST_KEYS:
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise SettingsError(f"{key} must be a list of module names, not {value!r}")
+        else:
+            raise SettingsError(
+                f"unknown measurement setting {key!r}: use {', '.join(MEASURE_KEYS)}"
+            )
+        out[key] = value
+    try:
+        from scorep_kernel.measure import MeasureConfig
+    except ImportError:
+        return out
+    try:
+        MeasureConfig.from_mapping(dict(out))
+    except Exception as e:
+        raise SettingsError(f"measurement settings rejected: {e}") from None
+    return out
+
+
+@dataclass
+class CellSettings:
+    backend: str  # "scorep" | "builtin" (resolved)
+    isolation: str
+    measure: dict[str, Any]
+    run: str | None = None  # multi-cell run id
+    last: bool = False
+
+
+@dataclass
+class KernelSettings:
+    backend: str = "auto"
+    isolation: str | None = None  # None: the backend's default
+    measure: dict[str, Any] = field(default_factory=dict)
+    scorep_env: dict[str, str] = field(default_factory=dict)  # from %%scorep_env
+    binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
+    spare_worker: bool = True
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> KernelSettings:
+        environ = os.environ if environ is None else environ
+        settings = cls()
+        backend = environ.get("SCOREP_KERNEL_BACKEND", "").strip().lower()
+        isolation = environ.get("SCOREP_KERNEL_ISOLATION", "").strip().lower()
+        try:
+            if backend:
+                settings.backend = _check_choice("SCOREP_KERNEL_BACKEND", backend, BACKENDS)
+            if isolation:
+                settings.isolation = _check_choice(
+                    "SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS
+                )
+        except SettingsError:
+            pass  # reported by %scorep; a bad variable must not stop the kernel
+        return settings
+
+    def update_from_line(self, line: str) -> list[str]:
+        """Apply ``key=value`` words of ``%scorep``; returns what changed, in words."""
+        updates: dict[str, Any] = {}
+        for word in shlex.split(line):
+            if "=" not in word:
+                raise SettingsError(
+                    f"%scorep expects key=value words, not {word!r} "
+                    f"(e.g. %scorep backend=builtin isolation=subprocess max_depth=20)"
+                )
+            key, value = word.split("=", 1)
+            key = key.strip().replace("-", "_")
+            if key in _INT_KEYS:
+                try:
+                    value = None if value.lower() in ("", "none") else int(value)
+                except ValueError:
+                    raise SettingsError(f"{key} must be a whole number, not {value!r}") from None
+            elif key == "metric_interval":
+                try:
+                    value = float(value)
+                except ValueError:
+                    raise SettingsError(f"metric_interval must be seconds, not {value!r}") from None
+            elif key == "spare_worker":
+                value = value.lower() in ("1", "true", "yes", "on")
+            updates[key] = value
+        return self.update(updates)
+
+    def update(self, updates: Mapping[str, Any]) -> list[str]:
+        new_backend = self.backend
+        new_isolation = self.isolation
+        measure = dict(self.measure)
+        spare = self.spare_worker
+        for key, value in updates.items():
+            if key == "backend":
+                new_backend = _check_choice("backend", value, BACKENDS)
+            elif key == "isolation":
+                new_isolation = (
+                    None if value in ("", "default", None) else _check_choice("isolation", value, ISOLATIONS)
+                )
+            elif key == "spare_worker":
+                spare = bool(value)
+            elif key in MEASURE_KEYS:
+                measure[key] = value
+            else:
+                raise SettingsError(
+                    f"unknown setting {key!r}: use backend, isolation, spare_worker, "
+                    + ", ".join(MEASURE_KEYS)
+                )
+        measure = check_measure({k: v for k, v in measure.items() if v is not None})
+        if new_backend == "scorep" and new_isolation == "inprocess":
+            raise SettingsError(
+                "isolation=inprocess works only with backend=builtin: Score-P needs a process "
+                "of its own. Use isolation=subprocess, or backend=builtin."
+            )
+        self.backend, self.isolation, self.measure, self.spare_worker = (
+            new_backend, new_isolation, measure, spare
+        )  # fmt: skip
+        return [f"{k}={v!r}" for k, v in updates.items()]
+
+    def resolve(self, cell: Mapping[str, Any] | None, available: Availability) -> CellSettings:
+        """The settings for one profiled cell; SettingsError when they cannot be honoured."""
+        cell = dict(cell or {})
+        backend = cell.get("backend", self.backend) or "auto"
+        _check_choice("backend", backend, BACKENDS)
+        if backend == "auto":
+            backend = "scorep" if available.scorep else "builtin"
+        elif backend == "scorep" and not available.scorep:
+            raise SettingsError(
+                f"backend 'scorep' was asked for, but {available.scorep_message}. "
+                "Use backend 'builtin' (or 'auto'), or install Score-P and its Python bindings."
+            )
+        isolation = cell.get("isolation") or self.isolation or DEFAULT_ISOLATION[backend]
+        if "isolation" not in cell and backend == "scorep":
+            isolation = "subprocess"  # a kernel-wide inprocess default is for builtin
+        _check_choice("isolation", isolation, ISOLATIONS)
+        if backend == "scorep" and isolation == "inprocess":
+            raise SettingsError(
+                "isolation 'inprocess' works only with the builtin backend: Score-P needs a "
+                "process of its own. Use isolation 'subprocess'."
+            )
+        measure = dict(self.measure)
+        measure.update({k: cell[k] for k in MEASURE_KEYS if k in cell})
+        measure = check_measure({k: v for k, v in measure.items() if v is not None})
+        run = cell.get("run")
+        if run is not None and not isinstance(run, (str, int)):
+            raise SettingsError(f"run must be a string naming the multi-cell run, not {run!r}")
+        return CellSettings(
+            backend=backend,
+            isolation=isolation,
+            measure=measure,
+            run=None if run is None else str(run),
+            last=bool(cell.get("last", False)),
+        )
+
+    def describe(self, available: Availability) -> str:
+        """What ``%scorep`` prints."""
+        isolation = self.isolation or "default (scorep: subprocess, builtin: inprocess)"
+        lines = [
+            "Score-P kernel settings",
+            f"  backend        {self.backend}",
+            f"  isolation      {isolation}",
+            f"  measurement    {self.measure or '(defaults)'}",
+            f"  spare worker   {'on' if self.spare_worker else 'off'}",
+            f"  SCOREP_* env   {self.scorep_env or '(none)'}",
+            f"  binding args   {' '.join(self.binding_args) or '(none)'}",
+            "Backends",
+            f"  scorep         {'available' if available.scorep else 'unavailable'}: "
+            f"{available.scorep_message}",
+            f"  builtin        {'available' if available.builtin else 'unavailable'}: "
+            f"{available.builtin_message}",
+            "Set with: %scorep backend=auto|scorep|builtin isolation=subprocess|inprocess "
+            "max_depth=N event_cap=N metric_interval=S include=a,b exclude=c",
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""A profiled run inside the kernel (builtin backend only): the kernel executes the cell as
+usual, and the builtin Measurement records it, told the file name IPython compiles this
+cell to so that IPython's own machinery stays out of the trace."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Awaitable, Callable
+
+from scorep_kernel.runs import CellOutput, RunBase
+
+
+def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
+    """The file name IPython's compiler gives this cell (as run_cell_async computes it)."""
+    try:
+        transformed = shell.transform_cell(code)
+    except Exception:
+        transformed = code
+    return shell.compile.get_code_name(code, transformed, execution_count)
+
+
+class InprocessRun(RunBase):
+    isolation = "inprocess"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.measurement: Any = None
+
+    def begin(self) -> None:
+        self.create_experiment()
+        try:
+            from scorep_kernel.measure import MeasureConfig, Measurement
+        except ImportError as e:
+            self.errors.append(f"the builtin tracer is not installed ({e}); no measurement")
+            return
+        config = MeasureConfig.from_mapping(dict(self.settings.measure))
+        self.measurement = Measurement(str(self.exp_dir), config)
+        self.measurement.start()
+        self.measured = True
+
+    async def run_cell(
+        self,
+        shell: Any,
+        execute: Callable[[], Awaitable[dict[str, Any]]],
+        code: str,
+        cell_id: str | None,
+        execution_count: int,
+    ) -> dict[str, Any]:
+        """``execute`` runs the cell the stock way (ipykernel's do_execute)."""
+        index = self.add_cell(cell_id, execution_count, code)
+        start = time.perf_counter()
+        if self.measurement is not None:
+            filename = cell_code_filename(shell, code, shell.execution_count)
+            with self.measurement.cell(f"cell {execution_count}", code_filename=filename):
+                reply = await execute()
+        else:
+            reply = await execute()
+        self.last_cell_wall = time.perf_counter() - start
+        self.last_cell_index = index
+        if reply.get("status") == "error":
+            self.note_status("interrupted" if reply.get("ename") == "KeyboardInterrupt" else "error")
+        return reply
+
+    async def finish(self, output: CellOutput) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        extra: dict[str, Any] = {}
+        if self.measurement is not None:
+            try:
+                recording = self.measurement.stop()
+                self.events = recording.event_count
+                if recording.notes:
+                    extra["measurement"] = dict(recording.notes)
+            except Exception as e:
+                self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
+                recording = None
+                extra["files_status"] = "failed"
+        else:
+            recording = None
+        self.finish_manifest(extra)
+        if recording is not None:
+            try:
+                self.measurement.write_files(recording, background=True)
+            except Exception as e:
+                from scorep_kernel import experiment
+
+                experiment.update_manifest(
+                    self.exp_dir, files_status="failed",
+                    errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
+                )  # fmt: skip
+        output.display(self.bundle(getattr(self, "last_cell_index", 0), self.status,
+                                   getattr(self, "last_cell_wall", None)))  # fmt: skip
+
+    async def abort(self) -> None:
+        self.finished = True
+        self.note_status("interrupted")
+        self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
+        if self.measurement is not None:
+            try:
+                self.measurement.stop()
+            except Exception:
+                pass
+        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})

@@ -1,0 +1,297 @@
+"""ScorePKernel: the stock IPython kernel, plus profiled cells.
+
+A cell is profiled when its metadata has ``"scorep": {"profile": true, ...}`` or it starts
+with ``%%execute_with_scorep`` (or a multi-cell run is open). Profiled cells run in a worker
+process (``subprocess_run``) or in the kernel under the builtin tracer (``inprocess_run``);
+everything else is ipykernel's ``do_execute`` unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import signal
+import sys
+import threading
+import types
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+
+from scorep_kernel import __version__, transfer
+from scorep_kernel.config import Availability, KernelSettings, SettingsError, detect
+from scorep_kernel.inprocess_run import InprocessRun
+from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.runs import RunBase, error_reply
+from scorep_kernel.subprocess_run import SubprocessRun, WorkerDied
+from scorep_kernel.worker_client import WorkerPool
+
+log = logging.getLogger("scorep_kernel")
+_SKIP_PRELOAD = ("__main__", "builtins", "scorep_kernel", "IPython", "ipykernel")
+
+
+def namespace_modules(namespace: dict[str, Any]) -> list[str]:
+    """Modules the namespace's values come from: what a spare worker should import."""
+    found = set()
+    for value in namespace.values():
+        if isinstance(value, types.ModuleType):
+            name = value.__name__
+        else:
+            name = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType)) else None
+            name = name or getattr(type(value), "__module__", None)
+        if isinstance(name, str) and name in sys.modules and not name.startswith(_SKIP_PRELOAD):
+            found.add(name)
+    return sorted(found)
+
+
+class KernelCellOutput:
+    """Publishes a worker's outputs on iopub as the current cell's own."""
+
+    def __init__(self, kernel: IPythonKernel):
+        self.kernel = kernel
+
+    def _flush(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+
+    def stream(self, name: str, text: str) -> None:
+        (sys.stderr if name == "stderr" else sys.stdout).write(text)
+
+    def display(self, data, metadata=None, transient=None, update=False) -> None:
+        self.kernel.shell.display_pub.publish(
+            data=data, metadata=metadata or {}, transient=transient or {}, update=update
+        )
+
+    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        self._flush()
+        self.kernel.session.send(
+            self.kernel.iopub_socket, msg_type, content,
+            parent=self.kernel.get_parent(), ident=self.kernel._topic(msg_type),
+        )  # fmt: skip
+
+    def execute_result(self, execution_count: int, data: dict, metadata: dict) -> None:
+        self._send("execute_result", {"execution_count": execution_count, "data": data,
+                                      "metadata": metadata})  # fmt: skip
+
+    def clear_output(self, wait: bool) -> None:
+        self.kernel.shell.display_pub.clear_output(wait=wait)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self._send("error", {"ename": ename, "evalue": evalue, "traceback": traceback})
+
+
+class ScorePKernel(IPythonKernel):
+    implementation = "scorep_kernel"
+    implementation_version = __version__
+    banner = "Python 3 with Score-P profiling of cells (scorep_kernel)"
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.scorep_settings = KernelSettings.from_environ()
+        self.pool = WorkerPool()
+        self.active_run: RunBase | None = None
+        self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
+        self._run_ids = itertools.count(1)
+        self._availability: Availability | None = None
+        self._spare_recipe: SubprocessRun | None = None  # settings of the last subprocess run
+        self.cell_output = KernelCellOutput(self)
+        if self.shell is not None:
+            self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
+
+    @property
+    def availability(self) -> Availability:
+        if self._availability is None:
+            self._availability = detect()
+        return self._availability
+
+    def _scorep_magic(self, line: str) -> None:
+        """%scorep: show the settings and backends; %scorep key=value ... changes them."""
+        if line.strip():
+            changed = self.scorep_settings.update_from_line(line)  # SettingsError shows as such
+            self.pool.enabled = self.scorep_settings.spare_worker
+            print("Set " + ", ".join(changed))
+        else:
+            self._availability = None
+            print(self.scorep_settings.describe(self.availability))
+
+    # --- dispatch --------------------------------------------------------------------
+
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None,
+                         allow_stdin=False, *, cell_meta=None, cell_id=None):  # fmt: skip
+        args = dict(silent=silent, store_history=store_history, user_expressions=user_expressions,
+                    allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id)  # fmt: skip
+        try:
+            reply = await self._dispatch(code, args)
+        except SettingsError as e:
+            message = str(e)
+            self.cell_output.error("ScorePSettingsError", message, [f"ScorePSettingsError: {message}"])
+            reply = error_reply("ScorePSettingsError", message, [f"ScorePSettingsError: {message}"],
+                                self.shell.execution_count)  # fmt: skip
+        except WorkerDied as e:
+            self.cell_output.error("ProfilingProcessDied", e.message, [e.message])
+            self.active_run = None
+            reply = error_reply("ProfilingProcessDied", e.message, [e.message], self.shell.execution_count)
+        self._prepare_spare()
+        return reply
+
+    async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
+        meta = (args.get("cell_meta") or {}).get("scorep") or {}
+        if not isinstance(meta, dict):
+            raise SettingsError(f"cell metadata 'scorep' must be an object, not {meta!r}")
+        magic = parse_cell_magic(code)
+        last = bool(meta.get("last"))
+        run_id = meta.get("run")
+        profiled = meta.get("profile") is True
+        if magic is not None:
+            if magic.name == "scorep_env":
+                env = parse_scorep_env(magic.body)
+                self.scorep_settings.scorep_env.update(env)
+                return self._say(args, "Score-P environment for profiled cells: "
+                                 + ", ".join(f"{k}={v}" for k, v in env.items()))  # fmt: skip
+            if magic.name == "scorep_python_binding_arguments":
+                self.scorep_settings.binding_args = parse_binding_arguments(magic.body)
+                return self._say(args, "Score-P binding arguments: "
+                                 + (" ".join(self.scorep_settings.binding_args) or "(none)"))  # fmt: skip
+            if magic.name == "abort_multicellmode":
+                await self._abort_run()
+                return self._say(args, "Multi-cell run aborted.")
+            if magic.name == "enable_multicellmode":
+                await self._finish_run(note="a new multi-cell run started")
+                self.magic_run = f"multicell-{next(self._run_ids)}"
+                if not magic.body.strip():
+                    return self._say(args, "Multi-cell mode: the next cells run in one profiled "
+                                     "run until %%finalize_multicellmode.")  # fmt: skip
+            if magic.name == "finalize_multicellmode":
+                if self.magic_run is None:
+                    raise SettingsError("%%finalize_multicellmode without %%enable_multicellmode: "
+                                        "no multi-cell run is open")  # fmt: skip
+                if not magic.body.strip():
+                    self.magic_run = None
+                    await self._finish_run()
+                    return self._say(args, "")
+                last = True
+            code = magic.body
+            profiled = True
+        if self.magic_run is not None:
+            profiled, run_id = True, self.magic_run
+            if magic is not None and magic.name == "finalize_multicellmode":
+                self.magic_run = None
+        if not profiled:
+            return await super().do_execute(code, **args)
+        settings = self.scorep_settings.resolve(
+            {**meta, "run": run_id, "last": last} if run_id is not None else meta, self.availability
+        )
+        if self.active_run is not None and (
+            settings.run is None or settings.run != self.active_run.run_id
+        ):
+            await self._finish_run(note="a new profiled run started")
+        return await self._run_profiled(code, settings, args)
+
+    def _say(self, args: dict[str, Any], text: str) -> dict[str, Any]:
+        if text and not args.get("silent"):
+            print(text)
+        count = self.shell.execution_count
+        if args.get("store_history") and not args.get("silent"):
+            self.shell.execution_count += 1
+        return {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
+
+    # --- profiled cells --------------------------------------------------------------
+
+    async def _run_profiled(self, code: str, settings: Any, args: dict[str, Any]) -> dict[str, Any]:
+        shell = self.shell
+        s = self.scorep_settings
+        run = self.active_run
+        if run is None:
+            cls = SubprocessRun if settings.isolation == "subprocess" else InprocessRun
+            run = cls(settings, s.scorep_env, s.binding_args)
+            if isinstance(run, SubprocessRun):
+                self._spare_recipe = run
+                await run.begin(self.pool, dict(os.environ), os.getcwd())
+            else:
+                run.begin()
+            self.active_run = run if settings.run is not None else None
+        count = shell.execution_count
+        if isinstance(run, SubprocessRun):
+            reply = await self._with_interrupt_forwarding(
+                run, run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
+            )
+            if args.get("store_history") and not args.get("silent"):
+                try:
+                    shell.history_manager.store_inputs(count, code, code)
+                except Exception:
+                    pass
+                shell.execution_count += 1
+        else:
+            reply = await run.run_cell(
+                shell, lambda: super(ScorePKernel, self).do_execute(code, **args), code,
+                args.get("cell_id"), count,
+            )  # fmt: skip
+        if run.finished:  # the worker died
+            self.active_run = None
+        elif settings.run is None or settings.last:
+            self.active_run = None
+            await run.finish(self.cell_output)
+        else:
+            run_index = getattr(run, "last_cell_index", 0)
+            self.cell_output.display(run.bundle(run_index, "running", getattr(run, "last_cell_wall", None)))
+        reply.setdefault("user_expressions", {})
+        if reply["status"] == "ok" and args.get("user_expressions"):
+            reply["user_expressions"] = shell.user_expressions(args["user_expressions"])
+        return reply
+
+    async def _with_interrupt_forwarding(self, run: SubprocessRun, coro: Any) -> dict[str, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return await coro
+        loop = asyncio.get_running_loop()
+
+        def forward(signum: int, frame: Any) -> None:
+            loop.call_soon_threadsafe(run.interrupt)
+
+        saved = signal.signal(signal.SIGINT, forward)
+        try:
+            return await coro
+        finally:
+            signal.signal(signal.SIGINT, saved)
+
+    async def _finish_run(self, note: str | None = None) -> None:
+        run, self.active_run = self.active_run, None
+        if run is not None and not run.finished:
+            if note:
+                print(f"(The open profiled run {run.run_id} was finished: {note}.)")
+            await run.finish(self.cell_output)
+
+    async def _abort_run(self) -> None:
+        run, self.active_run = self.active_run, None
+        self.magic_run = None
+        if run is not None and not run.finished:
+            await run.abort()
+
+    # --- spare worker ----------------------------------------------------------------
+
+    def _prepare_spare(self) -> None:
+        """After every cell: keep a spare worker ready for the next profiled cell, with the
+        modules the namespace uses imported (started only once subprocess isolation was used)."""
+        recipe = self._spare_recipe
+        if recipe is None or not self.scorep_settings.spare_worker:
+            return
+        if self.active_run is not None and isinstance(self.active_run, SubprocessRun):
+            return  # a run holds its own worker; do not compete with its cells for the CPU
+        s = self.scorep_settings
+        recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
+        names = transfer.user_names(self.shell.user_ns, self.shell.user_ns_hidden)
+        modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
+        from scorep_kernel.runs import reserve_experiment
+
+        reserved = reserve_experiment(s.scorep_env) if recipe.backend == "scorep" else None
+        self.pool.prepare(recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved)
+
+    def do_shutdown(self, restart):
+        for worker in [self.pool.spare, getattr(self.active_run, "worker", None)]:
+            if worker is not None:
+                worker.kill()
+        return super().do_shutdown(restart)

@@ -1,0 +1,145 @@
+"""What every profiled run does, whatever runs the cells: the experiment directory, the
+manifest (written first as "running", rewritten at the end), and the display bundle.
+
+A run covers one cell, or several in multi-cell mode; ``subprocess_run`` and
+``inprocess_run`` execute the cells.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from scorep_kernel import experiment
+from scorep_kernel.config import CellSettings
+from scorep_kernel.display import experiment_bundle
+
+
+class CellOutput(Protocol):
+    """The kernel's side of publishing for the current cell (see kernel.py)."""
+
+    def stream(self, name: str, text: str) -> None: ...
+    def display(self, data: dict, metadata: dict | None = None, transient: dict | None = None,
+                update: bool = False) -> None: ...  # fmt: skip
+    def execute_result(self, execution_count: int, data: dict, metadata: dict) -> None: ...
+    def clear_output(self, wait: bool) -> None: ...
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None: ...
+
+
+def error_reply(ename: str, evalue: str, traceback: list[str], execution_count: int) -> dict:
+    return {
+        "status": "error",
+        "ename": ename,
+        "evalue": evalue,
+        "traceback": traceback,
+        "execution_count": execution_count,
+        "user_expressions": {},
+        "payload": [],
+    }
+
+
+def experiment_location(scorep_env: dict[str, str]) -> str | None:
+    """The user's SCOREP_EXPERIMENT_DIRECTORY (%%scorep_env first, then the environment)."""
+    return scorep_env.get("SCOREP_EXPERIMENT_DIRECTORY") or os.environ.get(
+        "SCOREP_EXPERIMENT_DIRECTORY"
+    ) or None  # fmt: skip
+
+
+def reserve_experiment(scorep_env: dict[str, str]) -> tuple[str, Path]:
+    """An (id, path) not yet created: Score-P must be told its directory when its process
+    starts, and creates it itself."""
+    exp_id = experiment.new_experiment_id()
+    explicit = experiment_location(scorep_env)
+    if explicit:
+        return exp_id, Path(explicit).expanduser().absolute()
+    return exp_id, experiment.default_parent().absolute() / exp_id
+
+
+class RunBase:
+    isolation = "subprocess"
+
+    def __init__(self, settings: CellSettings, scorep_env: dict[str, str], binding_args: list[str]):
+        self.settings = settings
+        self.backend = settings.backend
+        self.run_id = settings.run
+        self.scorep_env = dict(scorep_env)
+        self.binding_args = list(binding_args)
+        self.exp_id: str | None = None
+        self.exp_dir: Path | None = None
+        self.cells: list[dict[str, Any]] = []
+        self.start_ns = 0
+        self.t0 = 0.0
+        self.measured = False
+        self.events: int | None = None
+        self.errors: list[str] = []
+        self.status = "ok"  # worst so far: ok < error < interrupted < crashed
+        self.finished = False
+
+    # --- experiment directory and manifest -----------------------------------------
+
+    def create_experiment(self, reserved: tuple[str, Path] | None = None) -> None:
+        if reserved is not None:
+            self.exp_id, self.exp_dir = reserved
+            self.exp_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.exp_id, self.exp_dir = experiment.create_experiment_dir(
+                explicit=experiment_location(self.scorep_env)
+            )
+        self.start_ns = time.time_ns()
+        self.t0 = time.perf_counter()
+        manifest = experiment.new_manifest(
+            self.exp_id,
+            backend=self.backend,
+            isolation=self.isolation,
+            cells=[],
+            scorep_env={k: v for k, v in self.scorep_env.items() if k.startswith("SCOREP_")},
+            binding_args=self.binding_args if self.backend == "scorep" else [],
+            start_ns=self.start_ns,
+        )
+        if self.run_id is not None:
+            manifest["run"] = self.run_id
+        experiment.write_manifest(self.exp_dir, manifest)
+
+    def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
+        self.cells.append({"cell_id": cell_id, "execution_count": execution_count, "code": code})
+        experiment.update_manifest(self.exp_dir, cells=list(self.cells))
+        return len(self.cells) - 1
+
+    def note_status(self, status: str) -> None:
+        order = ("ok", "error", "interrupted", "crashed")
+        if order.index(status) > order.index(self.status):
+            self.status = status
+
+    def finish_manifest(self, extra: dict[str, Any] | None = None) -> None:
+        changes: dict[str, Any] = {
+            "status": self.status,
+            "end_ns": time.time_ns(),
+            "wall_s": round(time.perf_counter() - self.t0, 6),
+            "errors": list(self.errors),
+        }
+        if not self.measured:
+            changes["files_status"] = "unavailable"
+            changes["measurement"] = {
+                "note": "No measurement: the tracer for this backend is not installed; the "
+                "cells ran without being measured."
+            }
+        changes.update(extra or {})
+        experiment.update_manifest(self.exp_dir, **changes)
+        self.errors = []
+
+    def bundle(self, cell_index: int, status: str, wall_s: float | None, note: str | None = None):
+        return experiment_bundle(
+            exp_id=self.exp_id or "",
+            path=str(self.exp_dir),
+            backend=self.backend,
+            isolation=self.isolation,
+            status=status,
+            wall_s=wall_s,
+            events=self.events,
+            run=self.run_id,
+            cell_index_in_run=cell_index,
+            measured=self.measured,
+            note=note,
+        )

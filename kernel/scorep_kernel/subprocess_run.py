@@ -1,0 +1,305 @@
+"""A profiled run in a worker process: send the namespace, relay outputs live, bring the
+namespace back, and survive the worker's death with the kernel's namespace untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from scorep_kernel import experiment, transfer
+from scorep_kernel.faults import describe_exit
+from scorep_kernel.protocol import ChannelClosed
+from scorep_kernel.runs import CellOutput, RunBase, error_reply
+from scorep_kernel.worker_client import WorkerKey, WorkerPool, WorkerProcess
+
+log = logging.getLogger("scorep_kernel")
+
+# After an interrupt, how long the cell may take to stop before its process is killed.
+INTERRUPT_GRACE_S = 3.0
+# How long stopping the measurement (not writing the files) may take.
+STOP_TIMEOUT_S = 120.0
+
+
+class WorkerDied(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class SubprocessRun(RunBase):
+    isolation = "subprocess"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.worker: WorkerProcess | None = None
+        self.output: CellOutput | None = None
+        self.interrupted_at: float | None = None
+        self._escalation: asyncio.Task | None = None
+        self.used_spare = False
+
+    def key(self) -> WorkerKey:
+        env = tuple(sorted(self.scorep_env.items())) if self.backend == "scorep" else ()
+        args = tuple(self.binding_args) if self.backend == "scorep" else ()
+        return WorkerKey(self.backend, env, args)
+
+    def worker_env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        env.update(self.scorep_env)
+        return env
+
+    async def begin(self, pool: WorkerPool, base_env: dict[str, str], cwd: str) -> None:
+        from scorep_kernel.runs import reserve_experiment
+
+        reserved = reserve_experiment(self.scorep_env) if self.backend == "scorep" else None
+        self.worker, self.used_spare = await pool.take(
+            self.key(), self.worker_env(base_env), cwd, reserved
+        )
+        self.worker.on_native_output = self._native_output
+        try:
+            ready = await self.worker.wait_ready()
+        except (ChannelClosed, asyncio.TimeoutError):
+            code = await self.worker.wait_exit(2.0)
+            tail = "\n".join(self.worker.stderr_tail)
+            raise WorkerDied(
+                describe_exit(code, while_doing="while starting")
+                + (f"\nIts last words:\n{tail}" if tail else "")
+            ) from None
+        self.create_experiment(self.worker.reserved)
+        env = {"SCOREP_EXPERIMENT_DIRECTORY": str(self.exp_dir)}
+        await self.worker.send(
+            "start_run",
+            {
+                "exp_dir": str(self.exp_dir),
+                "measure": self.settings.measure if ready.get("measure") else None,
+                "env": env,
+            },
+        )
+        started = await self._recv_until("run_started")
+        self.measured = bool(started.get("measured"))
+        if started.get("error"):
+            self.errors.append(f"measurement could not start: {started['error']}")
+
+    def _native_output(self, name: str, text: str) -> None:
+        if self.output is not None:
+            self.output.stream(name, text)
+        else:
+            log.info("profiling worker %s: %s", name, text.rstrip())
+
+    async def _recv_until(self, kind: str, timeout: float | None = 60.0) -> dict[str, Any]:
+        assert self.worker is not None
+        try:
+            return await self.worker.recv_until(kind, timeout)
+        except (ChannelClosed, asyncio.TimeoutError):
+            raise WorkerDied(await self._death_message(f"while waiting for {kind}")) from None
+
+    async def _death_message(self, while_doing: str = "") -> str:
+        assert self.worker is not None
+        code = await self.worker.wait_exit(5.0)
+        if code is None:  # alive but silent: do not leave it running
+            self.worker.kill()
+            code = await self.worker.wait_exit(5.0)
+        return describe_exit(code, while_doing=while_doing)
+
+    # --- interrupts ------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """SIGINT reached the kernel: pass it on, and kill the worker if the cell does not
+        stop in time (native code that never checks for signals)."""
+        if self.worker is None:
+            return
+        self.worker.interrupt()
+        if self.interrupted_at is None:
+            self.interrupted_at = time.monotonic()
+            self._escalation = asyncio.ensure_future(self._kill_if_stuck())
+
+    async def _kill_if_stuck(self) -> None:
+        await asyncio.sleep(INTERRUPT_GRACE_S)
+        if self.worker is not None and self.worker.alive():
+            log.warning("profiled cell ignored the interrupt; killing its process")
+            self.killed_after_interrupt = True
+            self.worker.kill()
+
+    # --- one cell ------------------------------------------------------------------
+
+    async def run_cell(
+        self, shell: Any, output: CellOutput, code: str, cell_id: str | None, execution_count: int
+    ) -> dict[str, Any]:
+        assert self.worker is not None
+        self.output = output
+        self.interrupted_at = None
+        self.killed_after_interrupt = False
+        names = transfer.user_names(shell.user_ns, shell.user_ns_hidden)
+        packet = transfer.pack({name: shell.user_ns[name] for name in names})
+        for name, reason in packet.skipped.items():
+            output.stream(
+                "stderr",
+                f"Warning: {name!r} cannot be sent to the profiling process ({reason}); it "
+                f"keeps its value here, but using it in this profiled cell raises an error.\n",
+            )
+        index = self.add_cell(cell_id, execution_count, code)
+        cell_start = time.perf_counter()
+        try:
+            await self.worker.send(
+                "cell",
+                {
+                    "code": code,
+                    "label": f"cell {execution_count}",
+                    "execution_count": execution_count,
+                    "cell_id": cell_id,
+                    "state": packet.header,
+                    "colors": getattr(shell, "colors", None),
+                },
+            )
+            done = await self._relay(output)
+        except (ChannelClosed, WorkerDied) as e:
+            packet.release()
+            message = e.message if isinstance(e, WorkerDied) else await self._death_message()
+            return await self._crashed(output, message, execution_count, index, cell_start)
+        finally:
+            if self._escalation is not None:
+                self._escalation.cancel()
+                self._escalation = None
+        packet.release()
+        # The cell ended in the worker (ok, error or interrupt): its state comes back, as
+        # IPython keeps state as of the point a cell stopped.
+        unpacked = transfer.unpack(done["state"])
+        transfer.apply(shell.user_ns, unpacked, previous_names=names)
+        try:
+            await self.worker.send("state_received")
+        except ChannelClosed:
+            pass
+        for name, reason in (done.get("skipped") or {}).items():
+            if name not in packet.skipped:
+                output.stream(
+                    "stderr",
+                    f"Warning: {name!r} was made in the profiled cell but cannot be brought "
+                    f"back to the notebook ({reason}).\n",
+                )
+        if done.get("interrupted"):
+            status = "interrupted"
+        elif done["status"] == "error":
+            status = "error"
+        else:
+            status = "ok"
+        self.note_status(status)
+        self.last_cell_wall = time.perf_counter() - cell_start
+        self.last_cell_index = index
+        if status == "ok":
+            return {"status": "ok", "execution_count": execution_count, "user_expressions": {},
+                    "payload": []}  # fmt: skip
+        if status == "interrupted":
+            return error_reply("KeyboardInterrupt", done.get("evalue", ""), done.get("traceback") or [], execution_count)
+        return error_reply(done.get("ename", "Error"), done.get("evalue", ""), done.get("traceback") or [], execution_count)
+
+    async def _relay(self, output: CellOutput) -> dict[str, Any]:
+        """Publish the worker's outputs until the cell is done."""
+        assert self.worker is not None
+        while True:
+            try:
+                kind, payload = await self.worker.recv()
+            except ChannelClosed:
+                raise WorkerDied(await self._death_message()) from None
+            if kind == "stream":
+                output.stream(payload["name"], payload["text"])
+            elif kind == "display":
+                output.display(payload["data"], payload.get("metadata"),
+                               payload.get("transient"), payload.get("update", False))  # fmt: skip
+            elif kind == "execute_result":
+                output.execute_result(payload["execution_count"], payload["data"], payload.get("metadata") or {})
+            elif kind == "clear_output":
+                output.clear_output(payload.get("wait", False))
+            elif kind == "error":
+                output.error(payload["ename"], payload["evalue"], payload["traceback"])
+            elif kind == "cell_done":
+                return payload
+
+    async def _crashed(self, output: CellOutput, message: str, execution_count: int,
+                       index: int, cell_start: float) -> dict[str, Any]:  # fmt: skip
+        if getattr(self, "killed_after_interrupt", False):
+            message = (
+                f"The profiled cell did not stop within {INTERRUPT_GRACE_S:.0f} s of the "
+                f"interrupt, so its process was killed. {message}"
+            )
+        self.note_status("crashed")
+        self.errors.append(message)
+        self.last_cell_wall = time.perf_counter() - cell_start
+        self.last_cell_index = index
+        self.output = None
+        self.finished = True
+        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+        output.display(self.bundle(index, "crashed", self.last_cell_wall))
+        output.error("ProfilingProcessDied", message, [message])
+        if self.worker is not None:
+            await self.worker.close(graceful=False)
+        return error_reply("ProfilingProcessDied", message, [message], execution_count)
+
+    # --- end of the run ------------------------------------------------------------
+
+    async def finish(self, output: CellOutput) -> None:
+        """Stop measuring, record how the run ended, show the bundle; the files are written
+        by the worker after this returns (files_status "pending" until then)."""
+        if self.finished:
+            return
+        self.finished = True
+        worker = self.worker
+        assert worker is not None
+        self.output = None
+        try:
+            await worker.send("finish_run")
+            stopped = await self._recv_until("run_stopped", STOP_TIMEOUT_S)
+            self.events = stopped.get("events")
+            if stopped.get("error"):
+                self.errors.append(f"stopping the measurement failed: {stopped['error']}")
+            if stopped.get("notes"):
+                extra = {"measurement": {k: v for k, v in stopped["notes"].items()}}
+            else:
+                extra = {}
+        except (ChannelClosed, WorkerDied) as e:
+            message = e.message if isinstance(e, WorkerDied) else str(e)
+            self.note_status("crashed")
+            self.errors.append(f"The profiling process died while stopping the measurement: {message}")
+            extra = {"files_status": "failed"}
+        self.finish_manifest(extra)
+        output.display(self.bundle(getattr(self, "last_cell_index", 0), self.status,
+                                   getattr(self, "last_cell_wall", None)))  # fmt: skip
+        asyncio.ensure_future(self._await_files(worker))
+
+    async def _await_files(self, worker: WorkerProcess) -> None:
+        """Note in the manifest how writing the files ended (the worker writes them)."""
+        status, errors = "failed", []
+        try:
+            done = await worker.recv_until("files_done", None)
+            status, errors = done.get("status", "failed"), list(done.get("errors") or [])
+        except (ChannelClosed, asyncio.TimeoutError):
+            code = await worker.wait_exit(30.0)
+            errors = [describe_exit(code, while_doing="while writing the experiment files")]
+        code = await worker.wait_exit(600.0)
+        if self.backend == "scorep":  # Score-P writes its files when the process exits
+            anchor = self.exp_dir / experiment.OTF2_ANCHOR
+            status = "ready" if anchor.exists() else "failed"
+            files = {"otf2": experiment.OTF2_ANCHOR} if anchor.exists() else {}
+            if (self.exp_dir / experiment.CUBEX).exists():
+                files["cubex"] = experiment.CUBEX
+            if status == "failed":
+                errors.append(f"Score-P wrote no trace (exit status {code})")
+            experiment.update_manifest(self.exp_dir, files=files, files_status=status, errors=errors)
+        elif status == "exit":
+            pass  # nothing was measured: finish_manifest already said so
+        else:
+            try:
+                manifest = experiment.read_manifest(self.exp_dir)
+            except experiment.ExperimentError:
+                return
+            if status == "failed" or manifest.get("files_status") == "pending":
+                experiment.update_manifest(self.exp_dir, files_status=status, errors=errors)
+        await worker.close(graceful=False)
+
+    async def abort(self) -> None:
+        self.finished = True
+        self.note_status("interrupted")
+        self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
+        if self.worker is not None:
+            await self.worker.close(graceful=False)
+        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})

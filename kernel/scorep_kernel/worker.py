@@ -1,0 +1,279 @@
+"""The worker process: runs profiled cells for the kernel, under measurement.
+
+Started by the kernel (``worker_client``) as either
+
+    python -m scorep_kernel.worker --fd N                        (builtin backend)
+    python -m scorep <binding args> <this file> --fd N           (Score-P backend)
+
+where N is the worker's end of a private socketpair. The worker waits (with the modules
+the notebook uses already imported) until the kernel sends a run, then executes the run's
+cells in a headless IPython shell, sending outputs as they happen and the namespace after
+each cell. It lives for exactly one measured run: Score-P writes its experiment when the
+process ends, and a fresh process keeps one run's measurement out of the next.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from typing import Any, Iterator
+
+if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from scorep_kernel import transfer  # noqa: E402
+from scorep_kernel.protocol import BlockingChannel, ChannelClosed  # noqa: E402
+from scorep_kernel.worker_shell import ForwardingStream, flush_streams, make_shell  # noqa: E402
+
+
+def _scorep_bindings() -> Any:
+    """The Score-P bindings when this process runs under ``python -m scorep``."""
+    if "scorep.instrumenter" in sys.modules or "scorep._bindings" in sys.modules:
+        import scorep.instrumenter
+        import scorep.user
+
+        return scorep
+    return None
+
+
+class Worker:
+    def __init__(self, channel: BlockingChannel):
+        self.channel = channel
+        self.shell = make_shell(channel)
+        self.scorep = _scorep_bindings()
+        self.measurement: Any = None
+        self.measure_error: str | None = None
+        self.in_cell = False
+        self.pending_packet: Any = None
+        self.sent_names: list[str] = []
+        if self.scorep is not None:
+            # Only the cells are measured, not the worker's own machinery.
+            self.scorep.instrumenter.disable()
+
+    # --- signals -------------------------------------------------------------------
+
+    def on_sigint(self, signum: int, frame: Any) -> None:
+        # The kernel forwards the user's interrupt; it only means something inside a cell.
+        if self.in_cell:
+            raise KeyboardInterrupt
+
+    # --- messages ------------------------------------------------------------------
+
+    def serve(self) -> None:
+        measure_ok, message = self._measure_available()
+        self.channel.send(
+            "ready",
+            {
+                "pid": os.getpid(),
+                "measure": measure_ok,
+                "message": message,
+                "backend": "scorep" if self.scorep is not None else "builtin",
+            },
+        )
+        while True:
+            try:
+                kind, payload = self.channel.recv()
+            except ChannelClosed:
+                return
+            if self.pending_packet is not None and kind != "preload":
+                self.pending_packet.release()
+                self.pending_packet = None
+            if kind == "preload":
+                self.preload(payload.get("modules", []))
+            elif kind == "start_run":
+                self.start_run(payload)
+            elif kind == "cell":
+                self.run_cell(payload)
+            elif kind == "state_received":
+                pass
+            elif kind == "finish_run":
+                self.finish_run()
+                return
+            elif kind == "shutdown":
+                return
+
+    def _measure_available(self) -> tuple[bool, str]:
+        if self.scorep is not None:
+            return True, "Score-P bindings loaded"
+        try:
+            from scorep_kernel.measure import Measurement  # noqa: F401
+        except ImportError as e:
+            return False, f"the builtin tracer is not installed ({e})"
+        return True, "builtin tracer"
+
+    def preload(self, modules: list[str]) -> None:
+        failed = []
+        for name in modules:
+            if name in sys.modules:
+                continue
+            try:
+                importlib.import_module(name)
+            except BaseException:  # a module that fails here fails again in the cell
+                failed.append(name)
+        self.channel.send("preloaded", {"modules": modules, "failed": failed})
+
+    def start_run(self, payload: dict[str, Any]) -> None:
+        os.environ.update(payload.get("env") or {})
+        error = None
+        if self.scorep is None and payload.get("measure") is not None:
+            try:
+                from scorep_kernel.measure import MeasureConfig, Measurement
+
+                config = MeasureConfig.from_mapping(payload["measure"])
+                self.measurement = Measurement(payload["exp_dir"], config)
+                self.measurement.start()
+            except ImportError as e:
+                self.measurement = None
+                error = f"the builtin tracer is not installed ({e})"
+            except Exception as e:
+                self.measurement = None
+                error = f"{type(e).__name__}: {e}"
+        self.channel.send("run_started", {"error": error, "measured": self._measured()})
+
+    def _measured(self) -> bool:
+        return self.scorep is not None or self.measurement is not None
+
+    @contextmanager
+    def _region(self, label: str, code_filename: str) -> Iterator[None]:
+        if self.scorep is not None:
+            with self.scorep.user.region(label):
+                self.scorep.instrumenter.enable()
+                try:
+                    yield
+                finally:
+                    self.scorep.instrumenter.disable()
+        elif self.measurement is not None:
+            with self.measurement.cell(label, code_filename=code_filename):
+                yield
+        else:
+            with nullcontext():
+                yield
+
+    def run_cell(self, payload: dict[str, Any]) -> None:
+        shell = self.shell
+        ns = shell.user_ns
+        unpacked = transfer.unpack(payload["state"])
+        transfer.apply(ns, unpacked, previous_names=self.sent_names)
+        if payload.get("colors"):
+            try:
+                shell.colors = payload["colors"]
+            except Exception:
+                pass
+        self.channel.send("state_received", {})
+        code = payload["code"]
+        count = int(payload.get("execution_count") or shell.execution_count)
+        shell.execution_count = count
+        try:
+            transformed = shell.transform_cell(code)
+        except Exception:
+            transformed = code
+        code_filename = shell.compile.get_code_name(code, transformed, count)
+        shell.last_error = None
+        interrupted = False
+        result = None
+        start = time.perf_counter()
+        try:
+            with self._region(payload.get("label") or f"cell {count}", code_filename):
+                self.in_cell = True
+                try:
+                    result = shell.run_cell(code, store_history=True, cell_id=payload.get("cell_id"))
+                finally:
+                    self.in_cell = False
+        except KeyboardInterrupt:
+            interrupted = True
+        wall = time.perf_counter() - start
+        flush_streams()
+        error = shell.last_error
+        if result is not None and not result.success and error is None:
+            exc = result.error_before_exec or result.error_in_exec
+            error = {"ename": type(exc).__name__, "evalue": str(exc), "traceback": []}
+        if error is not None and error["ename"] == "KeyboardInterrupt":
+            interrupted = True
+        if interrupted and error is None:
+            error = {"ename": "KeyboardInterrupt", "evalue": "", "traceback": []}
+        names = transfer.user_names(ns, shell.user_ns_hidden)
+        packet = transfer.pack({name: ns[name] for name in names})
+        self.pending_packet = packet
+        self.sent_names = names
+        self.channel.send(
+            "cell_done",
+            {
+                "status": "error" if error else "ok",
+                "interrupted": interrupted,
+                **(error or {}),
+                "state": packet.header,
+                "skipped": dict(packet.skipped),
+                "wall_s": wall,
+            },
+        )
+
+    def finish_run(self) -> None:
+        if self.measurement is None:
+            self.channel.send("run_stopped", {"measured": self.scorep is not None})
+            self.channel.send("files_done", {"status": "exit", "errors": []})
+            return
+        errors: list[str] = []
+        try:
+            recording = self.measurement.stop()
+        except Exception as e:
+            self.channel.send(
+                "run_stopped", {"measured": False, "error": f"{type(e).__name__}: {e}"}
+            )
+            self.channel.send("files_done", {"status": "failed", "errors": [str(e)]})
+            return
+        self.channel.send(
+            "run_stopped",
+            {
+                "measured": True,
+                "events": recording.event_count,
+                "notes": dict(getattr(recording, "notes", {}) or {}),
+            },
+        )
+        status = "ready"
+        try:
+            self.measurement.write_files(recording, background=False)
+        except Exception as e:
+            status = "failed"
+            errors.append(f"writing the experiment files failed: {type(e).__name__}: {e}")
+        self.channel.send("files_done", {"status": status, "errors": errors})
+
+
+def _watch_parent(parent: int) -> None:
+    # A worker must not outlive its kernel, even when the kernel was killed mid-cell.
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(70)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--fd" not in argv:
+        raise SystemExit("usage: python -m scorep_kernel.worker --fd N (started by the kernel)")
+    fd = int(argv[argv.index("--fd") + 1])
+    parent = int(os.environ.pop("SCOREP_KERNEL_PARENT_PID", "0") or 0) or os.getppid()
+    sock = socket.socket(fileno=fd)
+    channel = BlockingChannel(sock)
+    faulthandler.enable(file=sys.__stderr__)
+    sys.stdout = ForwardingStream("stdout", channel, 1)
+    sys.stderr = ForwardingStream("stderr", channel, 2)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    worker = Worker(channel)
+    signal.signal(signal.SIGINT, worker.on_sigint)
+    try:
+        worker.serve()
+    finally:
+        flush_streams()
+        if worker.pending_packet is not None:
+            worker.pending_packet.release()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""The kernel's side of a worker process: start it, talk to it, interrupt it, bury it.
+
+Also the spare worker: one process started ahead of time (and fed the modules the
+notebook uses) so the next profiled cell pays neither interpreter start nor imports. A
+spare is keyed on everything fixed at process start (backend, Score-P environment,
+binding arguments, interpreter); a profiled cell whose key differs gets a fresh process and
+the old spare is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from scorep_kernel.protocol import AsyncChannel, ChannelClosed
+
+log = logging.getLogger("scorep_kernel")
+
+WORKER_FILE = str(Path(__file__).with_name("worker.py"))
+_KERNEL_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclass(frozen=True)
+class WorkerKey:
+    backend: str  # "scorep" | "builtin"
+    env: tuple[tuple[str, str], ...]  # SCOREP_* set by the user (fixed at Score-P's start)
+    binding_args: tuple[str, ...]
+    python: str = sys.executable
+
+    def command(self, fd: int) -> list[str]:
+        if self.backend == "scorep":
+            return [self.python, "-m", "scorep", *self.binding_args, WORKER_FILE, "--fd", str(fd)]
+        return [self.python, "-m", "scorep_kernel.worker", "--fd", str(fd)]
+
+
+class WorkerProcess:
+    """One worker. ``recv`` yields its messages; output the worker's native code writes to
+    file descriptors 1 and 2 arrives through ``on_native_output`` (stream name, text)."""
+
+    def __init__(self, key: WorkerKey, proc: subprocess.Popen, channel: AsyncChannel):
+        self.key = key
+        self.proc = proc
+        self.channel = channel
+        self.ready: dict[str, Any] | None = None
+        self.on_native_output: Callable[[str, str], None] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        self.preloaded: set[str] = set()
+        self._pipe_tasks: list[asyncio.Task] = []
+        self._inbox: asyncio.Queue = asyncio.Queue()
+        self._reader_task: asyncio.Task | None = None
+        # (id, path) of the experiment this process will write (fixed at start for Score-P)
+        self.reserved: tuple[str, Path] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @classmethod
+    async def spawn(
+        cls, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
+    ) -> WorkerProcess:
+        kernel_end, worker_end = socket.socketpair()
+        env = dict(env)
+        env["SCOREP_KERNEL_PARENT_PID"] = str(os.getpid())
+        # The worker imports scorep_kernel from wherever the kernel did.
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if _KERNEL_DIR not in paths:
+            env["PYTHONPATH"] = os.pathsep.join([_KERNEL_DIR, *paths])
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if reserved is not None:
+            env["SCOREP_EXPERIMENT_DIRECTORY"] = str(reserved[1])
+        try:
+            proc = subprocess.Popen(
+                key.command(worker_end.fileno()),
+                pass_fds=(worker_end.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                # Its own session: Jupyter's interrupt (SIGINT to the kernel's process
+                # group) must reach the worker only through the kernel, and only mid-cell.
+                start_new_session=True,
+            )
+        finally:
+            worker_end.close()
+        kernel_end.setblocking(False)
+        channel = await AsyncChannel.open(kernel_end)
+        worker = cls(key, proc, channel)
+        worker.reserved = reserved
+        worker._start_pipes()
+        worker._reader_task = asyncio.ensure_future(worker._read_messages())
+        return worker
+
+    def _start_pipes(self) -> None:
+        loop = asyncio.get_running_loop()
+        for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            self._pipe_tasks.append(loop.create_task(self._read_pipe(name, pipe)))
+
+    async def _read_pipe(self, name: str, pipe: Any) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            text = data.decode("utf-8", errors="replace")
+            if name == "stderr":
+                self.stderr_tail.extend(text.splitlines()[-20:])
+            if self.on_native_output is not None:
+                self.on_native_output(name, text)
+            else:
+                log.debug("worker %s %s: %s", self.pid, name, text.rstrip())
+
+    async def _read_messages(self) -> None:
+        while True:
+            try:
+                message = await self.channel.recv()
+            except ChannelClosed:
+                await self._inbox.put(None)
+                return
+            await self._inbox.put(message)
+
+    async def recv(self) -> tuple[str, dict[str, Any]]:
+        """The next message; ChannelClosed once the worker is gone."""
+        message = await self._inbox.get()
+        if message is None:
+            await self._inbox.put(None)  # later calls see the end too
+            raise ChannelClosed("the worker closed the connection")
+        return message
+
+    async def recv_until(self, kind: str, timeout: float | None = None) -> dict[str, Any]:
+        """Skip to the next message of ``kind`` (other messages are logged)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            got, payload = await asyncio.wait_for(self.recv(), left)
+            if got == kind:
+                return payload
+            log.debug("worker %s: %s while waiting for %s", self.pid, got, kind)
+
+    async def wait_ready(self, timeout: float = 120.0) -> dict[str, Any]:
+        if self.ready is None:
+            self.ready = await self.recv_until("ready", timeout)
+        return self.ready
+
+    async def send(self, kind: str, payload: dict[str, Any] | None = None) -> None:
+        await self.channel.send(kind, payload)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def interrupt(self) -> None:
+        if self.alive():
+            try:
+                os.kill(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        if self.alive():
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    async def wait_exit(self, timeout: float = 10.0) -> int | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.proc.poll() is None and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        for task in self._pipe_tasks:  # let the last native output arrive
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 0.5)
+            except (asyncio.TimeoutError, Exception):
+                pass
+        return self.proc.poll()
+
+    async def close(self, graceful: bool = True) -> None:
+        if graceful and self.alive():
+            try:
+                await self.send("shutdown")
+            except ChannelClosed:
+                pass
+            if await self.wait_exit(2.0) is None:
+                self.kill()
+        else:
+            self.kill()
+        await self.wait_exit(5.0)
+        self.channel.close()
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+
+
+class WorkerPool:
+    """Holds at most one spare worker, ready and preloaded."""
+
+    def __init__(self) -> None:
+        self.spare: WorkerProcess | None = None
+        self._starting: asyncio.Task | None = None
+        self.enabled = True
+
+    async def take(
+        self, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
+    ) -> tuple[WorkerProcess, bool]:
+        """A worker for ``key``: the spare if it matches and lives, else a fresh one.
+        Returns (worker, was_spare)."""
+        if self._starting is not None:
+            try:
+                await self._starting
+            except Exception:
+                pass
+            self._starting = None
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.key == key and spare.alive() and spare.ready is not None:
+            return spare, True
+        if spare is not None:
+            await spare.close(graceful=False)
+        return await WorkerProcess.spawn(key, env, cwd, reserved), False
+
+    def prepare(
+        self,
+        key: WorkerKey,
+        env: dict[str, str],
+        cwd: str,
+        modules: list[str],
+        reserved: tuple[str, Path] | None = None,
+    ) -> None:
+        """Start a spare in the background (after a cell, never during one)."""
+        if not self.enabled:
+            return
+        if self.spare is not None and self.spare.key == key and self.spare.alive():
+            asyncio.ensure_future(self.preload(modules))
+            return
+        if self._starting is not None and not self._starting.done():
+            return
+        self._starting = asyncio.ensure_future(self._start(key, env, cwd, modules, reserved))
+
+    async def _start(
+        self,
+        key: WorkerKey,
+        env: dict[str, str],
+        cwd: str,
+        modules: list[str],
+        reserved: tuple[str, Path] | None,
+    ) -> None:
+        old, self.spare = self.spare, None
+        if old is not None:
+            await old.close(graceful=False)
+        try:
+            worker = await WorkerProcess.spawn(key, env, cwd, reserved)
+            await worker.wait_ready()
+        except Exception as e:
+            log.warning("could not start a spare profiling worker: %s", e)
+            return
+        self.spare = worker
+        await self.preload(modules)
+
+    async def preload(self, modules: list[str]) -> None:
+        spare = self.spare
+        if spare is None or not modules:
+            return
+        todo = [m for m in modules if m not in spare.preloaded]
+        if not todo:
+            return
+        spare.preloaded.update(todo)
+        try:
+            await spare.send("preload", {"modules": todo})
+        except ChannelClosed:
+            self.spare = None
+
+    async def close(self) -> None:
+        if self._starting is not None:
+            self._starting.cancel()
+        if self.spare is not None:
+            await self.spare.close(graceful=False)
+            self.spare = None

@@ -1,12 +1,20 @@
 """Shared fixtures for the kernel tests.
 
 Recordings are built by hand from numpy arrays, so every expected number in a test follows
-from the events written here (see ``known_recording``).
+from the events written here (see ``known_threads``). Builders and read-back helpers are
+handed to tests through the ``rec`` and ``readback`` fixtures (importing ``conftest``
+directly is ambiguous once several test folders have one).
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import types
+
 import numpy as np
+import otf2
 import pytest
 
 from scorep_kernel.recording import (
@@ -159,3 +167,97 @@ def random_recording(seed: int, n_threads: int = 2, n_events: int = 2000, n_regi
             kinds=np.asarray(kinds, dtype=np.int8),
         ))
     return make_recording(threads, regions)
+
+
+# --- reading OTF2 back, independently of the writer ---------------------------------
+
+
+def read_events(anchor) -> list[tuple]:
+    """``(location name, kind, time, region name or metric values)`` in reader order."""
+    out = []
+    with otf2.reader.open(str(anchor)) as trace:
+        for location, event in trace.events:
+            kind = type(event).__name__
+            if kind in ("Enter", "Leave"):
+                out.append((location.name, kind, event.time, event.region.name))
+            elif kind == "Metric":
+                names = tuple(m.name for m in event.metric.members)
+                out.append((location.name, kind, event.time, names, tuple(event.values)))
+            else:
+                out.append((location.name, kind, event.time, None))
+    return out
+
+
+def events_by_location(events) -> dict[str, list[tuple]]:
+    per: dict[str, list[tuple]] = {}
+    for e in events:
+        per.setdefault(e[0], []).append(e[1:])
+    return per
+
+
+def expected_thread_events(recording: Recording) -> dict[str, list[tuple]]:
+    """What each thread location must hold: (kind, epoch time, region name)."""
+    expected = {}
+    for t in recording.threads:
+        times = (np.asarray(t.times, np.int64) + recording.clock_offset_ns).tolist()
+        expected[t.name] = [
+            ("Enter" if k == ENTER else "Leave", ts, recording.regions[r].name)
+            for ts, r, k in zip(times, np.asarray(t.regions).tolist(),
+                                np.asarray(t.kinds).tolist())
+        ]
+    return expected
+
+
+def otf2_print_available() -> bool:
+    return shutil.which("otf2-print") is not None
+
+
+_EVENT_LINE = re.compile(
+    r'^(ENTER|LEAVE)\s+(\d+)\s+(\d+)\s+Region: "(.*)" <(\d+)>\s*$'
+)
+_METRIC_LINE = re.compile(r"^METRIC\s+(\d+)\s+(\d+)\s+Metric: (\d+), (\d+) Values: (.*)$")
+_METRIC_VALUE = re.compile(r'\("([^"]*)" <\d+>; (\w+); ([^)]*)\)')
+
+
+def otf2_print_events(anchor) -> list[tuple]:
+    """Events from ``otf2-print``: (kind, location id, time, region name) for enter/leave,
+    ("METRIC", location id, time, [(member, type, value)])."""
+    text = subprocess.run(["otf2-print", str(anchor)], check=True, capture_output=True,
+                          text=True, encoding="utf-8").stdout
+    events = []
+    for line in text.splitlines():
+        m = _EVENT_LINE.match(line)
+        if m:
+            events.append((m[1], int(m[2]), int(m[3]), m[4]))
+            continue
+        m = _METRIC_LINE.match(line)
+        if m:
+            values = [(n, t, float(v)) for n, t, v in _METRIC_VALUE.findall(m[5])]
+            events.append(("METRIC", int(m[1]), int(m[2]), values))
+    return events
+
+
+def otf2_print_definitions(anchor) -> str:
+    return subprocess.run(["otf2-print", "-G", str(anchor)], check=True, capture_output=True,
+                          text=True, encoding="utf-8").stdout
+
+
+@pytest.fixture
+def rec() -> types.SimpleNamespace:
+    """Recording builders and the region indices / clock constants of the known recording."""
+    return types.SimpleNamespace(
+        MS=MS, MONO_BASE=MONO_BASE, EPOCH_BASE=EPOCH_BASE, CELL=CELL, G=G, F=F, H=H,
+        KNOWN_REGIONS=KNOWN_REGIONS, thread_from_calls=thread_from_calls,
+        known_threads=known_threads, known_metrics=known_metrics,
+        make_recording=make_recording, random_recording=random_recording,
+    )
+
+
+@pytest.fixture
+def readback() -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        read_events=read_events, events_by_location=events_by_location,
+        expected_thread_events=expected_thread_events,
+        otf2_print_available=otf2_print_available, otf2_print_events=otf2_print_events,
+        otf2_print_definitions=otf2_print_definitions,
+    )

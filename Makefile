@@ -15,6 +15,8 @@ STAMPS := .stamps
 JLPM := $(BIN)/jlpm
 CHROMIUM ?= /usr/lib/chromium/chromium
 PORT ?= 8888
+# The package.json scripts call `jlpm` and `jupyter` by name: the venv's must come first.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 FRONTEND_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
 

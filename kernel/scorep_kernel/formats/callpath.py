@@ -138,7 +138,8 @@ def _pair_calls(thread: ThreadEvents, t_index: int, event_offset: int):
     enters, leaves = order[0::2], order[1::2]
     mismatch = regions[enters] != regions[leaves]
     if mismatch.any():
-        i = int(np.argmax(mismatch))
+        bad = np.flatnonzero(mismatch)
+        i = int(bad[np.argmin(leaves[bad])])  # the first wrong leave in time
         raise RecordingError(
             f"{where}: event {int(leaves[i])} leaves region {int(regions[leaves[i]])} but "
             f"the open region is {int(regions[enters[i]])} (event {int(enters[i])})"

@@ -283,7 +283,7 @@ class ScorePKernel(IPythonKernel):
             return  # a run holds its own worker; do not compete with its cells for the CPU
         s = self.scorep_settings
         recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
-        names = transfer.user_names(self.shell.user_ns, self.shell.user_ns_hidden)
+        names = transfer.user_names(self.shell.user_ns)
         modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
         from scorep_kernel.runs import reserve_experiment
 

@@ -57,6 +57,7 @@ class SubprocessRun(RunBase):
             self.key(), self.worker_env(base_env), cwd, reserved
         )
         self.worker.on_native_output = self._native_output
+        transfer.allow_reader(self.worker.pid)
         try:
             ready = await self.worker.wait_ready()
         except (ChannelClosed, asyncio.TimeoutError):
@@ -130,8 +131,7 @@ class SubprocessRun(RunBase):
         self.output = output
         self.interrupted_at = None
         self.killed_after_interrupt = False
-        names = transfer.user_names(shell.user_ns, shell.user_ns_hidden)
-        packet = transfer.pack({name: shell.user_ns[name] for name in names})
+        packet = transfer.pack(shell.user_ns)
         for name, reason in packet.skipped.items():
             output.stream(
                 "stderr",
@@ -152,7 +152,7 @@ class SubprocessRun(RunBase):
                     "colors": getattr(shell, "colors", None),
                 },
             )
-            done = await self._relay(output)
+            done = await self._relay(output, packet)
         except (ChannelClosed, WorkerDied) as e:
             packet.release()
             message = e.message if isinstance(e, WorkerDied) else await self._death_message()
@@ -165,11 +165,11 @@ class SubprocessRun(RunBase):
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
         unpacked = transfer.unpack(done["state"])
-        transfer.apply(shell.user_ns, unpacked, previous_names=names)
         try:
             await self.worker.send("state_received")
         except ChannelClosed:
             pass
+        transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
         for name, reason in (done.get("skipped") or {}).items():
             if name not in packet.skipped:
                 output.stream(
@@ -193,7 +193,7 @@ class SubprocessRun(RunBase):
             return error_reply("KeyboardInterrupt", done.get("evalue", ""), done.get("traceback") or [], execution_count)
         return error_reply(done.get("ename", "Error"), done.get("evalue", ""), done.get("traceback") or [], execution_count)
 
-    async def _relay(self, output: CellOutput) -> dict[str, Any]:
+    async def _relay(self, output: CellOutput, packet: Any) -> dict[str, Any]:
         """Publish the worker's outputs until the cell is done."""
         assert self.worker is not None
         while True:
@@ -212,6 +212,8 @@ class SubprocessRun(RunBase):
                 output.clear_output(payload.get("wait", False))
             elif kind == "error":
                 output.error(payload["ename"], payload["evalue"], payload["traceback"])
+            elif kind == "state_received":
+                packet.release()  # the worker has its copy
             elif kind == "cell_done":
                 return payload
 

@@ -52,7 +52,7 @@ class Worker:
         self.measure_error: str | None = None
         self.in_cell = False
         self.pending_packet: Any = None
-        self.sent_names: list[str] = []
+        self.sent_names: tuple[str, ...] = ()
         if self.scorep is not None:
             # Only the cells are measured, not the worker's own machinery.
             self.scorep.instrumenter.disable()
@@ -120,6 +120,8 @@ class Worker:
         self.channel.send("preloaded", {"modules": modules, "failed": failed})
 
     def start_run(self, payload: dict[str, Any]) -> None:
+        # Score-P's variables belong to this process; the kernel's environment, applied
+        # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
         os.environ.update(payload.get("env") or {})
         error = None
         if self.scorep is None and payload.get("measure") is not None:
@@ -160,13 +162,14 @@ class Worker:
         shell = self.shell
         ns = shell.user_ns
         unpacked = transfer.unpack(payload["state"])
-        transfer.apply(ns, unpacked, previous_names=self.sent_names)
+        # The kernel may release its packet as soon as unpack returned.
+        self.channel.send("state_received", {})
+        transfer.apply_in_worker(ns, unpacked, self.sent_names)
         if payload.get("colors"):
             try:
                 shell.colors = payload["colors"]
             except Exception:
                 pass
-        self.channel.send("state_received", {})
         code = payload["code"]
         count = int(payload.get("execution_count") or shell.execution_count)
         shell.execution_count = count
@@ -198,10 +201,9 @@ class Worker:
             interrupted = True
         if interrupted and error is None:
             error = {"ename": "KeyboardInterrupt", "evalue": "", "traceback": []}
-        names = transfer.user_names(ns, shell.user_ns_hidden)
-        packet = transfer.pack({name: ns[name] for name in names})
+        packet = transfer.pack(ns)
         self.pending_packet = packet
-        self.sent_names = names
+        self.sent_names = packet.names
         self.channel.send(
             "cell_done",
             {

@@ -1,0 +1,197 @@
+"""The wrapper kernel, started for real: a profiled cell (worker process) leaves the
+namespace exactly as the same cell run unprofiled does; outputs are live and rich."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_kernel_harness import MIME, PROFILE_IN, PROFILE_SUB, KernelHandle
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kernels")
+
+
+@pytest.fixture(scope="module")
+def kernels(workdir):
+    """(profiled, plain): two kernels in one directory."""
+    profiled = KernelHandle(workdir)
+    plain = KernelHandle(workdir)
+    for k in (profiled, plain):
+        assert k.run("import os, sys\nimport numpy as np").status == "ok"
+    yield profiled, plain
+    profiled.shutdown()
+    plain.shutdown()
+
+
+# (setup run unprofiled in both, the cell under test, code run afterwards unprofiled in
+# both, the expression compared)
+CASES = {
+    "new and rebound names": ("a1 = 1", "a1 = 2\nb1 = 'new'", "", "(a1, b1)"),
+    "del": ("d1 = 5\nd2 = 6", "del d1", "", "('d1' in globals(), d2)"),
+    "list append": ("l1 = [1]", "l1.append(2)", "", "l1"),
+    "numpy in place": ("arr1 = np.arange(3)", "arr1 += 1", "", "(arr1.tolist(), arr1.dtype.name)"),
+    "aliasing made in the cell": (
+        "", "al_a = [1]\nal_b = al_a\nal_b.append(2)", "al_a.append(3)", "(al_a is al_b, al_b)"
+    ),
+    "aliasing made before": ("al_c = {'k': 0}\nal_d = al_c", "al_d['k'] += 1", "", "(al_c is al_d, al_c)"),
+    "def lambda class instance": (
+        "",
+        "K1 = 10\ndef f1(x):\n    return x + K1\nsq = lambda v: v * v\n"
+        "class C1:\n    def m(self):\n        return f1(1)\nc1 = C1()",
+        "K1 = 20",  # functions must see the notebook's globals, not a copy
+        "(f1(1), sq(3), c1.m(), isinstance(c1, C1), type(c1).__name__)",
+    ),
+    "function defined before": ("def g1():\n    return G1\nG1 = 1", "G1 = 2\nr1 = g1()", "G1 = 3", "(r1, g1())"),
+    "import": (
+        "", "import json as js1\nfrom collections import OrderedDict as OD1", "",
+        "(js1.dumps([1]), OD1.__name__, js1.__name__)",
+    ),
+    "os.environ": ("", "os.environ['NOTEBOOK_TEST_VAR'] = 'v1'", "",
+                   "os.environ.get('NOTEBOOK_TEST_VAR')"),
+    "sys.path": ("", "sys.path.append('/nonexistent/scorep-kernel-test')", "",
+                 "sys.path.count('/nonexistent/scorep-kernel-test')"),
+    "os.chdir": (
+        "os.makedirs('sub_chdir', exist_ok=True)", "os.chdir('sub_chdir')", "",
+        "os.path.basename(os.getcwd())",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_profiled_cell_changes_namespace_like_plain_cell(kernels, case):
+    profiled, plain = kernels
+    setup, cell, after, probe = CASES[case]
+    for k in (profiled, plain):
+        if setup:
+            assert k.run(setup).status == "ok"
+    result = profiled.run(cell, PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    assert result.bundle()["isolation"] == "subprocess"
+    assert plain.run(cell).status == "ok"
+    for k in (profiled, plain):
+        if after:
+            assert k.run(after).status == "ok"
+    assert profiled.value(probe) == plain.value(probe)
+    if case == "os.chdir":
+        for k in (profiled, plain):
+            k.run("os.chdir('..')")
+
+
+def test_rich_outputs_and_execution_count(kernels):
+    profiled, _ = kernels
+    result = profiled.run(
+        "from IPython.display import display, HTML\n"
+        "display(HTML('<b>bold</b>'))\n"
+        "print('printed')\n"
+        "!echo from-shell\n"
+        "{'answer': 42}",
+        PROFILE_SUB,
+    )
+    assert result.status == "ok", result.reply
+    html = [c for c in result.of("display_data") if "text/html" in c["data"] and MIME not in c["data"]]
+    assert html and html[0]["data"]["text/html"] == "<b>bold</b>"
+    assert "printed" in result.stdout()
+    assert "from-shell" in result.stdout()
+    (execute_result,) = result.of("execute_result")
+    assert execute_result["data"]["text/plain"] == "{'answer': 42}"
+    assert execute_result["execution_count"] == result.reply["execution_count"]
+    # the next cell's count follows on, as in a plain kernel
+    nxt = profiled.run("1")
+    assert nxt.reply["execution_count"] == result.reply["execution_count"] + 1
+
+
+def test_error_traceback_names_cell_line_and_keeps_partial_state(kernels):
+    profiled, _ = kernels
+    result = profiled.run("part1 = 'set'\nraise ValueError('boom')\npart2 = 1", PROFILE_SUB)
+    assert result.status == "error"
+    assert result.reply["ename"] == "ValueError" and result.reply["evalue"] == "boom"
+    text = "\n".join(result.reply["traceback"])
+    assert "line 2" in text and "boom" in text
+    assert result.of("error"), "the error is published on iopub as in a plain kernel"
+    assert profiled.value("part1") == "set"
+    assert profiled.value("'part2' in globals()") is False
+    assert result.manifest()["status"] == "error"
+
+
+def test_stream_is_live_and_carriage_returns_pass(kernels):
+    profiled, _ = kernels
+    result = profiled.run(
+        "import time\nfor i in range(4):\n    print(f'\\rstep {i}', end='', flush=True)\n"
+        "    time.sleep(0.4)\nprint(' done')",
+        PROFILE_SUB,
+    )
+    assert result.status == "ok"
+    streams = [(t, m["content"]["text"]) for t, m in result.messages if m["msg_type"] == "stream"]
+    end = result.messages[-1][0]
+    first_step = next(t for t, text in streams if "step 0" in text)
+    assert first_step < end - 0.8, f"output arrived only at the end: {streams}"
+    assert "\rstep 3" in "".join(text for _, text in streams)
+
+
+def test_manifest_and_bundle(kernels, workdir):
+    profiled, _ = kernels
+    result = profiled.run("total = sum(range(1000))", PROFILE_SUB)
+    bundle = result.bundle()
+    assert set(bundle) >= {"id", "path", "backend", "status", "summary", "isolation", "run"}
+    assert bundle["status"] == "ok" and bundle["backend"] in ("builtin", "scorep")
+    path = Path(bundle["path"])
+    assert path.is_absolute() and path.parent == workdir / "scorep-experiments"
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["id"] == bundle["id"] and manifest["status"] == "ok"
+    assert manifest["isolation"] == "subprocess"
+    assert manifest["cells"][0]["code"] == "total = sum(range(1000))"
+    assert manifest["end_ns"] >= manifest["start_ns"] and manifest["wall_s"] >= 0
+    display = next(c for c in result.of("display_data") if MIME in c["data"])
+    assert "backend" in display["data"]["text/plain"] and "<table>" in display["data"]["text/html"]
+
+
+def test_inprocess_builtin_profile(kernels):
+    profiled, _ = kernels
+    result = profiled.run("inproc = [i * i for i in range(10)]\nlen(inproc)", PROFILE_IN)
+    assert result.status == "ok", result.reply
+    assert result.of("execute_result")[0]["data"]["text/plain"] == "10"
+    bundle = result.bundle()
+    assert bundle["isolation"] == "inprocess" and bundle["backend"] == "builtin"
+    assert result.manifest()["isolation"] == "inprocess"
+    assert profiled.value("inproc[3]") == 9
+
+
+def test_bad_settings_give_clear_error_and_kernel_lives(kernels):
+    profiled, _ = kernels
+    bad = profiled.run("x_bad = 1", {"scorep": {"profile": True, "backend": "bogus"}})
+    assert bad.status == "error" and bad.reply["ename"] == "ScorePSettingsError"
+    assert "bogus" in bad.reply["evalue"] and "builtin" in bad.reply["evalue"]
+    bad = profiled.run("x_bad = 1", {"scorep": {"profile": True, "max_depth": "deep"}})
+    assert bad.status == "error" and "max_depth" in bad.reply["evalue"]
+    assert profiled.run("%scorep isolation=sideways").status == "error"
+    shown = profiled.run("%scorep")
+    assert shown.status == "ok" and "backend" in shown.stdout() and "scorep " in shown.stdout()
+    assert profiled.value("1 + 1") == 2
+
+
+def test_execute_with_scorep_magic_and_scorep_env(kernels, workdir):
+    profiled, _ = kernels
+    target = workdir / "chosen-experiment"
+    env = profiled.run(f"%%scorep_env\nSCOREP_EXPERIMENT_DIRECTORY={target}\nSCOREP_ENABLE_TRACING=true")
+    assert env.status == "ok"
+    assert profiled.run("%%scorep_env\nPATH=/bin").status == "error"
+    assert profiled.run("%scorep isolation=subprocess").status == "ok"  # kernel-wide default
+    result = profiled.run("%%execute_with_scorep\nimport os\nseen = os.environ.get('SCOREP_EXPERIMENT_DIRECTORY')")
+    try:
+        assert result.status == "ok", result.reply
+        assert Path(result.bundle()["path"]) == target
+        assert profiled.value("seen") == str(target)
+        assert result.manifest()["scorep_env"]["SCOREP_ENABLE_TRACING"] == "true"
+        assert result.manifest()["isolation"] == "subprocess"
+        # the worker's Score-P variables stay in the worker
+        assert profiled.value("os.environ.get('SCOREP_EXPERIMENT_DIRECTORY')") is None
+    finally:
+        profiled.run("%%scorep_env\nSCOREP_EXPERIMENT_DIRECTORY=")
+        profiled.run("%scorep isolation=default")

@@ -1,0 +1,125 @@
+"""A real Score-P kernel started through jupyter_client, and a way to run cells in it with
+cell metadata (``kc.execute`` sends none), collecting the cell's iopub messages.
+
+No tests here: the kernel test modules import ``KernelHandle`` from this file.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import KernelManager
+
+MIME = "application/vnd.scorep.experiment+json"
+PROFILE_SUB = {"scorep": {"profile": True, "isolation": "subprocess"}}
+PROFILE_IN = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
+
+
+class CellResult:
+    def __init__(self, reply: dict[str, Any], messages: list[tuple[float, dict[str, Any]]], t0: float):
+        self.reply = reply
+        self.messages = messages  # (seconds since the request, message)
+        self.t0 = t0
+
+    @property
+    def status(self) -> str:
+        return self.reply["status"]
+
+    def of(self, msg_type: str) -> list[dict[str, Any]]:
+        return [m["content"] for _, m in self.messages if m["msg_type"] == msg_type]
+
+    def stdout(self) -> str:
+        return "".join(c["text"] for c in self.of("stream") if c["name"] == "stdout")
+
+    def stderr(self) -> str:
+        return "".join(c["text"] for c in self.of("stream") if c["name"] == "stderr")
+
+    def bundles(self) -> list[dict[str, Any]]:
+        return [c["data"][MIME] for c in self.of("display_data") if MIME in c["data"]]
+
+    def bundle(self) -> dict[str, Any]:
+        found = self.bundles()
+        assert len(found) == 1, f"expected one experiment bundle, got {len(found)}: {self.messages}"
+        return found[0]
+
+    def manifest(self) -> dict[str, Any]:
+        return json.loads((Path(self.bundle()["path"]) / "manifest.json").read_text())
+
+
+class KernelHandle:
+    """One running kernel; ``run`` sends an execute_request carrying cell metadata."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None):
+        self.km = KernelManager(kernel_name="scorep-python")
+        self.km._kernel_spec = KernelSpec(
+            argv=[sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"],
+            display_name="Python 3 (Score-P)",
+            language="python",
+            interrupt_mode="signal",
+        )
+        kernel_env = dict(os.environ)
+        kernel_env.update(env or {})
+        self.km.start_kernel(cwd=str(cwd), env=kernel_env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def send(self, code: str, metadata: dict[str, Any] | None = None,
+             user_expressions: dict[str, str] | None = None) -> str:  # fmt: skip
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
+        self.kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def collect(self, msg_id: str, timeout: float = 60.0, t0: float | None = None) -> CellResult:
+        t0 = time.monotonic() if t0 is None else t0
+        messages = []
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append((time.monotonic() - t0, m))
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+        while True:
+            reply = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return CellResult(reply["content"], messages, t0)
+
+    def run(self, code: str, metadata: dict[str, Any] | None = None, timeout: float = 60.0,
+            user_expressions: dict[str, str] | None = None) -> CellResult:  # fmt: skip
+        t0 = time.monotonic()
+        return self.collect(self.send(code, metadata, user_expressions), timeout, t0)
+
+    def value(self, expression: str) -> Any:
+        """An expression's value in the kernel's namespace (via user_expressions): the value
+        itself for literals, else its ``repr``."""
+        result = self.run("", user_expressions={"v": f"repr({expression})"})
+        got = result.reply["user_expressions"]["v"]
+        assert got["status"] == "ok", got
+        text = ast.literal_eval(got["data"]["text/plain"])  # the repr string itself
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return text
+
+    def shutdown(self) -> None:
+        try:
+            self.kc.stop_channels()
+        finally:
+            self.km.shutdown_kernel(now=True)

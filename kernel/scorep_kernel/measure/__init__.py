@@ -1,0 +1,53 @@
+"""The builtin measurement: a tracer, a metric sampler and the session that ties them to
+an experiment directory. Used when Score-P is absent, or chosen by the user.
+
+    m = Measurement(exp_dir, MeasureConfig.from_mapping(cell_settings))
+    m.start()
+    with m.cell("cell [3]", code_filename=compiled_cell_file):
+        ...                      # the cell runs
+    recording = m.stop()         # cheap: the files are written next
+    m.write_files(recording)     # background thread; manifest says "ready" or "failed"
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from .config import DEFAULT_EXCLUDE, MeasureConfig
+from .detect import detect_scorep
+from .engine import ENGINE_NAME, EngineError
+from .session import Measurement, active
+
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "ENGINE_NAME",
+    "EngineError",
+    "MeasureConfig",
+    "Measurement",
+    "active",
+    "detect_scorep",
+    "install_scorep_shim",
+    "shim_path",
+]
+
+
+def shim_path() -> str:
+    """The directory holding our stand-in ``scorep`` package (user regions, instrumenter
+    switches) for code written for Score-P's Python bindings."""
+    return str(Path(__file__).resolve().parent.parent / "shim")
+
+
+def install_scorep_shim() -> bool:
+    """Make ``import scorep`` work: append the shim directory to sys.path, only when the
+    real bindings cannot be imported. Returns True when the shim is (now) on the path."""
+    path = shim_path()
+    if path in sys.path:
+        return True
+    if importlib.util.find_spec("scorep") is not None:
+        return False
+    sys.path.append(path)
+    importlib.invalidate_caches()
+    return True

@@ -1,0 +1,87 @@
+"""Write a measured run's files into its experiment directory and account for them in the
+manifest (``files_status`` "ready", or "failed" with the errors)."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from .. import experiment
+from ..recording import Recording
+
+
+def _measurement_summary(recording: Recording) -> dict:
+    notes = dict(recording.notes or {})
+    dropped = notes.get("dropped", {})
+    summary = {
+        "events": recording.event_count,
+        "dropped": int(sum(v for v in dropped.values() if isinstance(v, int))),
+        "threads": len(recording.threads),
+        "regions": len(recording.regions),
+        "duration_s": (recording.end_ns - recording.start_ns) / 1e9,
+    }
+    summary.update(notes)
+    summary["events"] = recording.event_count
+    if recording.metrics is not None:
+        summary["metric_samples"] = int(len(recording.metrics.times))
+        summary["metric_notes"] = list(recording.metrics.notes)
+    return summary
+
+
+def write_all(exp_dir: str | Path, recording: Recording) -> dict:
+    """traces.otf2, profile.cubex, metrics.json/.npz, then the manifest. Never raises:
+    failures are recorded in the manifest (files_status "failed", errors [...])."""
+    exp_dir = Path(exp_dir)
+    files: dict[str, str] = {}
+    errors: list[str] = []
+    timings: dict[str, float] = {}
+
+    def step(name: str, fn) -> None:
+        t = time.perf_counter()
+        try:
+            fn()
+        except ImportError as e:
+            errors.append(f"{name}: the writer is not available ({e})")
+        except Exception as e:  # reported in the manifest, never raised
+            errors.append(f"{name}: {type(e).__name__}: {e}")
+            traceback.print_exc()
+        timings[name] = round(time.perf_counter() - t, 4)
+
+    def otf2() -> None:
+        from ..formats.otf2_writer import write_otf2
+
+        write_otf2(recording, exp_dir)
+        files["otf2"] = experiment.OTF2_ANCHOR
+
+    def cubex() -> None:
+        from ..formats.cube_writer import write_cubex
+
+        write_cubex(recording, exp_dir / experiment.CUBEX)
+        files["cubex"] = experiment.CUBEX
+
+    def metrics() -> None:
+        m = recording.metrics
+        if m is None:
+            return
+        t = np.asarray(m.times, np.int64) + np.int64(recording.clock_offset_ns)
+        experiment.write_metrics(exp_dir, m.series, t, m.values, interval_s=m.interval_s, notes=m.notes)
+        files["metrics"] = experiment.METRICS_SCHEMA
+        files["metrics_data"] = experiment.METRICS_DATA
+
+    step("traces.otf2", otf2)
+    step("profile.cubex", cubex)
+    step("metrics", metrics)
+    summary = _measurement_summary(recording)
+    summary["write_seconds"] = timings
+    changes = {"files": files, "measurement": summary, "files_status": "failed" if errors else "ready"}
+    if errors:
+        changes["errors"] = errors
+    try:
+        experiment.update_manifest(exp_dir, **changes)
+    except Exception as e:
+        # No manifest (a bare directory) or an unwritable one: leave what we can.
+        errors.append(f"manifest: {type(e).__name__}: {e}")
+    return {"files": files, "errors": errors, "seconds": timings}

@@ -1,0 +1,121 @@
+"""Region names as Score-P's Python bindings write them: ``module:function``,
+``module.Class:method``, ``user:<name>``; the region group is the module."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..recording import ROLE_FUNCTION, Region
+
+
+def matches(module: str, prefixes: tuple[str, ...]) -> bool:
+    """"numpy" matches numpy and numpy.linalg, not numpyro."""
+    for p in prefixes:
+        if module == p or module.startswith(p + "."):
+            return True
+    return False
+
+
+class ModuleNames:
+    """File name -> module name, from sys.modules first, then from sys.path."""
+
+    def __init__(self, main_files: tuple[str, ...] = ()):
+        self._by_file: dict[str, str] = {f: "__main__" for f in main_files if f}
+        self._indexed = False
+        self._paths: list[str] | None = None
+
+    def _index(self) -> None:
+        self._indexed = True
+        main = sys.modules.get("__main__")
+        path = getattr(main, "__file__", None)
+        if isinstance(path, str):
+            self._by_file.setdefault(path, "__main__")
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            # multiprocessing registers the main module a second time as __mp_main__
+            if isinstance(path, str) and name not in ("__main__", "__mp_main__"):
+                self._by_file.setdefault(path, name)
+                if path.endswith((".pyc", ".pyo")):
+                    self._by_file.setdefault(path[:-1], name)
+
+    def _from_sys_path(self, filename: str) -> str | None:
+        if self._paths is None:
+            self._paths = sorted(
+                (os.path.abspath(p) + os.sep for p in sys.path if p and isinstance(p, str)),
+                key=len,
+                reverse=True,
+            )
+        for prefix in self._paths:
+            if filename.startswith(prefix):
+                rel = filename[len(prefix):]
+                root, ext = os.path.splitext(rel)
+                if ext not in (".py", ".pyw", ".pyx", ""):
+                    continue
+                parts = root.split(os.sep)
+                if parts and parts[-1] == "__init__":
+                    parts.pop()
+                if parts and all(p.isidentifier() for p in parts):
+                    return ".".join(parts)
+        return None
+
+    def module(self, filename: str) -> str:
+        found = self._by_file.get(filename)
+        if found is not None:
+            return found
+        if not self._indexed:
+            self._index()
+            found = self._by_file.get(filename)
+            if found is not None:
+                return found
+        if filename.startswith("<frozen ") and filename.endswith(">"):
+            found = filename[len("<frozen "):-1]
+        elif filename.startswith("<"):
+            found = "__main__"  # exec'd strings, as Score-P sees them (globals' __name__)
+        else:
+            found = self._from_sys_path(filename) or os.path.splitext(os.path.basename(filename))[0]
+        self._by_file[filename] = found
+        return found
+
+
+def function_name(module: str, qualname: str) -> str:
+    # Score-P names a method after its class (module.Class:method) and a nested function
+    # after itself; file and line keep same-named nested functions apart.
+    if "<locals>." in qualname:
+        qualname = qualname.rsplit("<locals>.", 1)[1]
+    if "." in qualname:
+        owner, name = qualname.rsplit(".", 1)
+        return f"{module}.{owner}:{name}"
+    return f"{module}:{qualname}"
+
+
+def code_region(code, modules: ModuleNames) -> tuple[Region, str]:
+    """The region of a Python code object, and its module."""
+    module = modules.module(code.co_filename)
+    qualname = getattr(code, "co_qualname", code.co_name)
+    region = Region(
+        name=function_name(module, qualname),
+        group=module,
+        file=code.co_filename,
+        line=int(code.co_firstlineno),
+        role=ROLE_FUNCTION,
+    )
+    return region, module
+
+
+def c_region(module: str | None, type_name: str | None, name: str) -> tuple[Region, str]:
+    """A builtin function (module-level: ``time:sleep``) or method (``builtins.list:append``)."""
+    if module:
+        mod = module
+        full = f"{module}:{name}"
+    elif type_name:
+        if "." in type_name:
+            mod = type_name.rsplit(".", 1)[0]
+            full = f"{type_name}:{name}"
+        else:
+            mod = "builtins"
+            full = f"builtins.{type_name}:{name}"
+    else:
+        mod = "builtins"
+        full = f"builtins:{name}"
+    return Region(name=full, group=mod, role=ROLE_FUNCTION), mod

@@ -1,0 +1,206 @@
+"""System metrics sampled by a background thread while a run is measured.
+
+Series keys and units are those documented in ``experiment.py``: cpu.total and
+cpu.core<i> (%), mem.rss (bytes, this process and its children), mem.used (bytes, system),
+disk.read / disk.write and net.recv / net.sent (bytes/s), gpu<i>.util (%) and gpu<i>.mem
+(bytes) through NVML when an NVIDIA GPU and ``pynvml`` (nvidia-ml-py) are there.
+
+Cost: each tick reads a few /proc files; the list of child processes (a scan of every
+process on the machine) is refreshed once a second, not every tick.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+import numpy as np
+import psutil
+
+from ..recording import MetricSamples
+
+NO_GPU_NOTE = "No NVIDIA GPU found: GPU metrics skipped."
+CHILD_REFRESH_S = 1.0
+
+
+def _series(key: str, label: str, unit: str, group: str, description: str) -> dict[str, str]:
+    return {"key": key, "label": label, "unit": unit, "group": group, "description": description}
+
+
+class _Gpus:
+    def __init__(self) -> None:
+        self.handles: list = []
+        self.nvml = None
+        try:
+            import pynvml  # nvidia-ml-py, optional
+
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            self.nvml = pynvml
+        except Exception:
+            self.handles = []
+
+    def read(self) -> list[float]:
+        out: list[float] = []
+        for h in self.handles:
+            try:
+                out.append(float(self.nvml.nvmlDeviceGetUtilizationRates(h).gpu))
+            except Exception:
+                out.append(float("nan"))
+            try:
+                out.append(float(self.nvml.nvmlDeviceGetMemoryInfo(h).used))
+            except Exception:
+                out.append(float("nan"))
+        return out
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            try:
+                self.nvml.nvmlShutdown()
+            except Exception:
+                pass
+
+
+class MetricSampler:
+    """``start()``, then ``stop()`` returns the MetricSamples. ``on_tick`` is called on the
+    sampler thread once per interval (the session checks the event cap there)."""
+
+    def __init__(self, interval_s: float = 0.1, on_tick: Callable[[], None] | None = None):
+        self.interval_s = float(interval_s)
+        self.on_tick = on_tick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rows: list[list[float]] = []
+        self._times: list[int] = []
+        self.notes: list[str] = []
+        self.errors = 0
+        self.cpu_time_s = 0.0  # the sampler thread's own CPU time, for the overhead figure
+
+    # --- setup -----------------------------------------------------------------------
+    def _prepare(self) -> None:
+        self._proc = psutil.Process()
+        self._ncpu = psutil.cpu_count(logical=True) or 1
+        self._gpus = _Gpus()
+        series = [_series("cpu.total", "CPU total", "%", "cpu", "mean utilisation of all cores")]
+        series += [
+            _series(f"cpu.core{i}", f"CPU core {i}", "%", "cpu", f"utilisation of core {i}")
+            for i in range(self._ncpu)
+        ]
+        series += [
+            _series("mem.rss", "RSS (process tree)", "bytes", "memory",
+                    "resident memory of the measured process and its children"),
+            _series("mem.used", "Memory used (system)", "bytes", "memory",
+                    "memory in use on the machine"),
+            _series("disk.read", "Disk read", "bytes/s", "io", "bytes read from disks per second"),
+            _series("disk.write", "Disk write", "bytes/s", "io", "bytes written to disks per second"),
+            _series("net.recv", "Network received", "bytes/s", "network", "bytes received per second"),
+            _series("net.sent", "Network sent", "bytes/s", "network", "bytes sent per second"),
+        ]
+        for i in range(len(self._gpus.handles)):
+            series += [
+                _series(f"gpu{i}.util", f"GPU {i} utilisation", "%", "gpu", f"NVIDIA GPU {i} busy time"),
+                _series(f"gpu{i}.mem", f"GPU {i} memory", "bytes", "gpu", f"NVIDIA GPU {i} memory in use"),
+            ]
+        if not self._gpus.handles:
+            self.notes.append(NO_GPU_NOTE)
+        self.series = series
+        psutil.cpu_percent(percpu=True)  # primes the "since last call" counters
+        self._children: list[psutil.Process] = []
+        self._children_at = 0.0
+        self._last_t = time.perf_counter_ns()
+        self._last_disk = self._disk()
+        self._last_net = self._net()
+
+    @staticmethod
+    def _disk() -> tuple[float, float]:
+        try:
+            d = psutil.disk_io_counters()
+            return (float(d.read_bytes), float(d.write_bytes)) if d else (float("nan"),) * 2
+        except Exception:
+            return (float("nan"), float("nan"))
+
+    @staticmethod
+    def _net() -> tuple[float, float]:
+        try:
+            n = psutil.net_io_counters()
+            return (float(n.bytes_recv), float(n.bytes_sent)) if n else (float("nan"),) * 2
+        except Exception:
+            return (float("nan"), float("nan"))
+
+    def _rss(self, now: float) -> float:
+        if now - self._children_at >= CHILD_REFRESH_S:
+            try:
+                self._children = self._proc.children(recursive=True)
+            except Exception:
+                self._children = []
+            self._children_at = now
+        total = float(self._proc.memory_info().rss)
+        for child in self._children:
+            try:
+                total += child.memory_info().rss
+            except Exception:  # ended since the last refresh
+                pass
+        return total
+
+    # --- sampling --------------------------------------------------------------------
+    def sample(self) -> None:
+        t = time.perf_counter_ns()
+        dt = max((t - self._last_t) / 1e9, 1e-9)
+        cores = psutil.cpu_percent(percpu=True)
+        cores = list(cores) + [float("nan")] * (self._ncpu - len(cores))
+        disk, net = self._disk(), self._net()
+        row = [float(np.nanmean(cores)) if cores else float("nan")]
+        row += [float(c) for c in cores[: self._ncpu]]
+        row += [self._rss(t / 1e9), float(psutil.virtual_memory().used)]
+        row += [max(0.0, (disk[0] - self._last_disk[0]) / dt), max(0.0, (disk[1] - self._last_disk[1]) / dt)]
+        row += [max(0.0, (net[0] - self._last_net[0]) / dt), max(0.0, (net[1] - self._last_net[1]) / dt)]
+        row += self._gpus.read()
+        self._last_t, self._last_disk, self._last_net = t, disk, net
+        self._times.append(t)
+        self._rows.append(row)
+
+    def _run(self) -> None:
+        cpu0 = time.thread_time()
+        next_at = time.perf_counter() + self.interval_s
+        while not self._stop.wait(max(0.0, next_at - time.perf_counter())):
+            next_at += self.interval_s
+            if next_at < time.perf_counter():  # fell behind (suspended): do not burst
+                next_at = time.perf_counter() + self.interval_s
+            if self.on_tick is not None:
+                try:
+                    self.on_tick()
+                except Exception:
+                    self.errors += 1
+            try:
+                self.sample()
+            except Exception:
+                self.errors += 1
+        self.cpu_time_s = time.thread_time() - cpu0
+
+    def start(self) -> None:
+        self._prepare()
+        self._thread = threading.Thread(target=self._run, name="scorep-metric-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> MetricSamples:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self.sample()  # a last, partial interval: short runs get at least one sample
+        except Exception:
+            self.errors += 1
+        self._gpus.close()
+        if self.errors:
+            self.notes.append(f"{self.errors} metric samples failed and were skipped")
+        k = len(self.series)
+        values = np.asarray(self._rows, np.float64).reshape(len(self._rows), k)
+        return MetricSamples(
+            series=list(self.series),
+            times=np.asarray(self._times, np.int64),
+            values=values,
+            interval_s=self.interval_s,
+            notes=list(self.notes),
+        )

@@ -1,0 +1,357 @@
+"""A measured run: tracer + metric sampler + the regions the session records itself.
+
+One Measurement is active per process at a time. ``start()`` installs the tracer on the
+calling thread and on threads started later; each ``cell()`` is a region of its own; the
+shim (``import scorep``) reaches the active Measurement through ``active()``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..recording import ROLE_IMPORT, ROLE_USER, Recording, Region
+from . import engine
+from .build import BuildInput, CellSpan, ExtraRegion, build_threads
+from .config import MeasureConfig
+from .sampler import MetricSampler
+
+_active: "Measurement | None" = None
+_real_import = builtins.__import__
+_SHIM_DIR = str(Path(__file__).resolve().parent.parent / "shim") + os.sep
+
+
+def active() -> "Measurement | None":
+    """The Measurement running in this process, or None."""
+    return _active
+
+
+def _resolve(name: str, globals_: dict | None, level: int) -> str:
+    if level <= 0 or not globals_:
+        return name
+    package = globals_.get("__package__") or globals_.get("__name__", "")
+    if not globals_.get("__path__") and not globals_.get("__package__"):
+        package = package.rpartition(".")[0]
+    base = package.rsplit(".", level - 1)[0] if level > 1 else package
+    return f"{base}.{name}" if name else base
+
+
+def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
+    # Lives in this package, so the C tracer drops this frame and everything below it:
+    # an import costs one region, not the import machinery's thousands of calls.
+    m = _active
+    if m is None or (level == 0 and not fromlist and name in sys.modules):
+        return _real_import(name, globals, locals, fromlist, level)
+    before = len(sys.modules)
+    t0 = m._now()
+    try:
+        return _real_import(name, globals, locals, fromlist, level)
+    finally:
+        if len(sys.modules) != before:  # something was really loaded
+            try:
+                full = _resolve(name, globals, level)
+            except Exception:
+                full = name
+            region = Region(f"import:{full}", full.split(".")[0] or "import", "", 0, ROLE_IMPORT)
+            m._extras.append(ExtraRegion(threading.get_native_id(), t0, m._now(), region))
+
+
+class _ThreadState:
+    __slots__ = ("open_user", "instr_off_since", "rec_off_since")
+
+    def __init__(self) -> None:
+        self.open_user: list[tuple[str, float, Region]] = []
+        self.instr_off_since: float | None = None
+        self.rec_off_since: float | None = None
+
+
+class _Cell:
+    """The context manager returned by Measurement.cell (a class, not a generator, so no
+    contextlib frames appear around the cell)."""
+
+    __slots__ = ("m", "label", "code_filename", "tid", "t0")
+
+    def __init__(self, m: "Measurement", label: str, code_filename: str | None):
+        self.m, self.label, self.code_filename = m, label, code_filename
+
+    def __enter__(self) -> "_Cell":
+        m = self.m
+        if m._state != "running":
+            raise RuntimeError("Measurement.cell() needs a started Measurement (call start())")
+        self.tid = threading.get_native_id()
+        if m._master_tid is None:
+            m._master_tid = self.tid  # the thread of the first cell is the "Master thread"
+        m._tracer.install_here()
+        self.t0 = m._now()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        m = self.m
+        t1 = m._now()
+        m._cells.append(CellSpan(self.label, self.code_filename, self.tid, self.t0, t1))
+        return False
+
+
+class Measurement:
+    def __init__(self, exp_dir: str | os.PathLike, config: MeasureConfig | None = None):
+        self.exp_dir = Path(exp_dir)
+        self.config = config or MeasureConfig()
+        self._state = "new"
+        self._cells: list[CellSpan] = []
+        self._extras: list[ExtraRegion] = []
+        self._threads: dict[int, _ThreadState] = {}
+        self._instr_off: dict[int, list[tuple[float, float]]] = {}
+        self._rec_off: dict[int, list[tuple[float, float]]] = {}
+        self._master_tid: int | None = None
+        self._cap_hit_ns: float | None = None
+        self._notes: list[str] = []
+        self.recording: Recording | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        global _active
+        if self._state != "new":
+            raise RuntimeError(f"this Measurement was already started (state {self._state})")
+        if _active is not None:
+            raise RuntimeError(
+                "another Measurement is running in this process: stop() it before starting one"
+            )
+        cap_calls = max(1, self.config.event_cap // 2)  # one buffer node = enter + leave
+        # Room past the cap for the calls made between two checks of the sampler thread.
+        capacity = cap_calls + max(cap_calls // 2, 200_000)
+        self._tracer = engine.get_tracer(capacity)
+        self._cap_calls = cap_calls
+        self._tracer.configure(
+            ignore_prefix=engine.package_dir(),
+            c_functions=self.config.c_functions,
+            exclude_files=engine.IMPORT_MACHINERY,
+        )
+        # The sampler thread starts before the tracer, so it is not traced.
+        self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._check_cap)
+        self._sampler.start()
+        self._offset_ns = _clock_offset()
+        self._pair0 = self._tracer.clock_pair()
+        self._start_perf = time.perf_counter_ns()
+        self._start_tid = threading.get_native_id()
+        self._hook_installed = False
+        if self.config.imports_as_regions and builtins.__import__ is _real_import:
+            builtins.__import__ = _import_hook
+            self._hook_installed = True
+        _active = self
+        self._state = "running"
+        self._tracer.start()
+
+    def cell(self, label: str, code_filename: str | None = None) -> _Cell:
+        """A ROLE_CELL region around the with-block. With ``code_filename`` only calls
+        beneath a frame of that file are recorded on this thread (IPython's machinery
+        around the cell stays out)."""
+        return _Cell(self, str(label), code_filename)
+
+    def stop(self) -> Recording:
+        """Stop tracer and sampler, close what is open, build the Recording."""
+        global _active
+        if self._state != "running":
+            raise RuntimeError(f"stop() needs a running Measurement (state {self._state})")
+        stop_t = self._now()
+        self._notes += self._tracer.stop()
+        end_perf = time.perf_counter_ns()
+        if self._hook_installed and builtins.__import__ is _import_hook:
+            builtins.__import__ = _real_import
+        _active = None
+        self._state = "stopped"
+        metrics = self._sampler.stop()
+        pair1 = self._tracer.clock_pair()
+        raw = self._tracer.extract()
+        self._close_open(stop_t)
+        to_perf = _clock_map(self._pair0, pair1)
+        master = self._master_tid if self._master_tid is not None else self._start_tid
+        inp = BuildInput(
+            raw=raw,
+            cells=self._cells,
+            extras=self._extras,
+            instrumenter_off=self._instr_off,
+            recording_off=self._rec_off,
+            config=self.config,
+            master_tid=master,
+            drop_file_prefixes=(_SHIM_DIR,),
+        )
+        regions, threads = build_threads(inp, to_perf)
+        events = sum(len(t) for t in threads)
+        notes = self._manifest_notes(inp.stats, raw, events)
+        self.recording = Recording(
+            regions=regions,
+            threads=threads,
+            clock_offset_ns=self._offset_ns,
+            start_ns=self._start_perf,
+            end_ns=end_perf,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            metrics=metrics,
+            notes=notes,
+        )
+        return self.recording
+
+    def write_files(self, recording: Recording | None = None, background: bool = True):
+        """Write traces.otf2, profile.cubex and metrics, then mark the manifest ready (or
+        failed, with the error). Never raises from the background thread."""
+        from .files import write_all
+
+        recording = recording or self.recording
+        if recording is None:
+            raise RuntimeError("write_files() needs the Recording that stop() returned")
+        if not background:
+            write_all(self.exp_dir, recording)
+            return None
+        thread = threading.Thread(
+            target=write_all, args=(self.exp_dir, recording), name="scorep-write-files", daemon=False
+        )
+        thread.start()
+        return thread
+
+    # --- helpers ---------------------------------------------------------------------
+    def _now(self) -> float:
+        return self._tracer.getts() * 1000.0
+
+    def _check_cap(self) -> None:
+        if self._cap_hit_ns is None and self._tracer.recorded >= self._cap_calls:
+            self._tracer.halt()
+            self._cap_hit_ns = time.perf_counter_ns()
+
+    def _state_of(self, tid: int) -> _ThreadState:
+        st = self._threads.get(tid)
+        if st is None:
+            st = self._threads[tid] = _ThreadState()
+        return st
+
+    def _close_open(self, stop_t: float) -> None:
+        for tid, st in self._threads.items():
+            while st.open_user:
+                _name, t0, region = st.open_user.pop()
+                # Closed just before the stop, innermost first.
+                self._extras.append(ExtraRegion(tid, t0, stop_t - len(st.open_user) - 1, region))
+                self._notes.append(f"user region {region.name!r} was not closed: closed at stop")
+            if st.instr_off_since is not None:
+                self._instr_off.setdefault(tid, []).append((st.instr_off_since, stop_t))
+                st.instr_off_since = None
+            if st.rec_off_since is not None:
+                self._rec_off.setdefault(tid, []).append((st.rec_off_since, stop_t))
+                st.rec_off_since = None
+
+    def _manifest_notes(self, stats: dict, raw, events: int) -> dict:
+        cfg = self.config
+        notes: dict = {
+            "engine": f"{engine.ENGINE_NAME} (viztracer {engine.VIZTRACER_VERSION}, buffer read directly)",
+            "events": events,
+            "event_cap": cfg.event_cap,
+            "filters": {
+                "include": list(cfg.include),
+                "exclude": list(cfg.exclude),
+                "exclude_semantics": "a region from an excluded module is dropped with everything it calls; include wins",
+                "max_depth": cfg.max_depth,
+                "c_functions": cfg.c_functions,
+                "imports_as_regions": cfg.imports_as_regions,
+                "always_out": [
+                    "the import machinery below each import (one import:<name> region instead)",
+                    "the tracer's own frames (scorep_kernel.measure) and the scorep shim's",
+                    "the <module> frames of cell code (the cell region stands for them)",
+                    "calls outside the cell code on the cell's thread (IPython machinery)",
+                    "threads that existed before start() and run no cell",
+                ],
+            },
+            "recorded_calls": stats.get("raw_calls", 0),
+            "dropped": {
+                "outside_cells": stats.get("outside_cells", 0),
+                "excluded": stats.get("excluded", 0),
+                "paused": stats.get("paused", 0),
+                "too_deep": stats.get("too_deep", 0),
+                "not_nested": stats.get("crossing", 0),
+            },
+            "cap_reached": self._cap_hit_ns is not None,
+            "messages": list(self._notes),
+        }
+        if self._cap_hit_ns is not None:
+            notes["cap_reached_at_ns"] = int(self._cap_hit_ns)
+            notes["messages"].append(
+                f"event cap of {cfg.event_cap:,} events reached after "
+                f"{(self._cap_hit_ns - self._start_perf) / 1e9:.3f} s: recording stopped there; "
+                "calls still open were closed at the end of the run"
+            )
+        return notes
+
+    # --- the scorep shim's entry points ------------------------------------------------
+    def user_region_begin(self, name: str, file: str = "", line: int = 0, module: str = "user") -> None:
+        st = self._state_of(threading.get_native_id())
+        region = Region(f"{module}:{name}", module, file or "", int(line or 0), ROLE_USER)
+        st.open_user.append((name, self._now(), region))
+
+    def user_region_end(self, name: str) -> None:
+        t1 = self._now()
+        tid = threading.get_native_id()
+        st = self._state_of(tid)
+        for i in range(len(st.open_user) - 1, -1, -1):
+            if st.open_user[i][0] == name:
+                _n, t0, region = st.open_user.pop(i)
+                self._extras.append(ExtraRegion(tid, t0, t1, region))
+                return
+        raise RuntimeError(f"scorep.user.region_end({name!r}) without a matching region_begin")
+
+    def set_instrumenter(self, enabled: bool) -> bool:
+        """Pause or resume function recording on this thread; returns the previous state."""
+        tid = threading.get_native_id()
+        st = self._state_of(tid)
+        was = st.instr_off_since is None
+        if enabled and not was:
+            self._instr_off.setdefault(tid, []).append((st.instr_off_since, self._now()))
+            st.instr_off_since = None
+        elif not enabled and was:
+            st.instr_off_since = self._now()
+        return was
+
+    def instrumenter_enabled(self) -> bool:
+        return self._state_of(threading.get_native_id()).instr_off_since is None
+
+    def set_recording(self, enabled: bool) -> bool:
+        """Pause or resume all recording (functions and user regions) on this thread."""
+        tid = threading.get_native_id()
+        st = self._state_of(tid)
+        was = st.rec_off_since is None
+        if enabled and not was:
+            self._rec_off.setdefault(tid, []).append((st.rec_off_since, self._now()))
+            st.rec_off_since = None
+        elif not enabled and was:
+            st.rec_off_since = self._now()
+        return was
+
+
+def _clock_offset() -> int:
+    """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""
+    best = None
+    for _ in range(5):
+        a = time.perf_counter_ns()
+        w = time.time_ns()
+        b = time.perf_counter_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, w - (a + b) // 2)
+    return int(best[1])
+
+
+def _clock_map(pair0: tuple[float, float], pair1: tuple[float, float]):
+    """Tracer ns -> perf_counter ns. The tracer's clock is the TSC scaled by a factor
+    calibrated over a few microseconds; two readings of both clocks, at start and at stop,
+    correct its drift over a long run."""
+    (v0, p0), (v1, p1) = pair0, pair1
+    slope = (p1 - p0) / (v1 - v0) if v1 - v0 > 1e8 else 1.0  # over 0.1 s apart
+    if not 0.99 < slope < 1.01:
+        slope = 1.0
+
+    def to_perf(t: np.ndarray) -> np.ndarray:
+        return np.rint(p0 + (np.asarray(t, np.float64) - v0) * slope).astype(np.int64)
+
+    return to_perf

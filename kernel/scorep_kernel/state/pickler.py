@@ -1,0 +1,136 @@
+"""The pickler and unpickler that carry a user namespace between processes.
+
+Built on cloudpickle (functions, lambdas and classes defined in the notebook travel by value)
+with protocol 5 (large buffers out of band), plus:
+
+* Modules travel by name and are imported again on the other side; a module that cannot be
+  imported there becomes a placeholder instead of failing the whole transfer.
+* Functions whose globals are the travelling namespace are rebuilt with *the receiving
+  namespace* as their globals (a reference to `NAMESPACE_GLOBALS` that the unpickler resolves
+  to the dict it was given), so ``def f(): return x`` sees later changes of ``x`` on both sides.
+  cloudpickle alone would give them a fresh private dict holding copies of the globals they
+  used at pickling time.
+* Placeholders refuse to be pickled, so they can never travel back and overwrite real objects.
+* bytearray / memoryview (and large top-level bytes, see `LargeBytes`) go out of band too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import pickle
+import sys
+import types
+
+import cloudpickle
+from cloudpickle import cloudpickle as _cp
+
+from .placeholder import NotTransferredError, Placeholder, placeholder_for
+
+PROTOCOL = 5
+
+
+class _NamespaceGlobals(dict):
+    """Marker for "the globals of the namespace this is unpickled into". Never mutated."""
+
+    def __reduce__(self):  # only reached if a plain pickler meets it
+        return "NAMESPACE_GLOBALS"
+
+
+NAMESPACE_GLOBALS = _NamespaceGlobals()
+
+
+def import_module_or_placeholder(name: str):
+    """Unpickling side of a module: import it, or stand in with a placeholder saying why not."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # ImportError, or whatever the module's import raises
+        return placeholder_for(name, f"a module that cannot be imported here: {type(exc).__name__}: {exc}")
+
+
+def _rebuild_memoryview(buffer, fmt: str, shape: tuple):
+    view = memoryview(buffer)
+    try:
+        return view.cast("B").cast(fmt, shape) if (fmt != "B" or len(shape) != 1) else view
+    except (TypeError, ValueError):
+        return view
+
+
+class LargeBytes:
+    """Wraps a large ``bytes`` or ``bytearray`` value so that it goes out of band.
+
+    The C pickler writes bytes and bytearray itself without asking reducer_override, so pack()
+    wraps large top-level values in this. Nested ones travel in band (still correctly): a
+    persistent_id hook would catch them too but slows pickling of small objects ~5x.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | bytearray):
+        self.data = data
+
+    def __reduce_ex__(self, protocol):
+        return type(self.data), (pickle.PickleBuffer(self.data),)
+
+
+# Open files: cloudpickle would ship a file open for reading as a StringIO of its content,
+# which silently changes what the object is. They stay behind like sockets and locks.
+_FILE_TYPES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO)
+
+
+class NamespacePickler(cloudpickle.Pickler):
+    """cloudpickle.Pickler that knows which dict is the travelling namespace."""
+
+    def __init__(self, file, namespace: dict, *, buffer_callback, out_of_band_min: int):
+        super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
+        self._namespace = namespace
+        self._oob_min = out_of_band_min
+
+    def reducer_override(self, obj):
+        kind = type(obj)
+        if kind is types.ModuleType:
+            name = getattr(obj, "__name__", None)
+            if isinstance(name, str) and sys.modules.get(name) is obj:
+                return import_module_or_placeholder, (name,)
+        elif kind is Placeholder:
+            raise NotTransferredError(repr(obj))
+        elif kind is _NamespaceGlobals:
+            return "NAMESPACE_GLOBALS"
+        elif kind in _FILE_TYPES:
+            raise pickle.PicklingError(f"cannot pickle an open file ({kind.__name__} {getattr(obj, 'name', '')!r})")
+        elif kind is memoryview:
+            if obj.c_contiguous:
+                return _rebuild_memoryview, (pickle.PickleBuffer(obj), obj.format, obj.shape)
+            return _rebuild_memoryview, (obj.tobytes(), obj.format, obj.shape)
+        return super().reducer_override(obj)
+
+    def _dynamic_function_reduce(self, func):
+        if func.__globals__ is not self._namespace:
+            return super()._dynamic_function_reduce(func)
+        # A function defined in the namespace: its globals are the namespace it lands in.
+        code = func.__code__
+        closure = None
+        if func.__closure__ is not None:
+            closure = tuple(_cp._make_empty_cell() for _ in range(len(code.co_freevars)))
+        state, slotstate = _cp._function_getstate(func)
+        # The receiving namespace supplies the globals; shipping them here would pin copies
+        # (and drag along globals that cannot travel).
+        slotstate["__globals__"] = {}
+        newargs = (code, NAMESPACE_GLOBALS, None, None, closure)
+        return _cp._make_function, newargs, (state, slotstate), None, None, _cp._function_setstate
+
+
+class NamespaceUnpickler(pickle.Unpickler):
+    """Resolves NAMESPACE_GLOBALS to the dict the functions should live in."""
+
+    def __init__(self, file, *, buffers, globals_dict: dict):
+        super().__init__(file, buffers=buffers)
+        self._globals_dict = globals_dict
+
+    def find_class(self, module, name):
+        if name == "NAMESPACE_GLOBALS" and module == __name__:
+            return self._globals_dict
+        return super().find_class(module, name)

@@ -1,0 +1,126 @@
+"""Faults in a profiled cell: the kernel survives the worker's death with its namespace
+untouched, interrupts stop the cell within about a second and keep partial state, and
+values that cannot travel are named and explained."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from test_kernel_harness import PROFILE_SUB, KernelHandle
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k = KernelHandle(tmp_path_factory.mktemp("faults"))
+    assert k.run("import os, signal, ctypes\nvalue = 'before'\nsurvivor = [1, 2]").status == "ok"
+    yield k
+    k.shutdown()
+
+
+DEATHS = {
+    "segfault": ("ctypes.string_at(0)", "SIGSEGV"),
+    "os._exit": ("os._exit(3)", "exited with status 3"),
+    "SIGKILL": ("os.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
+}
+
+
+@pytest.mark.parametrize("death", list(DEATHS))
+def test_worker_death_leaves_namespace_unchanged(kernel, death):
+    code, words = DEATHS[death]
+    result = kernel.run(f"value = 'changed'\nsurvivor.append(3)\nnew_name = 1\n{code}", PROFILE_SUB)
+    assert result.status == "error"
+    assert result.reply["ename"] == "ProfilingProcessDied"
+    assert words in result.reply["evalue"]
+    assert "variables are unchanged" in result.reply["evalue"]
+    if death == "SIGKILL":
+        assert "out of memory" in result.reply["evalue"]
+    assert result.of("error"), "the error is published on iopub"
+    assert result.bundle()["status"] == "crashed"
+    manifest = result.manifest()
+    assert manifest["status"] == "crashed" and manifest["errors"]
+    assert manifest["end_ns"] is not None
+    # the kernel answers, exactly as before the cell
+    assert kernel.value("value") == "before"
+    assert kernel.value("survivor") == [1, 2]
+    assert kernel.value("'new_name' in globals()") is False
+    # and the next profiled cell works
+    again = kernel.run("after_crash = value + '!'", PROFILE_SUB)
+    assert again.status == "ok", again.reply
+    assert kernel.value("after_crash") == "before!"
+
+
+def test_interrupt_stops_cell_quickly_and_keeps_partial_state(kernel):
+    msg_id = kernel.send("import time\npartial = 'reached'\ntime.sleep(30)\npartial = 'finished'", PROFILE_SUB)
+    t0 = time.monotonic()
+    time.sleep(1.5)  # the cell is asleep in the worker by now
+    sent = time.monotonic()
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30, t0=t0)
+    stopped_after = result.messages[-1][0] - (sent - t0)
+    assert stopped_after < 1.5, f"the cell took {stopped_after:.2f} s to stop"
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert result.manifest()["status"] == "interrupted"
+    assert kernel.value("partial") == "reached"
+    assert kernel.value("value") == "before"
+
+
+def test_interrupt_that_cannot_stop_the_cell_kills_the_worker(kernel):
+    # The cell blocks SIGINT (as native code stuck in a system call effectively does): the
+    # kernel kills the worker after its grace period and keeps the namespace as it was.
+    code = ("stuck = 'in worker'\nimport signal, time\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\ntime.sleep(30)")
+    msg_id = kernel.send(code, PROFILE_SUB)
+    time.sleep(1.5)
+    sent = time.monotonic()
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert time.monotonic() - sent < 8
+    assert result.status == "error" and result.reply["ename"] == "ProfilingProcessDied"
+    assert "did not stop" in result.reply["evalue"]
+    assert result.manifest()["status"] == "crashed"
+    assert kernel.value("'stuck' in globals()") is False
+
+
+def test_exception_keeps_state_as_of_the_error(kernel):
+    result = kernel.run("step = 1\nstep = 2\n{}['missing']\nstep = 3", PROFILE_SUB)
+    assert result.status == "error" and result.reply["ename"] == "KeyError"
+    assert "line 3" in "\n".join(result.reply["traceback"])
+    assert kernel.value("step") == 2
+    assert result.manifest()["status"] == "error"
+
+
+def test_unpicklable_value_is_named_and_explained(kernel):
+    assert kernel.run("def gen():\n    yield 1\n    yield 2\nstream_gen = gen()").status == "ok"
+    result = kernel.run("ran = 'yes'", PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    assert "stream_gen" in result.stderr() and "generator" in result.stderr()
+    assert kernel.value("ran") == "yes"
+    used = kernel.run("next(stream_gen)", PROFILE_SUB)
+    assert used.status == "error"
+    assert "stream_gen" in used.reply["evalue"] and "profil" in used.reply["evalue"]
+    # the kernel's generator is untouched by all this
+    assert kernel.run("print(next(stream_gen))").stdout() == "1\n"
+
+
+def test_unpicklable_made_in_cell_stays_behind_with_a_warning(kernel):
+    result = kernel.run("import threading\nmade_lock = threading.Lock()\nplain = 5", PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    assert "made_lock" in result.stderr()
+    assert kernel.value("plain") == 5
+
+
+def test_kernel_process_alive_after_all(kernel):
+    assert kernel.km.is_alive()
+    assert kernel.run("print('still here')").stdout() == "still here\n"
+
+
+def test_interrupt_while_idle_is_harmless(kernel):
+    """An interrupt that arrives while the kernel is idle must not break the next cell."""
+    kernel.km.interrupt_kernel()
+    time.sleep(0.3)
+    result = kernel.run("quiet = 1", PROFILE_SUB)
+    assert result.status == "ok", result.reply

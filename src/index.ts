@@ -1,44 +1,94 @@
+/**
+ * jupyterlab-scorep: the cell toggle, its commands and cell marking. The panel under a
+ * profiled cell is the MIME renderer in ./mime (package.json → jupyterlab.mimeExtension).
+ */
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-
+import { ICommandPalette } from '@jupyterlab/apputils';
+import type { Cell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { CommandIDs, registerCommands } from './commands';
+import { DEFAULT_SETTINGS, IProfileSettings, readSettings } from './settings';
+import { markCell, refreshBeforeRun } from './toggle';
 
-import { requestAPI } from './request';
+const PLUGIN_ID = 'jupyterlab-scorep:plugin';
 
-/**
- * Initialization data for the jupyterlab-scorep extension.
- */
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyterlab-scorep:plugin',
-  description: 'Profile notebook cells with Score-P and see the trace under the cell',
+  id: PLUGIN_ID,
+  description:
+    'Profile notebook cells with Score-P: a cell toolbar toggle, commands and settings',
   autoStart: true,
-  optional: [ISettingRegistry],
-  activate: (app: JupyterFrontEnd, settingRegistry: ISettingRegistry | null) => {
-    console.log('JupyterLab extension jupyterlab-scorep is activated!');
-
+  requires: [INotebookTracker],
+  optional: [ISettingRegistry, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    settingRegistry: ISettingRegistry | null,
+    palette: ICommandPalette | null
+  ) => {
+    let settings: IProfileSettings = { ...DEFAULT_SETTINGS };
     if (settingRegistry) {
       settingRegistry
-        .load(plugin.id)
-        .then(settings => {
-          console.log('jupyterlab-scorep settings loaded:', settings.composite);
+        .load(PLUGIN_ID)
+        .then(s => {
+          const update = () => {
+            settings = readSettings(s.composite as Record<string, unknown>);
+          };
+          update();
+          s.changed.connect(update);
         })
         .catch(reason => {
-          console.error('Failed to load settings for jupyterlab-scorep.', reason);
+          console.error('jupyterlab-scorep: cannot load settings.', reason);
         });
     }
+    registerCommands(app, tracker, () => settings);
+    if (palette) {
+      const category = 'Score-P';
+      palette.addItem({ command: CommandIDs.toggle, category });
+      palette.addItem({ command: CommandIDs.profileRun, category });
+    }
 
-    requestAPI<any>('hello', app.serviceManager.serverSettings)
-      .then(data => {
-        console.log(data);
-      })
-      .catch(reason => {
-        console.error(
-          `The jupyterlab_scorep server extension appears to be missing.\n${reason}`
-        );
-      });
+    const refreshToggle = () => app.commands.notifyCommandChanged(CommandIDs.toggle);
+    tracker.activeCellChanged.connect(refreshToggle);
+    tracker.currentChanged.connect(refreshToggle);
+    tracker.widgetAdded.connect((_, panel) => watchNotebook(panel, refreshToggle));
+    tracker.forEach(panel => watchNotebook(panel, refreshToggle));
+
+    // The kernel reads the settings from the cell metadata: refresh them right before a run.
+    NotebookActions.executionScheduled.connect((_, { cell }) => {
+      refreshBeforeRun(cell.model, settings);
+    });
   }
 };
+
+/** Keep the profiled mark of every cell of a notebook in sync with its metadata. */
+function watchNotebook(panel: NotebookPanel, refreshToggle: () => void): void {
+  const watched = new WeakSet<Cell>();
+  const scan = () => {
+    for (const cell of panel.content.widgets) {
+      if (!watched.has(cell)) {
+        watched.add(cell);
+        cell.model.metadataChanged.connect(() => {
+          markCell(cell);
+          if (panel.content.activeCell === cell) {
+            refreshToggle();
+          }
+        });
+      }
+      markCell(cell);
+    }
+  };
+  void panel.revealed.then(scan);
+  panel.content.model?.cells.changed.connect(() => requestAnimationFrame(scan));
+  panel.content.modelChanged.connect(() => {
+    panel.content.model?.cells.changed.connect(() => requestAnimationFrame(scan));
+    requestAnimationFrame(scan);
+  });
+  panel.sessionContext.kernelChanged.connect(refreshToggle);
+  panel.sessionContext.statusChanged.connect(() => undefined);
+}
 
 export default plugin;

@@ -1,0 +1,199 @@
+/**
+ * System metrics (CPU, memory, I/O, network, GPU) as canvas charts on the timeline's time axis.
+ * Each chart follows the timeline's view; the data for the view is fetched debounced with
+ * width = plot px, so the server returns at most one bucket (mean, min, max) per pixel.
+ */
+import { Widget } from '@lumino/widgets';
+import type { IMetricSeries, IMetrics } from '../api';
+import { cssVar, currentTheme, groupColor } from '../colors';
+import type { IView } from '../lod';
+import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
+import { formatValue, yMax } from './format';
+
+const GROUPS: { key: string; title: string }[] = [
+  { key: 'cpu', title: 'CPU' },
+  { key: 'memory', title: 'Memory' },
+  { key: 'io', title: 'I/O' },
+  { key: 'network', title: 'Network' },
+  { key: 'gpu', title: 'GPU' }
+];
+
+const CHART_HEIGHT = 64;
+
+export type MetricsLoader = (
+  request: IWindowRequest,
+  signal: AbortSignal
+) => Promise<IMetrics>;
+
+export class MetricsView extends Widget {
+  constructor(load: MetricsLoader) {
+    super();
+    this.addClass('jp-scorep-metrics');
+    this.notes = document.createElement('div');
+    this.notes.className = 'jp-scorep-metrics-notes';
+    this.fetcher = new WindowFetcher<IMetrics>(
+      load,
+      data => {
+        this.data = data;
+        this.render();
+      },
+      error => {
+        this.notes.textContent = `Metrics: ${error.message}`;
+      }
+    );
+    for (const g of GROUPS) {
+      const row = document.createElement('div');
+      row.className = 'jp-scorep-metric-row';
+      row.dataset.group = g.key;
+      const label = document.createElement('div');
+      label.className = 'jp-scorep-metric-label';
+      label.textContent = g.title;
+      const canvas = document.createElement('canvas');
+      canvas.className = 'jp-scorep-metric-canvas';
+      canvas.setAttribute('role', 'img');
+      canvas.setAttribute('aria-label', `${g.title} over time`);
+      row.appendChild(label);
+      row.appendChild(canvas);
+      this.node.appendChild(row);
+      this.rows.set(g.key, { row, canvas, label });
+    }
+    this.node.appendChild(this.notes);
+    this.themeObserver = new MutationObserver(() => this.render());
+    this.themeObserver.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-light']
+    });
+  }
+
+  /** Follow the timeline: redraw now with what we have, fetch the new window shortly. */
+  setView(view: IView, width: number): void {
+    this.view = view;
+    this.width = width;
+    this.render();
+    if (width > 0) {
+      this.fetcher.request({ t0: view.t0, t1: view.t1, width });
+    }
+  }
+
+  dispose(): void {
+    this.fetcher.dispose();
+    this.themeObserver.disconnect();
+    super.dispose();
+  }
+
+  private render(): void {
+    const data = this.data;
+    if (!data || this.width <= 0) {
+      return;
+    }
+    this.notes.textContent = data.notes.join(' ');
+    this.notes.hidden = data.notes.length === 0;
+    const theme = currentTheme();
+    const bg = cssVar('--jp-layout-color0', '#fff', this.node);
+    const grid = cssVar('--jp-border-color2', '#ccc', this.node);
+    const text = cssVar('--jp-ui-font-color2', '#666', this.node);
+    const font = cssVar('--jp-ui-font-family', 'sans-serif', this.node);
+    for (const g of GROUPS) {
+      const entry = this.rows.get(g.key)!;
+      const series = data.series.filter(s => s.group === g.key);
+      entry.row.hidden = series.length === 0;
+      if (series.length === 0) {
+        continue;
+      }
+      this.drawChart(entry.canvas, series, { theme, bg, grid, text, font });
+      const last = series
+        .map(s => `${s.label}: ${formatValue(mean(s.mean), s.unit)} mean`)
+        .join(', ');
+      entry.canvas.setAttribute('aria-label', `${g.title} over time. ${last}`);
+      entry.label.title = last;
+    }
+  }
+
+  private drawChart(
+    canvas: HTMLCanvasElement,
+    series: IMetricSeries[],
+    c: { theme: 'light' | 'dark'; bg: string; grid: string; text: string; font: string }
+  ): void {
+    const width = this.width;
+    const height = CHART_HEIGHT;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(height * dpr);
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${height}px`;
+    }
+    const ctx = canvas.getContext('2d');
+    if (!ctx) {
+      return;
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = c.bg;
+    ctx.fillRect(0, 0, width, height);
+    ctx.strokeStyle = c.grid;
+    ctx.strokeRect(0.5, 0.5, width - 1, height - 1);
+    // one y scale per unit; the first series' unit labels the axis
+    const unit = series[0].unit;
+    const same = series.filter(s => s.unit === unit);
+    const top = yMax(
+      same.flatMap(s => s.max),
+      unit
+    );
+    const span = this.view.t1 - this.view.t0;
+    const x = (t: number) => ((t - this.view.t0) / span) * width;
+    const y = (v: number) => height - 2 - (v / top) * (height - 14);
+    same.forEach((s, i) => {
+      // the total first and strongest; per-core and secondary series lighter
+      const color = groupColor(`${s.group}:${i}`, c.theme).fill;
+      ctx.fillStyle = color;
+      ctx.globalAlpha = 0.18;
+      ctx.beginPath();
+      for (let j = 0; j < s.t.length; j++) {
+        const px = x(s.t[j]);
+        j === 0 ? ctx.moveTo(px, y(s.max[j])) : ctx.lineTo(px, y(s.max[j]));
+      }
+      for (let j = s.t.length - 1; j >= 0; j--) {
+        ctx.lineTo(x(s.t[j]), y(s.min[j]));
+      }
+      ctx.closePath();
+      ctx.fill();
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = color;
+      ctx.lineWidth = i === 0 ? 1.5 : 1;
+      ctx.beginPath();
+      for (let j = 0; j < s.t.length; j++) {
+        const px = x(s.t[j]);
+        j === 0 ? ctx.moveTo(px, y(s.mean[j])) : ctx.lineTo(px, y(s.mean[j]));
+      }
+      ctx.stroke();
+    });
+    ctx.fillStyle = c.text;
+    ctx.font = `10px ${c.font}`;
+    ctx.textBaseline = 'top';
+    const legend = same
+      .slice(0, 4)
+      .map(s => s.label)
+      .join(' · ');
+    ctx.fillText(`${legend}${same.length > 4 ? ` +${same.length - 4}` : ''}`, 4, 2);
+    const topLabel = formatValue(top, unit);
+    ctx.fillText(topLabel, width - ctx.measureText(topLabel).width - 4, 2);
+  }
+
+  private data: IMetrics | null = null;
+  private view: IView = { t0: 0, t1: 1 };
+  private width = 0;
+  private readonly rows = new Map<
+    string,
+    { row: HTMLDivElement; canvas: HTMLCanvasElement; label: HTMLDivElement }
+  >();
+  private readonly notes: HTMLDivElement;
+  private readonly fetcher: WindowFetcher<IMetrics>;
+  private readonly themeObserver: MutationObserver;
+}
+
+function mean(values: number[]): number {
+  if (values.length === 0) {
+    return NaN;
+  }
+  return values.reduce((a, b) => a + b, 0) / values.length;
+}

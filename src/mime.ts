@@ -1,0 +1,72 @@
+/**
+ * The MIME renderer for `application/vnd.scorep.experiment+json`: the kernel's display_data
+ * for a profiled cell becomes an {@link ExperimentPanel}.
+ */
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+import { IExperimentBundle, MIME_TYPE, ScorepAPI } from './api';
+import { ExperimentPanel } from './panel';
+
+export class ExperimentRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly api: ScorepAPI) {
+    super();
+    this.addClass('jp-scorep-renderer');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const data = model.data[MIME_TYPE] as unknown as IExperimentBundle | undefined;
+    if (!data || typeof data.path !== 'string') {
+      this.node.textContent =
+        'This Score-P output has no experiment path; rerun the cell to profile it again.';
+      return;
+    }
+    if (this.panel && this.panel.bundle.path === data.path && this.panel.bundle.status === data.status) {
+      return;
+    }
+    this.panel?.dispose();
+    this.node.textContent = '';
+    this.panel = new ExperimentPanel(data, this.api);
+    if (this.isAttached) {
+      Widget.attach(this.panel, this.node);
+    } else {
+      this.pendingAttach = true;
+    }
+  }
+
+  protected onAfterAttach(): void {
+    if (this.pendingAttach && this.panel) {
+      this.pendingAttach = false;
+      Widget.attach(this.panel, this.node);
+    }
+  }
+
+  dispose(): void {
+    this.panel?.dispose();
+    super.dispose();
+  }
+
+  private panel: ExperimentPanel | null = null;
+  private pendingAttach = false;
+}
+
+let sharedApi: ScorepAPI | null = null;
+
+export const rendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [MIME_TYPE],
+  defaultRank: 10,
+  createRenderer: () => {
+    sharedApi = sharedApi ?? new ScorepAPI();
+    return new ExperimentRenderer(sharedApi);
+  }
+};
+
+const extension: IRenderMime.IExtension = {
+  id: 'jupyterlab-scorep:mime',
+  description: 'Shows a profiled cell’s Score-P experiment (timeline, call tree, metrics).',
+  rendererFactory,
+  rank: 10,
+  dataType: 'json'
+};
+
+export default extension;

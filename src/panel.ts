@@ -1,0 +1,415 @@
+/**
+ * The panel shown under a profiled cell: a header (backend, isolation, wall time, status,
+ * events, the summary's verdicts), then tabs for the timeline with metrics, the call tree and
+ * exports. It is built from the kernel's MIME bundle alone, so a notebook reopened from disk
+ * reloads everything from the experiment path.
+ */
+import { Widget } from '@lumino/widgets';
+import {
+  ApiError,
+  IExperiment,
+  IExperimentBundle,
+  ISummary,
+  IVersion,
+  ScorepAPI
+} from './api';
+import { CallTreeView } from './calltreeview';
+import { MetricsView } from './metrics/view';
+import { formatDuration, formatSeconds } from './timeaxis';
+import { TimelineView } from './timeline/view';
+
+const POLL_MS = 1000;
+const POLL_LIMIT_MS = 30 * 60 * 1000;
+
+type TabId = 'timeline' | 'calltree' | 'export';
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className = '',
+  text = ''
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof ApiError) {
+    return error.message;
+  }
+  return (error as Error)?.message ?? String(error);
+}
+
+export class ExperimentPanel extends Widget {
+  constructor(
+    readonly bundle: IExperimentBundle,
+    private readonly api: ScorepAPI
+  ) {
+    super();
+    this.addClass('jp-scorep-panel');
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-label', `Score-P experiment ${bundle.id}`);
+    this.node.dataset.path = bundle.path;
+
+    this.header = el('div', 'jp-scorep-header');
+    this.facts = el('div', 'jp-scorep-facts');
+    this.message = el('div', 'jp-scorep-message');
+    this.message.setAttribute('aria-live', 'polite');
+    this.verdicts = el('ul', 'jp-scorep-verdicts');
+    this.verdicts.setAttribute('aria-label', 'Findings');
+    this.header.append(this.facts, this.message, this.verdicts);
+
+    this.tabBar = el('div', 'jp-scorep-tabs');
+    this.tabBar.setAttribute('role', 'tablist');
+    this.body = el('div', 'jp-scorep-body');
+    this.node.append(this.header, this.tabBar, this.body);
+    for (const [id, title] of [
+      ['timeline', 'Timeline'],
+      ['calltree', 'Call tree'],
+      ['export', 'Export']
+    ] as [TabId, string][]) {
+      const tab = el('button', 'jp-scorep-tab', title);
+      tab.setAttribute('role', 'tab');
+      tab.id = `jp-scorep-tab-${id}-${Private.nextId()}`;
+      tab.dataset.tab = id;
+      tab.addEventListener('click', () => this.showTab(id));
+      tab.addEventListener('keydown', e => this.onTabKey(e, id));
+      const page = el('div', `jp-scorep-page jp-scorep-page-${id}`);
+      page.setAttribute('role', 'tabpanel');
+      page.setAttribute('aria-labelledby', tab.id);
+      this.tabBar.appendChild(tab);
+      this.body.appendChild(page);
+      this.tabs.set(id, { tab, page });
+    }
+    this.renderFacts();
+    this.setMessage(bundle.summary?.message ?? '', false);
+    this.showTab('timeline');
+  }
+
+  protected onAfterAttach(): void {
+    if (!this.started) {
+      this.started = true;
+      void this.load();
+    }
+  }
+
+  dispose(): void {
+    this.disposedFlag = true;
+    if (this.pollTimer) {
+      clearTimeout(this.pollTimer);
+    }
+    this.timeline?.dispose();
+    this.metrics?.dispose();
+    this.calltree?.dispose();
+    super.dispose();
+  }
+
+  /** Load the experiment; while its files are pending, poll and show progress. */
+  async load(): Promise<void> {
+    const started = Date.now();
+    let experiment: IExperiment;
+    for (;;) {
+      try {
+        experiment = await this.api.experiment(this.bundle.path);
+      } catch (error) {
+        this.setState('error');
+        this.setMessage(errorText(error), true);
+        return;
+      }
+      if (this.disposedFlag) {
+        return;
+      }
+      this.experiment = experiment;
+      this.renderFacts();
+      const pending =
+        experiment.manifest.files_status === 'pending' ||
+        experiment.manifest.status === 'running';
+      if (!pending && experiment.trace) {
+        break;
+      }
+      if (!pending && !experiment.trace) {
+        this.setState('error');
+        this.setMessage(this.failureText(experiment), true);
+        await this.loadSecondary(experiment);
+        return;
+      }
+      const elapsed = (Date.now() - started) / 1000;
+      if (elapsed * 1000 > POLL_LIMIT_MS) {
+        this.setState('error');
+        this.setMessage(
+          'The experiment is still being written after 30 minutes; rerun the cell output later (reopen the notebook) to look again.',
+          true
+        );
+        return;
+      }
+      this.setState('processing');
+      this.setMessage(this.progressText(experiment, elapsed), false);
+      await new Promise<void>(resolve => {
+        this.pollTimer = setTimeout(resolve, POLL_MS);
+      });
+      if (this.disposedFlag) {
+        return;
+      }
+    }
+    this.setState('ready');
+    this.setMessage(this.bundle.summary?.message ?? '', false);
+    this.buildTimeline(experiment);
+    await this.loadSecondary(experiment);
+  }
+
+  private progressText(experiment: IExperiment, elapsed: number): string {
+    const files = experiment.manifest.files ?? {};
+    const have = Object.keys(files);
+    const total = 3;
+    const done = ['otf2', 'cubex', 'metrics'].filter(k => have.includes(k)).length;
+    const what =
+      experiment.manifest.status === 'running' ? 'Measuring' : 'Writing the trace and profile';
+    return `processing… ${what}: ${done} of ${total} files ready (${elapsed.toFixed(0)} s)`;
+  }
+
+  private failureText(experiment: IExperiment): string {
+    const errors = (experiment.manifest.errors ?? []).map(e =>
+      typeof e === 'string' ? e : (e.message ?? JSON.stringify(e))
+    );
+    if (errors.length) {
+      return errors.join(' ');
+    }
+    return experiment.manifest.files_status === 'failed'
+      ? 'Writing the experiment files failed; the manifest names no cause.'
+      : 'This experiment has no readable trace.';
+  }
+
+  private async loadSecondary(experiment: IExperiment): Promise<void> {
+    const path = this.bundle.path;
+    const [summary, version, tree] = await Promise.allSettled([
+      this.api.summary(path),
+      this.api.version(),
+      this.api.calltree(path)
+    ]);
+    if (this.disposedFlag) {
+      return;
+    }
+    if (summary.status === 'fulfilled') {
+      this.summary = summary.value;
+      this.renderFacts();
+      this.renderVerdicts(summary.value);
+    }
+    this.version = version.status === 'fulfilled' ? version.value : null;
+    const page = this.tabs.get('calltree')!.page;
+    page.textContent = '';
+    if (tree.status === 'fulfilled') {
+      this.calltree = new CallTreeView(tree.value, node => {
+        this.timeline?.highlightRegion(node && node.name !== tree.value.root.name ? node.name : null);
+      });
+      Widget.attach(this.calltree, page);
+    } else {
+      page.appendChild(el('div', 'jp-scorep-error', errorText(tree.reason)));
+    }
+    this.renderExport(experiment);
+  }
+
+  private buildTimeline(experiment: IExperiment): void {
+    const trace = experiment.trace!;
+    const page = this.tabs.get('timeline')!.page;
+    page.textContent = '';
+    const path = this.bundle.path;
+    const help = el(
+      'div',
+      'jp-scorep-help',
+      'Wheel: zoom · drag: pan · shift-drag: zoom to selection · alt/ctrl-drag: measure · double-click or 0: show all'
+    );
+    this.timeline = new TimelineView({
+      range: trace.range,
+      locations: trace.locations,
+      load: (req, signal) => this.api.timeline(path, req.t0, req.t1, req.width, signal)
+    });
+    Widget.attach(this.timeline, page);
+    page.appendChild(help);
+    if (experiment.available.metrics) {
+      this.metrics = new MetricsView((req, signal) =>
+        this.api.metrics(path, req.t0, req.t1, req.width, signal)
+      );
+      Widget.attach(this.metrics, page);
+      this.timeline.viewChanged.connect((_, view) => {
+        this.metrics?.setView(view, this.timeline!.plotWidth);
+      });
+      // first window once the timeline knows its width
+      requestAnimationFrame(() => {
+        this.timeline?.setView(this.timeline.view);
+      });
+    }
+  }
+
+  private renderExport(experiment: IExperiment): void {
+    const page = this.tabs.get('export')!.page;
+    page.textContent = '';
+    const list = el('div', 'jp-scorep-export');
+    const downloads: [string, 'otf2' | 'cubex' | 'perfetto', boolean, string][] = [
+      ['OTF2 trace (.zip)', 'otf2', experiment.available.otf2, 'for Vampir, otf2-print, Score-P tools'],
+      ['CUBE4 profile (.cubex)', 'cubex', experiment.available.cubex, 'for Cube'],
+      ['Chrome trace JSON', 'perfetto', experiment.available.otf2, 'for ui.perfetto.dev or chrome://tracing']
+    ];
+    for (const [label, what, ok, hint] of downloads) {
+      const row = el('div', 'jp-scorep-export-row');
+      if (ok) {
+        const a = el('a', 'jp-scorep-download', label);
+        a.href = this.api.downloadUrl(this.bundle.path, what);
+        a.setAttribute('download', '');
+        a.dataset.what = what;
+        row.appendChild(a);
+      } else {
+        row.appendChild(el('span', 'jp-scorep-unavailable', `${label} (not written)`));
+      }
+      row.appendChild(el('span', 'jp-scorep-hint', hint));
+      list.appendChild(row);
+    }
+    const tools: [string, 'vampir' | 'cube', boolean][] = [
+      ['Open in Vampir', 'vampir', experiment.available.otf2],
+      ['Open in Cube', 'cube', experiment.available.cubex]
+    ];
+    const buttons = el('div', 'jp-scorep-export-row');
+    for (const [label, tool, fileOk] of tools) {
+      const found = Boolean(experiment.tools?.[tool]) || Boolean(this.version?.tools?.[tool]);
+      const button = el('button', 'jp-scorep-button jp-mod-styled', label);
+      button.disabled = !(found && fileOk);
+      button.title = found
+        ? `Start ${tool} on this experiment on the server's machine`
+        : `${tool} was not found on the server's PATH`;
+      button.addEventListener('click', async () => {
+        try {
+          const { pid } = await this.api.open(this.bundle.path, tool);
+          this.setMessage(`Started ${tool} (pid ${pid}).`, false);
+        } catch (error) {
+          this.setMessage(errorText(error), true);
+        }
+      });
+      buttons.appendChild(button);
+    }
+    list.appendChild(buttons);
+    list.appendChild(el('div', 'jp-scorep-hint', `Experiment directory: ${this.bundle.path}`));
+    page.appendChild(list);
+  }
+
+  private renderFacts(): void {
+    const m = this.experiment?.manifest;
+    const backend = m?.backend ?? this.bundle.backend;
+    const isolation = m?.isolation ?? this.bundle.isolation ?? '';
+    const wall = this.summary?.wall_s ?? m?.wall_s ?? this.bundle.summary?.wall_s;
+    const status = this.summary?.status ?? m?.status ?? this.bundle.status;
+    const events =
+      this.summary?.events ?? this.experiment?.trace?.events ?? this.bundle.summary?.events;
+    this.facts.textContent = '';
+    const title = el('span', 'jp-scorep-title', 'Score-P');
+    this.facts.appendChild(title);
+    const items: [string, string, string][] = [
+      ['backend', 'Backend', backend === 'scorep' ? 'Score-P' : 'builtin tracer'],
+      ['isolation', 'Isolation', isolation || '–'],
+      ['wall', 'Wall time', wall !== undefined && wall !== null ? formatSeconds(wall) : '–'],
+      ['status', 'Status', status],
+      ['events', 'Events', events !== undefined && events !== null ? events.toLocaleString() : '–']
+    ];
+    for (const [key, label, value] of items) {
+      const item = el('span', `jp-scorep-fact jp-scorep-fact-${key}`);
+      item.dataset.key = key;
+      item.append(el('span', 'jp-scorep-fact-label', `${label}: `), el('b', '', value));
+      if (key === 'status') {
+        item.dataset.status = status;
+      }
+      this.facts.appendChild(item);
+    }
+    if (m?.measurement && typeof m.measurement['dropped'] === 'number' && m.measurement['dropped']) {
+      this.facts.appendChild(
+        el('span', 'jp-scorep-fact jp-scorep-warn', `${(m.measurement['dropped'] as number).toLocaleString()} events dropped (event cap)`)
+      );
+    }
+  }
+
+  private renderVerdicts(summary: ISummary): void {
+    this.verdicts.textContent = '';
+    for (const v of summary.verdicts) {
+      const li = el('li', `jp-scorep-verdict jp-scorep-verdict-${v.level}`);
+      li.dataset.kind = v.kind;
+      li.append(el('span', 'jp-scorep-verdict-kind', v.kind.toUpperCase()), document.createTextNode(v.text));
+      this.verdicts.appendChild(li);
+    }
+    if (summary.top_regions.length) {
+      const top = summary.top_regions
+        .slice(0, 3)
+        .map(r => `${r.name} ${r.pct.toFixed(0)} % (${formatDuration(r.excl_s * 1e9)}, ${r.visits}×)`)
+        .join(' · ');
+      const li = el('li', 'jp-scorep-verdict jp-scorep-verdict-top');
+      li.append(el('span', 'jp-scorep-verdict-kind', 'TOP'), document.createTextNode(top));
+      this.verdicts.appendChild(li);
+    }
+  }
+
+  private setState(state: 'processing' | 'ready' | 'error'): void {
+    this.node.dataset.state = state;
+  }
+
+  private setMessage(text: string, isError: boolean): void {
+    this.message.textContent = text;
+    this.message.classList.toggle('jp-scorep-error', isError);
+    this.message.hidden = !text;
+    if (isError) {
+      this.message.setAttribute('role', 'alert');
+    } else {
+      this.message.removeAttribute('role');
+    }
+  }
+
+  private showTab(id: TabId): void {
+    for (const [key, { tab, page }] of this.tabs) {
+      const on = key === id;
+      tab.setAttribute('aria-selected', String(on));
+      tab.tabIndex = on ? 0 : -1;
+      tab.classList.toggle('jp-mod-current', on);
+      page.hidden = !on;
+    }
+  }
+
+  private onTabKey(e: KeyboardEvent, id: TabId): void {
+    const ids = [...this.tabs.keys()];
+    const i = ids.indexOf(id);
+    let next: TabId | null = null;
+    if (e.key === 'ArrowRight') {
+      next = ids[(i + 1) % ids.length];
+    } else if (e.key === 'ArrowLeft') {
+      next = ids[(i + ids.length - 1) % ids.length];
+    }
+    if (next) {
+      e.preventDefault();
+      this.showTab(next);
+      this.tabs.get(next)!.tab.focus();
+    }
+  }
+
+  private readonly header: HTMLDivElement;
+  private readonly facts: HTMLDivElement;
+  private readonly message: HTMLDivElement;
+  private readonly verdicts: HTMLUListElement;
+  private readonly tabBar: HTMLDivElement;
+  private readonly body: HTMLDivElement;
+  private readonly tabs = new Map<TabId, { tab: HTMLButtonElement; page: HTMLDivElement }>();
+  private experiment: IExperiment | null = null;
+  private summary: ISummary | null = null;
+  private version: IVersion | null = null;
+  private timeline: TimelineView | null = null;
+  private metrics: MetricsView | null = null;
+  private calltree: CallTreeView | null = null;
+  private started = false;
+  private disposedFlag = false;
+  private pollTimer: ReturnType<typeof setTimeout> | null = null;
+}
+
+namespace Private {
+  let id = 0;
+  export function nextId(): number {
+    return ++id;
+  }
+}

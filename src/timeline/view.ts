@@ -1,0 +1,481 @@
+/**
+ * The timeline: a focusable, devicePixelRatio-aware canvas with one row per location and call
+ * depth. Wheel zooms around the cursor, drag pans, shift-drag zooms to the selection,
+ * alt/ctrl-drag measures a span, arrows pan and +/- zoom. The data is fetched window by window
+ * (width = canvas px, debounced, stale answers dropped); between answers the last data is
+ * re-projected so interaction stays smooth on large traces.
+ */
+import { Signal, ISignal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+import type { IRegionInfo, ITimeline, ITraceLocation } from '../api';
+import { currentTheme, groupColor } from '../colors';
+import {
+  clampView,
+  emptyDrawList,
+  hitTest,
+  IDrawList,
+  ILayout,
+  IView,
+  layoutLanes,
+  panBy,
+  regionIdsNamed,
+  toDrawList,
+  xToTime,
+  zoomAround
+} from '../lod';
+import { formatDuration } from '../timeaxis';
+import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
+import { IWindowRequest, WindowFetcher } from './fetcher';
+
+export type TimelineLoader = (
+  request: IWindowRequest,
+  signal: AbortSignal
+) => Promise<ITimeline>;
+
+type DragMode = 'pan' | 'select' | 'measure';
+
+export class TimelineView extends Widget {
+  constructor(options: {
+    range: [number, number];
+    locations: ITraceLocation[];
+    load: TimelineLoader;
+  }) {
+    super();
+    this.addClass('jp-scorep-timeline');
+    this.range = options.range;
+    this.layout_ = layoutLanes(options.locations);
+    this._view = { t0: options.range[0], t1: Math.max(options.range[1], options.range[0] + 1) };
+
+    this.canvas = document.createElement('canvas');
+    this.canvas.className = 'jp-scorep-timeline-canvas';
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute('role', 'img');
+    this.canvas.setAttribute(
+      'aria-label',
+      'Timeline of the profiled run. Arrow keys pan, plus and minus zoom, 0 shows everything.'
+    );
+    this.tooltip = document.createElement('div');
+    this.tooltip.className = 'jp-scorep-tooltip';
+    this.tooltip.setAttribute('role', 'tooltip');
+    this.tooltip.hidden = true;
+    this.legend = document.createElement('div');
+    this.legend.className = 'jp-scorep-legend';
+    this.legend.setAttribute('aria-label', 'Region groups (modules)');
+    this.status = document.createElement('div');
+    this.status.className = 'jp-scorep-timeline-status';
+    this.status.setAttribute('aria-live', 'polite');
+
+    const scroller = document.createElement('div');
+    scroller.className = 'jp-scorep-timeline-scroller';
+    scroller.appendChild(this.canvas);
+    scroller.appendChild(this.tooltip);
+    this.node.appendChild(this.legend);
+    this.node.appendChild(scroller);
+    this.node.appendChild(this.status);
+
+    this.fetcher = new WindowFetcher<ITimeline>(
+      options.load,
+      data => this.setData(data),
+      error => this.setStatus(`Timeline: ${error.message}`)
+    );
+    this.canvas.addEventListener('wheel', this.onWheel, { passive: false });
+    this.canvas.addEventListener('pointerdown', this.onPointerDown);
+    this.canvas.addEventListener('pointermove', this.onPointerMove);
+    this.canvas.addEventListener('pointerup', this.onPointerUp);
+    this.canvas.addEventListener('pointerleave', this.onPointerLeave);
+    this.canvas.addEventListener('keydown', this.onKeyDown);
+    this.canvas.addEventListener('dblclick', () => this.resetView());
+    this.resizeObserver = new ResizeObserver(() => this.handleResize());
+    this.resizeObserver.observe(this.node);
+    this.themeObserver = new MutationObserver(() => this.scheduleDraw());
+    this.themeObserver.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
+    });
+  }
+
+  /** The visible window, ns since the run's start. */
+  get view(): IView {
+    return this._view;
+  }
+
+  /** Emitted whenever the visible window changes (metrics follow it). */
+  get viewChanged(): ISignal<this, IView> {
+    return this._viewChanged;
+  }
+
+  /** Width of the plot in CSS pixels. */
+  get plotWidth(): number {
+    return this.cssWidth;
+  }
+
+  /** The last timeline answer drawn. */
+  get data(): ITimeline | null {
+    return this._data;
+  }
+
+  setView(view: IView, fetch = true): void {
+    this._view = clampView(view, this.range);
+    this._viewChanged.emit(this._view);
+    this.scheduleDraw();
+    if (fetch) {
+      this.requestWindow();
+    }
+  }
+
+  resetView(): void {
+    this.setView({ t0: this.range[0], t1: this.range[1] });
+  }
+
+  /** Emphasise the calls of one region (by name); null clears. */
+  highlightRegion(name: string | null): void {
+    this.highlightName = name;
+    this.updateHighlight();
+    this.scheduleDraw();
+  }
+
+  /** Zoom to the first call of the highlighted region, if any is loaded. */
+  zoomToHighlight(): void {
+    const list = this.list;
+    for (let k = 0; k < list.n; k++) {
+      if (this.highlight.has(list.region[k])) {
+        const pad = (list.end[k] - list.start[k]) * 0.1;
+        this.setView({ t0: list.start[k] - pad, t1: list.end[k] + pad });
+        return;
+      }
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.fetcher.dispose();
+    this.resizeObserver.disconnect();
+    this.themeObserver.disconnect();
+    if (this.frame) {
+      cancelAnimationFrame(this.frame);
+    }
+    super.dispose();
+  }
+
+  private setData(data: ITimeline): void {
+    this._data = data;
+    if (data.locations.some(l => !this.layout_.lanes.find(x => x.id === l.id))) {
+      this.layout_ = layoutLanes(data.locations);
+    }
+    this.updateHighlight();
+    this.updateLegend(data.regions);
+    this.setStatus('');
+    this.node.dataset.window = `${data.window[0]},${data.window[1]}`;
+    this.scheduleDraw();
+  }
+
+  private updateHighlight(): void {
+    this.highlight =
+      this.highlightName && this._data
+        ? regionIdsNamed(this._data.regions, this.highlightName)
+        : new Set();
+  }
+
+  private updateLegend(regions: Record<string, IRegionInfo>): void {
+    for (const info of Object.values(regions)) {
+      this.groups.add(info.group ?? '?');
+    }
+    const theme = currentTheme();
+    const key = `${theme}|${[...this.groups].sort().join(',')}`;
+    if (key === this.legendKey) {
+      return;
+    }
+    this.legendKey = key;
+    this.legend.textContent = '';
+    for (const group of [...this.groups].sort()) {
+      const item = document.createElement('span');
+      item.className = 'jp-scorep-legend-item';
+      const swatch = document.createElement('span');
+      swatch.className = 'jp-scorep-legend-swatch';
+      swatch.style.background = groupColor(group, theme).fill;
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(group));
+      this.legend.appendChild(item);
+    }
+  }
+
+  private setStatus(text: string): void {
+    this.status.textContent = text;
+    this.status.hidden = !text;
+  }
+
+  private requestWindow(): void {
+    if (this.cssWidth <= 0) {
+      return;
+    }
+    this.fetcher.request({
+      t0: this._view.t0,
+      t1: this._view.t1,
+      width: Math.round(this.cssWidth)
+    });
+  }
+
+  private handleResize(): void {
+    const width = Math.floor(this.canvas.parentElement?.clientWidth ?? 0);
+    if (width <= 0 || width === this.cssWidth) {
+      return;
+    }
+    this.cssWidth = width;
+    this.draw();
+    this.requestWindow();
+  }
+
+  private scheduleDraw(): void {
+    if (this.frame) {
+      return;
+    }
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  private draw(): void {
+    const width = this.cssWidth;
+    if (width <= 0) {
+      return;
+    }
+    const height = AXIS_HEIGHT + this.layout_.height + 4;
+    const dpr = window.devicePixelRatio || 1;
+    const pw = Math.round(width * dpr);
+    const ph = Math.round(height * dpr);
+    if (this.canvas.width !== pw || this.canvas.height !== ph) {
+      this.canvas.width = pw;
+      this.canvas.height = ph;
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    const ctx = this.canvas.getContext('2d');
+    if (!ctx) {
+      return;
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    this.list = this._data
+      ? toDrawList(this._data, this.layout_, this._view, width)
+      : emptyDrawList();
+    const theme = currentTheme();
+    if (this._data) {
+      this.updateLegend(this._data.regions);
+    }
+    paint(ctx, {
+      width,
+      height,
+      view: this._view,
+      layout: this.layout_,
+      list: this.list,
+      regions: this._data?.regions ?? {},
+      highlight: this.highlight,
+      selection: this.selection,
+      measure: this.measure,
+      hover: this.hover,
+      colors: readThemeColors(this.node, theme)
+    });
+    this.node.dataset.spans = String(this.list.n);
+  }
+
+  private localPoint(e: MouseEvent): [number, number] {
+    const rect = this.canvas.getBoundingClientRect();
+    return [e.clientX - rect.left, e.clientY - rect.top];
+  }
+
+  private onWheel = (e: WheelEvent): void => {
+    e.preventDefault();
+    const [x] = this.localPoint(e);
+    if (e.shiftKey && Math.abs(e.deltaX) < Math.abs(e.deltaY)) {
+      this.setView(panBy(this._view, this.cssWidth, -e.deltaY));
+      return;
+    }
+    if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      this.setView(panBy(this._view, this.cssWidth, -e.deltaX));
+      return;
+    }
+    const scale = e.deltaMode === 1 ? 40 : 1;
+    const factor = Math.exp(e.deltaY * scale * 0.0015);
+    this.setView(zoomAround(this._view, this.cssWidth, x, factor));
+  };
+
+  private onPointerDown = (e: PointerEvent): void => {
+    if (e.button !== 0) {
+      return;
+    }
+    this.canvas.focus();
+    const [x] = this.localPoint(e);
+    this.dragStart = x;
+    this.dragView = this._view;
+    this.dragMode = e.shiftKey
+      ? 'select'
+      : e.altKey || e.ctrlKey || e.metaKey
+        ? 'measure'
+        : 'pan';
+    if (this.dragMode === 'measure') {
+      this.measure = [x, x];
+    } else {
+      this.measure = null;
+    }
+    this.canvas.setPointerCapture(e.pointerId);
+    this.hideTooltip();
+  };
+
+  private onPointerMove = (e: PointerEvent): void => {
+    const [x, y] = this.localPoint(e);
+    if (this.dragMode && this.dragView) {
+      const dx = x - this.dragStart;
+      if (this.dragMode === 'pan') {
+        this.setView(panBy(this.dragView, this.cssWidth, dx));
+        this.canvas.style.cursor = 'grabbing';
+      } else if (this.dragMode === 'select') {
+        this.selection = [this.dragStart, x];
+        this.scheduleDraw();
+      } else {
+        this.measure = [this.dragStart, x];
+        this.scheduleDraw();
+      }
+      return;
+    }
+    const k = hitTest(this.list, this.layout_.rowHeight, x, y - AXIS_HEIGHT);
+    if (k !== this.hover) {
+      this.hover = k;
+      this.scheduleDraw();
+    }
+    if (k >= 0) {
+      this.showTooltip(k, x, y);
+    } else {
+      this.hideTooltip();
+    }
+  };
+
+  private onPointerUp = (e: PointerEvent): void => {
+    if (this.dragMode === 'select' && this.selection) {
+      const [a, b] = this.selection;
+      if (Math.abs(b - a) > 3) {
+        const t0 = xToTime(Math.min(a, b), this._view, this.cssWidth);
+        const t1 = xToTime(Math.max(a, b), this._view, this.cssWidth);
+        this.setView({ t0, t1 });
+      }
+      this.selection = null;
+      this.scheduleDraw();
+    }
+    if (this.dragMode === 'measure' && this.measure) {
+      const [a, b] = this.measure;
+      const dt = (Math.abs(b - a) / this.cssWidth) * (this._view.t1 - this._view.t0);
+      this.setStatus(`Measured: ${formatDuration(dt)}`);
+    }
+    this.dragMode = null;
+    this.dragView = null;
+    this.canvas.style.cursor = '';
+    if (this.canvas.hasPointerCapture(e.pointerId)) {
+      this.canvas.releasePointerCapture(e.pointerId);
+    }
+  };
+
+  private onPointerLeave = (): void => {
+    if (!this.dragMode) {
+      this.hover = -1;
+      this.hideTooltip();
+      this.scheduleDraw();
+    }
+  };
+
+  private onKeyDown = (e: KeyboardEvent): void => {
+    const span = this._view.t1 - this._view.t0;
+    const center = this.cssWidth / 2;
+    switch (e.key) {
+      case 'ArrowLeft':
+        this.setView({ t0: this._view.t0 - span * 0.1, t1: this._view.t1 - span * 0.1 });
+        break;
+      case 'ArrowRight':
+        this.setView({ t0: this._view.t0 + span * 0.1, t1: this._view.t1 + span * 0.1 });
+        break;
+      case '+':
+      case '=':
+      case 'ArrowUp':
+        this.setView(zoomAround(this._view, this.cssWidth, center, 0.7));
+        break;
+      case '-':
+      case '_':
+      case 'ArrowDown':
+        this.setView(zoomAround(this._view, this.cssWidth, center, 1 / 0.7));
+        break;
+      case '0':
+      case 'Home':
+        this.resetView();
+        break;
+      case 'Escape':
+        this.measure = null;
+        this.setStatus('');
+        this.scheduleDraw();
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+    e.stopPropagation();
+  };
+
+  private showTooltip(k: number, x: number, y: number): void {
+    const info = this._data?.regions[String(this.list.region[k])];
+    const count = this.list.count[k];
+    const dur = this.list.end[k] - this.list.start[k];
+    const where =
+      info?.file ? `${info.file}${info.line ? `:${info.line}` : ''}` : '';
+    this.tooltip.textContent = '';
+    const title = document.createElement('div');
+    title.className = 'jp-scorep-tooltip-title';
+    title.textContent = info?.name ?? `region ${this.list.region[k]}`;
+    this.tooltip.appendChild(title);
+    const lines = [
+      count > 1
+        ? `${count.toLocaleString()} calls merged, ${formatDuration(dur)} span`
+        : `Duration ${formatDuration(dur)}`,
+      `Start ${formatDuration(this.list.start[k])}`,
+      where
+    ];
+    for (const line of lines.filter(Boolean)) {
+      const div = document.createElement('div');
+      div.textContent = line;
+      this.tooltip.appendChild(div);
+    }
+    this.tooltip.hidden = false;
+    const tw = this.tooltip.offsetWidth;
+    const left = x + 14 + tw > this.cssWidth ? Math.max(0, x - tw - 10) : x + 14;
+    this.tooltip.style.left = `${left}px`;
+    this.tooltip.style.top = `${y + 14}px`;
+  }
+
+  private hideTooltip(): void {
+    this.tooltip.hidden = true;
+  }
+
+  readonly canvas: HTMLCanvasElement;
+  private readonly range: [number, number];
+  private layout_: ILayout;
+  private _view: IView;
+  private _data: ITimeline | null = null;
+  private list: IDrawList = emptyDrawList();
+  private highlightName: string | null = null;
+  private highlight = new Set<number>();
+  private groups = new Set<string>();
+  private legendKey = '';
+  private selection: [number, number] | null = null;
+  private measure: [number, number] | null = null;
+  private hover = -1;
+  private dragMode: DragMode | null = null;
+  private dragStart = 0;
+  private dragView: IView | null = null;
+  private cssWidth = 0;
+  private frame = 0;
+  private readonly tooltip: HTMLDivElement;
+  private readonly legend: HTMLDivElement;
+  private readonly status: HTMLDivElement;
+  private readonly fetcher: WindowFetcher<ITimeline>;
+  private readonly resizeObserver: ResizeObserver;
+  private readonly themeObserver: MutationObserver;
+  private readonly _viewChanged = new Signal<this, IView>(this);
+}

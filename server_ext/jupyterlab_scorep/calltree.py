@@ -1,0 +1,184 @@
+"""GET calltree: the call-path profile from profile.cubex (pycubexr) or, without a profile,
+from the trace index. Both sources become one ``CallTree`` of numpy arrays; ``to_json``
+renders it, for one location or summed over all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Larger trees keep their heaviest nodes (by inclusive time); ``truncated`` says so.
+MAX_NODES = 5000
+
+
+class ProfileReadError(Exception):
+    """A profile.cubex that cannot be read; the message says why."""
+
+
+@dataclass
+class CallTree:
+    source: str  # "cubex" | "trace"
+    locations: list[dict[str, Any]]  # [{id, name}]
+    parent: np.ndarray  # int64 [P], -1 for roots; parents come before children
+    nodes: list[dict[str, Any]]  # region info per node: name, group, file, line
+    visits: np.ndarray  # float64 [P, L]
+    incl_s: np.ndarray
+    excl_s: np.ndarray
+    min_s: np.ndarray
+    max_s: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain picklable form (crosses the worker-process boundary)."""
+        return self.__dict__.copy()
+
+
+def from_cubex(path: str | Path) -> CallTree:
+    """Read a CUBE4 profile. Raises ProfileReadError for anything pycubexr rejects."""
+    try:
+        return _from_cubex(Path(path))
+    except ProfileReadError:
+        raise
+    except Exception as e:  # tarfile, XML, index, data and KeyError failures alike
+        raise ProfileReadError(
+            f"profile.cubex cannot be read ({type(e).__name__}: {e}); it is truncated, "
+            "damaged or not a CUBE4 file. Re-run the cell, or use the trace's call tree."
+        ) from None
+
+
+def _from_cubex(path: Path) -> CallTree:
+    from pycubexr import CubexParser
+    from pycubexr.utils.exceptions import MissingMetricError
+
+    with CubexParser(path) as cube:
+        cnodes = []
+        for root in cube.get_root_cnodes():
+            cnodes += root.get_all_children()  # depth-first pre-order
+        locations = [{"id": i, "name": loc.name} for i, loc in enumerate(cube.get_locations())]
+        n_loc = len(locations)
+        index = {c.id: i for i, c in enumerate(cnodes)}
+        parent = np.array([index.get(c.parent.id, -1) if c.parent else -1 for c in cnodes],
+                          np.int64)
+
+        def metric(name: str, **conv):
+            try:
+                values = cube.get_metric_values(cube.get_metric_by_name(name))
+            except (MissingMetricError, KeyError, ValueError):
+                return None
+            out = np.zeros((len(cnodes), n_loc))
+            for i, c in enumerate(cnodes):
+                row = values.cnode_values(c, **conv)
+                # min_time / max_time come wrapped in pycubexr's MinValues / MaxValues.
+                row = np.asarray(getattr(row, "_values", row), np.float64).reshape(-1)
+                out[i, : row.size] = row[:n_loc]
+            return out
+
+        time_incl = metric("time", convert_to_inclusive=True)
+        if time_incl is None:
+            raise ProfileReadError("profile.cubex has no 'time' metric: it was not written "
+                                   "by Score-P or the builtin tracer")
+        time_excl = metric("time", convert_to_exclusive=True)
+        visits = metric("visits")
+        mins, maxs = metric("min_time"), metric("max_time")
+        nodes = []
+        for c in cnodes:
+            region = c.region or cube.get_region(c)
+            name = region.name or f"region {c.callee_region_id}"
+            nodes.append({
+                "name": name,
+                "group": region.mod or (name.split(":", 1)[0] if ":" in name else ""),
+                "file": region.url or region.mod or "",
+                "line": int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0,
+            })
+    zeros = np.zeros_like(time_incl)
+    return CallTree(
+        source="cubex", locations=locations, parent=parent, nodes=nodes,
+        visits=visits if visits is not None else zeros,
+        incl_s=time_incl, excl_s=time_excl if time_excl is not None else zeros,
+        min_s=mins if mins is not None else zeros, max_s=maxs if maxs is not None else zeros,
+    )
+
+
+def from_index(index) -> CallTree:
+    """The call-path profile the index builder derived from the trace."""
+    a = index.array
+    regions = a("ct.region")
+    locs = [{"id": loc["id"], "name": loc["name"]} for loc in index.locations]
+    nodes = []
+    for r in regions.tolist():
+        info = index.regions.get(str(r), {"name": f"region {r}", "group": "", "file": "",
+                                          "line": 0})
+        nodes.append({k: info.get(k) for k in ("name", "group", "file", "line")})
+    return CallTree(
+        source="trace", locations=locs, parent=np.asarray(a("ct.parent"), np.int64),
+        nodes=nodes, visits=np.asarray(a("ct.visits"), np.float64),
+        incl_s=a("ct.incl") / 1e9, excl_s=a("ct.excl") / 1e9,
+        min_s=a("ct.min") / 1e9, max_s=a("ct.max") / 1e9,
+    )
+
+
+def _columns(tree: CallTree, location: int | None):
+    if location is not None:
+        col = slice(location, location + 1)
+        pick = lambda m: m[:, col][:, 0]  # noqa: E731
+        return (pick(tree.visits), pick(tree.incl_s), pick(tree.excl_s), pick(tree.min_s),
+                pick(tree.max_s))
+    visited = tree.visits > 0
+    mins = np.where(visited, tree.min_s, np.inf).min(axis=1, initial=np.inf)
+    mins = np.where(np.isfinite(mins), mins, 0.0)
+    maxs = np.where(visited, tree.max_s, 0.0).max(axis=1, initial=0.0)
+    return (tree.visits.sum(axis=1), tree.incl_s.sum(axis=1), tree.excl_s.sum(axis=1),
+            mins, maxs)
+
+
+def to_json(tree: CallTree, location: int | None, run_name: str,
+            max_nodes: int = MAX_NODES) -> dict[str, Any]:
+    visits, incl, excl, mins, maxs = _columns(tree, location)
+    n = len(tree.nodes)
+    keep = np.ones(n, bool)
+    if location is not None:
+        keep &= visits > 0
+    dropped = 0
+    if keep.sum() > max_nodes:
+        # Heaviest first; a parent's inclusive time is at least its child's, so the kept
+        # set stays connected (ties broken towards parents by their lower index).
+        order = np.lexsort((np.arange(n), -incl))
+        order = order[keep[order]]
+        chosen = np.zeros(n, bool)
+        chosen[order[:max_nodes]] = True
+        dropped = int(keep.sum() - max_nodes)
+        keep = chosen
+    built: dict[int, dict[str, Any]] = {}
+    roots = []
+    for i in np.flatnonzero(keep).tolist():
+        node = {
+            "id": i, **tree.nodes[i],
+            "incl_s": float(incl[i]), "excl_s": float(excl[i]), "visits": int(visits[i]),
+            "min_s": float(mins[i]), "max_s": float(maxs[i]), "children": [],
+        }
+        built[i] = node
+        p = int(tree.parent[i])
+        if p >= 0 and p in built:
+            built[p]["children"].append(node)
+        else:
+            roots.append(node)
+    if len(roots) == 1:
+        root = roots[0]
+    else:
+        total = float(sum(r["incl_s"] for r in roots))
+        root = {"id": -1, "name": run_name, "group": "", "file": "", "line": 0,
+                "incl_s": total, "excl_s": 0.0,
+                "visits": 1 if location is not None else max(len(tree.locations), 1),
+                "min_s": total, "max_s": total, "children": roots}
+    out = {
+        "source": tree.source,
+        "location": location,
+        "total_s": root["incl_s"],
+        "locations": tree.locations,
+        "root": root,
+    }
+    if dropped:
+        out["truncated"] = {"nodes_dropped": dropped, "max_nodes": max_nodes}
+    return out

@@ -1,0 +1,19 @@
+"""The one error type handlers turn into a JSON error response."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """``status`` (4xx), ``message`` for a person (cause and fix), ``reason`` a short tag."""
+
+    def __init__(self, status: int, message: str, reason: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason or {
+            400: "Bad Request",
+            403: "Forbidden",
+            404: "Not Found",
+            409: "Conflict",
+            422: "Unprocessable Entity",
+        }.get(status, "Error")

@@ -1,0 +1,159 @@
+"""Build the columnar trace index of an experiment under ``<experiment>/.index/trace-v1/``.
+
+Layout (all numpy ``.npy``, memory-mapped by the server)::
+
+    meta.json            definitions, locations, range, levels, source files' mtimes+sizes
+    L<i>.start|end.npy   int64 ns since the run start, all levels of location i concatenated
+    L<i>.region.npy      int32 region ref
+    L<i>.count.npy       int32 calls per item (1 in the raw level)
+    L<i>.ptr.npy         int64 [levels+1, max_depth+2]: level k, depth d is
+                         [ptr[k, d], ptr[k, d+1]) (level 0 = the raw calls)
+    L<i>.px.npy          float64 [levels]: pixel size (ns) each stored level was merged at
+    L<i>.mt|mm|mv.npy    metric events of location i: time, member ref, value
+    ct.*.npy             call-path profile derived from the trace (see intervals.CallPaths)
+
+The directory is written under a temporary name and renamed into place, so a reader sees a
+complete index or none. This module runs in the indexing worker process (``indexer``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import intervals, lod, otf2_read
+
+INDEX_VERSION = 1
+INDEX_NAME = f"trace-v{INDEX_VERSION}"
+
+
+def source_files(exp_dir: Path) -> dict[str, list[int]]:
+    """``{relative name: [mtime_ns, size]}`` of the archive's files: the index is stale
+    when any of them changes."""
+    out = {}
+    candidates = [exp_dir / "traces.otf2", exp_dir / "traces.def"]
+    events_dir = exp_dir / "traces"
+    if events_dir.is_dir():
+        candidates += sorted(events_dir.iterdir())
+    for path in candidates:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out[str(path.relative_to(exp_dir))] = [st.st_mtime_ns, st.st_size]
+    return out
+
+
+def build_index(exp_dir: str | os.PathLike, index_parent: str | os.PathLike) -> dict[str, Any]:
+    """Read the trace, write the index into ``index_parent/INDEX_NAME``, return meta."""
+    exp_dir, index_parent = Path(exp_dir), Path(index_parent)
+    t_begin = time.perf_counter()
+    sources = source_files(exp_dir)
+    defs, events = otf2_read.read_trace(str(exp_dir / "traces.otf2"))
+    t_read = time.perf_counter()
+    index_parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=index_parent))
+    try:
+        meta = _write(tmp, defs, events, sources)
+        meta["build_s"] = {"read": t_read - t_begin, "total": time.perf_counter() - t_begin}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        final = index_parent / INDEX_NAME
+        if final.exists():
+            stale = index_parent / f".stale-{os.getpid()}-{time.monotonic_ns()}"
+            os.rename(final, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return meta
+
+
+def _write(out: Path, defs, events, sources) -> dict[str, Any]:
+    per_location = []
+    locations = []
+    notes = []
+    total_events = 0
+    trace_end = 0
+    for info, ev in zip(defs.locations, events):
+        times = intervals.to_ns(ev.times, defs.global_offset, defs.timer_resolution)
+        iv = intervals.pair_calls(times, ev.signed_regions)
+        per_location.append(iv)
+        total_events += int(ev.times.size)
+        if times.size:
+            trace_end = max(trace_end, int(times[-1]))
+        if iv.closed_at_end:
+            notes.append(
+                f"{info['name']}: {iv.closed_at_end} calls were still open when the trace "
+                "ended; they are shown ending at its last event."
+            )
+        if iv.opened_at_start:
+            notes.append(f"{info['name']}: {iv.opened_at_start} calls began before recording.")
+        if iv.mismatched:
+            notes.append(f"{info['name']}: {iv.mismatched} Leave events name another region.")
+    full_range = max(trace_end, int(defs.trace_length * 1e9 / defs.timer_resolution))
+    all_durations = np.concatenate(
+        [iv.end - iv.start for iv in per_location] or [np.zeros(0, np.int64)]
+    )
+    pixels = lod.level_pixels(all_durations, full_range)
+    for i, (info, iv, ev) in enumerate(zip(defs.locations, per_location, events)):
+        levels = lod.build_levels(iv.start, iv.end, iv.region, iv.depth_ptr, pixels)
+        cols = {"start": [iv.start], "end": [iv.end], "region": [iv.region],
+                "count": [np.ones(len(iv), np.int32)]}
+        ptr_rows = [iv.depth_ptr]
+        offset = len(iv)
+        kept = [lvl for lvl in levels if lvl is not None]
+        level_px = [px for px, lvl in zip(pixels, levels) if lvl is not None]
+        for start, end, region, count, ptr in kept:
+            for name, arr in zip(("start", "end", "region", "count"), (start, end, region, count)):
+                cols[name].append(arr)
+            ptr_rows.append(ptr + offset)
+            offset += start.size
+        for name, parts in cols.items():
+            np.save(out / f"L{i}.{name}.npy", np.concatenate(parts))
+        np.save(out / f"L{i}.ptr.npy", np.vstack(ptr_rows).astype(np.int64))
+        np.save(out / f"L{i}.px.npy", np.asarray(level_px, np.float64))
+        if ev.metric_times.size:
+            np.save(out / f"L{i}.mt.npy",
+                    intervals.to_ns(ev.metric_times, defs.global_offset, defs.timer_resolution))
+            np.save(out / f"L{i}.mm.npy", ev.metric_members)
+            np.save(out / f"L{i}.mv.npy", ev.metric_values)
+        locations.append(
+            {
+                "id": i,
+                "ref": info["ref"],
+                "name": info["name"],
+                "group": info["group"],
+                "kind": info["kind"],
+                "max_depth": iv.max_depth,
+                "events": int(ev.times.size),
+                "calls": len(iv),
+                "metric_events": int(ev.metric_times.size),
+            }
+        )
+    paths = intervals.call_paths(per_location)
+    for name in ("parent", "region", "visits", "incl", "excl", "min", "max"):
+        np.save(out / f"ct.{name}.npy", getattr(paths, name))
+    origin = None
+    if defs.realtime_timestamp is not None:
+        origin = str(defs.realtime_timestamp)
+    return {
+        "version": INDEX_VERSION,
+        "sources": sources,
+        "range": [0, full_range],
+        "origin_epoch_ns": origin,
+        "timer_resolution": defs.timer_resolution,
+        "events": total_events,
+        "levels": pixels,
+        "locations": locations,
+        "regions": {str(k): v for k, v in defs.regions.items()},
+        "metric_members": {str(k): v for k, v in defs.metric_members.items()},
+        "notes": notes,
+    }

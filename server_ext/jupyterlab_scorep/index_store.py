@@ -1,0 +1,123 @@
+"""Find, validate, lock and load trace indexes (no server code here).
+
+An index lives in ``<experiment>/.index/trace-v1/``; when the experiment directory is not
+writable (a shared, read-only results folder) it goes to the user's cache directory
+instead, keyed by the experiment's real path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .index_build import INDEX_NAME, build_index, source_files
+
+
+def index_parent(exp_dir: Path) -> Path:
+    local = exp_dir / ".index"
+    if os.access(exp_dir, os.W_OK) or (local.is_dir() and os.access(local, os.W_OK)):
+        return local
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(exp_dir).encode()).hexdigest()[:16]
+    return cache / "jupyterlab-scorep" / digest
+
+
+def read_meta(parent: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((parent / INDEX_NAME / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def is_fresh(meta: dict[str, Any] | None, exp_dir: Path) -> bool:
+    return bool(meta) and meta.get("sources") == source_files(exp_dir)
+
+
+@contextlib.contextmanager
+def _build_lock(parent: Path) -> Iterator[None]:
+    # Serialises builders across processes (two servers, or a server and a CLI).
+    parent.mkdir(parents=True, exist_ok=True)
+    with open(parent / ".lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def ensure_index(exp_dir: str) -> str:
+    """Build the index of ``exp_dir`` unless a fresh one exists; return its directory.
+    Safe to call from several processes at once: one builds, the others wait and reuse."""
+    exp = Path(exp_dir)
+    parent = index_parent(exp)
+    if is_fresh(read_meta(parent), exp):
+        return str(parent / INDEX_NAME)
+    with _build_lock(parent):
+        if not is_fresh(read_meta(parent), exp):
+            build_index(exp, parent)
+    return str(parent / INDEX_NAME)
+
+
+class LoadedIndex:
+    """A built index, its arrays memory-mapped on first use."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        self.meta: dict[str, Any] = json.loads((self.dir / "meta.json").read_text())
+        self.regions: dict[str, dict[str, Any]] = self.meta["regions"]
+        self._arrays: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def array(self, name: str) -> np.ndarray:
+        arr = self._arrays.get(name)
+        if arr is None:
+            with self._lock:
+                arr = self._arrays.get(name)
+                if arr is None:
+                    path = self.dir / f"{name}.npy"
+                    arr = np.load(path, mmap_mode="r") if path.stat().st_size else np.zeros(0)
+                    self._arrays[name] = arr
+        return arr
+
+    def has(self, name: str) -> bool:
+        return (self.dir / f"{name}.npy").exists()
+
+    @property
+    def locations(self) -> list[dict[str, Any]]:
+        return self.meta["locations"]
+
+
+class IndexCache:
+    """A small LRU of loaded indexes, keyed by index directory and build identity."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], LoadedIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, directory: str) -> LoadedIndex:
+        # The meta's mtime tells a rebuilt index from the one we hold.
+        stamp = str(os.stat(Path(directory) / "meta.json").st_mtime_ns)
+        key = (directory, stamp)
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+                return item
+        item = LoadedIndex(directory)
+        with self._lock:
+            for old in [k for k in self._items if k[0] == directory]:
+                del self._items[old]
+            self._items[key] = item
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return item

@@ -1,0 +1,178 @@
+"""From one location's Enter/Leave stream to its interval table, and from all locations'
+intervals to the call-path profile. Pure numpy, no Python loop over events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Intervals:
+    """One location's calls, sorted by (depth, start). Calls at one depth never overlap,
+    so within a depth both ``start`` and ``end`` are sorted: a window query is two
+    ``searchsorted`` calls."""
+
+    start: np.ndarray  # int64 ns since the run start
+    end: np.ndarray  # int64
+    region: np.ndarray  # int32 region ref
+    depth_ptr: np.ndarray  # int64 [max_depth + 2]: depth d is [depth_ptr[d], depth_ptr[d+1])
+    enter_pos: np.ndarray  # int64: index of the Enter event in the stream (to find parents)
+    closed_at_end: int  # calls still open when the trace ended (closed at its last event)
+    opened_at_start: int  # Leaves without an Enter (recording began inside the call)
+    mismatched: int  # Leaves naming another region than their Enter
+
+    @property
+    def max_depth(self) -> int:
+        return len(self.depth_ptr) - 2
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+def to_ns(times: np.ndarray, offset: int, resolution: int) -> np.ndarray:
+    """Ticks to int64 ns since ``offset``."""
+    rel = times.astype(np.int64) - np.int64(offset)
+    if resolution == 10**9:
+        return rel
+    return np.round(rel.astype(np.float64) * (1e9 / resolution)).astype(np.int64)
+
+
+def pair_calls(times: np.ndarray, signed_regions: np.ndarray) -> Intervals:
+    """Match each Enter with its Leave.
+
+    ``signed_regions`` holds the region for an Enter and ``~region`` for a Leave. An Enter
+    at nesting level d and the Leave that returns to level d are neighbours once the events
+    are stably sorted by that level, so pairing is one radix sort. Unbalanced streams (a
+    trace cut by an event cap, or begun inside a call) are closed at the trace's ends.
+    """
+    n = int(times.shape[0])
+    if n == 0:
+        e = np.zeros(0, np.int64)
+        return Intervals(e, e, np.zeros(0, np.int32), np.zeros(1, np.int64), e, 0, 0, 0)
+    is_enter = signed_regions >= 0
+    step = np.where(is_enter, 1, -1).astype(np.int64)
+    level_after = np.cumsum(step)
+    lowest = int(level_after.min())
+    opened = -lowest if lowest < 0 else 0
+    closed = int(level_after[-1]) + opened
+    if opened or closed:
+        # Synthetic Enters at the first timestamp, synthetic Leaves at the last; their
+        # region is taken from the partner below (-1 marks "unknown" until then).
+        times = np.concatenate(
+            [np.full(opened, times[0]), times, np.full(closed, times[-1])]
+        ).astype(np.int64)
+        signed_regions = np.concatenate(
+            [np.full(opened, -(2**40)), signed_regions, np.full(closed, -(2**40))]
+        )
+        is_enter = np.concatenate([np.ones(opened, bool), is_enter, np.zeros(closed, bool)])
+        step = np.where(is_enter, 1, -1).astype(np.int64)
+        level_after = np.cumsum(step)
+    level = np.where(is_enter, level_after - 1, level_after)
+    max_level = int(level.max())
+    key = level.astype(np.int16 if max_level < 2**15 else np.int32)
+    order = np.argsort(key, kind="stable")  # radix sort for int16
+    enters, leaves = order[0::2], order[1::2]
+    start, end = times[enters], times[leaves]
+    enter_reg, leave_reg = signed_regions[enters], signed_regions[leaves]
+    unknown_enter = enter_reg == -(2**40)
+    leave_reg = np.where(leave_reg == -(2**40), enter_reg, ~leave_reg)
+    enter_reg = np.where(unknown_enter, leave_reg, enter_reg)
+    mismatched = int(np.count_nonzero(enter_reg != leave_reg))
+    depth_counts = np.bincount(level[enters], minlength=max_level + 1)
+    depth_ptr = np.concatenate([[0], np.cumsum(depth_counts)]).astype(np.int64)
+    return Intervals(
+        start=start,
+        end=end,
+        region=enter_reg.astype(np.int32),
+        depth_ptr=depth_ptr,
+        enter_pos=enters.astype(np.int64),
+        closed_at_end=closed,
+        opened_at_start=opened,
+        mismatched=mismatched,
+    )
+
+
+@dataclass
+class CallPaths:
+    """The call-path profile: path p has parent ``parent[p]`` (-1 for roots) and region
+    ``region[p]``; per-location statistics are [paths, locations] arrays in ns."""
+
+    parent: np.ndarray  # int64 [P]
+    region: np.ndarray  # int32 [P]
+    visits: np.ndarray  # int64 [P, L]
+    incl: np.ndarray  # int64 [P, L]
+    excl: np.ndarray  # int64 [P, L]
+    min: np.ndarray  # int64 [P, L] (0 where the location has no visit)
+    max: np.ndarray  # int64 [P, L]
+
+
+def call_paths(per_location: list[Intervals]) -> CallPaths:
+    """Merge all locations' calls into one call-path tree, depth by depth."""
+    n_loc = len(per_location)
+    max_depth = max((iv.max_depth for iv in per_location), default=-1)
+    n_regions = 1 + max((int(iv.region.max()) for iv in per_location if len(iv)), default=0)
+    parents, regions = [], []
+    path_of = [np.zeros(0, np.int64) for _ in per_location]  # path id of each interval, by depth
+    per_depth_paths: list[list[np.ndarray]] = [[] for _ in per_location]
+    n_paths = 0
+    for d in range(max_depth + 1):
+        keys, owners = [], []
+        for li, iv in enumerate(per_location):
+            if d > iv.max_depth:
+                keys.append(np.zeros(0, np.int64))
+                continue
+            a, b = iv.depth_ptr[d], iv.depth_ptr[d + 1]
+            reg = iv.region[a:b].astype(np.int64)
+            if d == 0:
+                parent_path = np.full(b - a, -1, np.int64)
+            else:
+                pa, pb = iv.depth_ptr[d - 1], iv.depth_ptr[d]
+                # The parent is the latest Enter one level up before this Enter.
+                idx = np.searchsorted(iv.enter_pos[pa:pb], iv.enter_pos[a:b], side="right") - 1
+                parent_path = per_depth_paths[li][d - 1][np.maximum(idx, 0)]
+            keys.append((parent_path + 1) * n_regions + reg)
+            owners.append(li)
+        all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        if all_keys.size == 0:
+            break
+        uniq, inverse = np.unique(all_keys, return_inverse=True)
+        parents.append(uniq // n_regions - 1)
+        regions.append((uniq % n_regions).astype(np.int32))
+        offset = 0
+        for li, k in enumerate(keys):
+            ids = inverse[offset : offset + k.size] + n_paths
+            offset += k.size
+            per_depth_paths[li].append(ids)
+        n_paths += uniq.size
+    parent = np.concatenate(parents) if parents else np.zeros(0, np.int64)
+    region = np.concatenate(regions) if regions else np.zeros(0, np.int32)
+    shape = (n_paths, n_loc)
+    visits = np.zeros(shape, np.int64)
+    incl = np.zeros(shape, np.int64)
+    mins = np.zeros(shape, np.int64)
+    maxs = np.zeros(shape, np.int64)
+    for li, iv in enumerate(per_location):
+        if not len(iv):
+            continue
+        path = np.concatenate(per_depth_paths[li])
+        path_of[li] = path
+        dur = iv.end[: path.size] - iv.start[: path.size]
+        visits[:, li] = np.bincount(path, minlength=n_paths)
+        incl[:, li] = np.bincount(path, weights=dur, minlength=n_paths).round().astype(np.int64)
+        order = np.lexsort((dur, path))
+        sp, sd = path[order], dur[order]
+        first = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+        last = np.r_[first[1:], sp.size] - 1
+        mins[sp[first], li] = sd[first]
+        maxs[sp[last], li] = sd[last]
+    child_sum = np.zeros(shape, np.int64)
+    has_parent = parent >= 0
+    for li in range(n_loc):
+        child_sum[:, li] = np.bincount(
+            parent[has_parent], weights=incl[has_parent, li], minlength=n_paths
+        )[:n_paths].round().astype(np.int64)
+    excl = incl - child_sum
+    return CallPaths(parent, region, visits, incl, excl, mins, maxs)

@@ -1,0 +1,145 @@
+"""Timeline level of detail: what to draw for a time window at a given pixel width.
+
+Rule (docs/API.md): at ``px = (t1 - t0) / width`` ns per pixel, calls shorter than a pixel
+are merged into spans; a span's ``count`` is the number of calls in it and its ``region``
+the one with most time in it. Calls at one depth never overlap, so merging is a pass over
+sorted arrays: narrow calls that start in the same pixel form a group, and neighbouring
+groups with the same dominant region and a sub-pixel gap are joined. Per depth this leaves
+at most about two items per pixel, whatever the trace size.
+
+To keep a zoomed-out query from touching millions of calls, the index stores the same
+merge precomputed at pixel sizes ``px_min * 4**k`` ("levels"). A query merges the coarsest
+level that is still finer than its own pixel, so it reads at most ~8 items per pixel and
+depth. Merging a merged span again treats it as a call of its dominant region (the
+dominant region of a join is exact; of a re-merge across levels, a close approximation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+LEVEL_FACTOR = 4
+# Coarsest level: a full-range view this many pixels wide needs nothing coarser.
+COARSEST_PIXELS = 256
+# A level is stored only when it holds at most this share of the next finer table.
+KEEP_RATIO = 0.6
+
+
+@dataclass
+class Spans:
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+    region: np.ndarray  # int32
+    count: np.ndarray  # int32
+    segment: np.ndarray  # int64: which depth (or other row) each span belongs to
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+
+def _dominant(group: np.ndarray, region: np.ndarray, weight: np.ndarray, n_groups: int):
+    """Per group, the region with the largest summed weight (ties: lowest region id)."""
+    out = np.empty(n_groups, np.int32)
+    if group.size == 0:
+        return out
+    span = np.int64(int(region.max()) + 1)
+    key = group.astype(np.int64) * span + region
+    uniq, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse, weights=weight.astype(np.float64) + 1e-9)
+    u_group = uniq // span
+    # Sort by group, then by descending sum: the first entry of each group wins.
+    order = np.lexsort((-sums, u_group))
+    g_sorted = u_group[order]
+    first = np.r_[True, g_sorted[1:] != g_sorted[:-1]]
+    out[g_sorted[first]] = (uniq[order][first] % span).astype(np.int32)
+    return out
+
+
+def merge(
+    start: np.ndarray,
+    end: np.ndarray,
+    region: np.ndarray,
+    count: np.ndarray,
+    segment: np.ndarray,
+    px: float,
+    origin: int,
+) -> Spans:
+    """Merge items narrower than ``px`` (sorted by (segment, start), non-overlapping within
+    a segment). Pixel buckets are counted from ``origin``."""
+    n = int(start.shape[0])
+    if n == 0 or px <= 1:
+        return Spans(start, end, region, count, segment)
+    dur = end - start
+    narrow = dur < px
+    bucket = np.floor((start - origin) / px).astype(np.int64)
+    same = (
+        narrow[1:] & narrow[:-1] & (bucket[1:] == bucket[:-1]) & (segment[1:] == segment[:-1])
+    )
+    first = np.flatnonzero(np.r_[True, ~same])
+    n_groups = first.size
+    if n_groups == n:
+        g_region = region
+        g_end, g_count = end, count
+    else:
+        group = np.repeat(np.arange(n_groups), np.diff(np.r_[first, n]))
+        g_end = np.maximum.reduceat(end, first)
+        g_count = np.add.reduceat(count, first)
+        sizes = np.diff(np.r_[first, n])
+        g_region = region[first].astype(np.int32)
+        multi = sizes > 1
+        if multi.any():
+            in_multi = multi[group]
+            dom = _dominant(group[in_multi], region[in_multi], dur[in_multi], n_groups)
+            g_region = np.where(multi, dom, g_region).astype(np.int32)
+    g_start, g_seg, g_narrow = start[first], segment[first], narrow[first]
+    # Join neighbouring merged groups of one region across pixel boundaries.
+    if n_groups > 1:
+        join = (
+            g_narrow[1:]
+            & g_narrow[:-1]
+            & (g_region[1:] == g_region[:-1])
+            & (g_seg[1:] == g_seg[:-1])
+            & ((g_start[1:] - g_end[:-1]) < px)
+        )
+        if join.any():
+            keep = np.flatnonzero(np.r_[True, ~join])
+            g_end = np.maximum.reduceat(g_end, keep)
+            g_count = np.add.reduceat(g_count, keep)
+            g_start, g_region, g_seg = g_start[keep], g_region[keep], g_seg[keep]
+    return Spans(g_start, g_end, g_region, g_count, g_seg)
+
+
+def level_pixels(durations: np.ndarray, full_range: int) -> list[float]:
+    """Pixel sizes of the precomputed levels, finest first: from the median call duration
+    (below it merging halves nothing) up to a full-range view COARSEST_PIXELS wide."""
+    if durations.size == 0 or full_range <= 0:
+        return []
+    px = max(float(np.median(durations)), 1.0) * 2
+    top = full_range / COARSEST_PIXELS
+    levels = []
+    while px < top:
+        levels.append(px)
+        px *= LEVEL_FACTOR
+    levels.append(max(top, 1.0))
+    return levels
+
+
+def build_levels(raw_start, raw_end, raw_region, depth_ptr, pixels: list[float]):
+    """The level tables, each ``(start, end, region, count, depth_ptr)`` or None where
+    skipped, each built from the previous (finer) one."""
+    seg = np.repeat(np.arange(len(depth_ptr) - 1), np.diff(depth_ptr))
+    cur = Spans(raw_start, raw_end, raw_region, np.ones(raw_start.size, np.int32), seg)
+    out = []
+    for px in pixels:
+        nxt = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0)
+        if len(nxt) > KEEP_RATIO * len(cur) and px != pixels[-1]:
+            # Barely smaller than the table below it: not worth its space. Queries at this
+            # pixel size read the finer table (at most 1/KEEP_RATIO times more items).
+            out.append(None)
+            continue
+        cur = nxt
+        ptr = np.searchsorted(cur.segment, np.arange(len(depth_ptr)), side="left")
+        out.append((cur.start, cur.end, cur.region, cur.count, ptr.astype(np.int64)))
+    return out

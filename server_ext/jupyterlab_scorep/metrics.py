@@ -1,0 +1,68 @@
+"""GET metrics: system metric samples (experiment.read_metrics), bucketed to a width."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def _clean(values: np.ndarray) -> list:
+    # JSON has no NaN: a missing sample is null.
+    return [v if math.isfinite(v) else None for v in values.tolist()]
+
+
+def downsample(
+    schema: dict[str, Any],
+    t_ns: np.ndarray,
+    values: np.ndarray,
+    origin_epoch_ns: int,
+    t0: int | None,
+    t1: int | None,
+    width: int,
+) -> dict[str, Any]:
+    """At most ``width`` points per series (mean, min, max of each bucket) in [t0, t1];
+    times are ns since the run start (``origin_epoch_ns``)."""
+    rel = np.asarray(t_ns, np.int64) - np.int64(origin_epoch_ns)
+    order = np.argsort(rel, kind="stable")
+    rel, values = rel[order], np.asarray(values, np.float64)[order]
+    if t0 is None:
+        t0 = int(rel[0]) if rel.size else 0
+    if t1 is None:
+        t1 = int(rel[-1]) if rel.size else 0
+    lo, hi = np.searchsorted(rel, t0, "left"), np.searchsorted(rel, t1, "right")
+    rel, values = rel[lo:hi], values[lo:hi]
+    series_meta = schema.get("series", [])
+    series = []
+    if rel.size:
+        span = max(t1 - t0, 1)
+        bucket = np.minimum(((rel - t0) * width) // span, width - 1)
+        first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+        sizes = np.diff(np.r_[first, rel.size])
+        t_mid = (np.add.reduceat(rel, first) // sizes).astype(np.int64).tolist()
+        with np.errstate(invalid="ignore"):
+            for k, meta in enumerate(series_meta):
+                col = values[:, k]
+                finite = np.isfinite(col)
+                sums = np.add.reduceat(np.where(finite, col, 0.0), first)
+                counts = np.add.reduceat(finite.astype(np.int64), first)
+                mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+                mins = np.fmin.reduceat(np.where(finite, col, np.nan), first)
+                maxs = np.fmax.reduceat(np.where(finite, col, np.nan), first)
+                series.append({
+                    "key": meta.get("key", f"series{k}"),
+                    "label": meta.get("label", meta.get("key", "")),
+                    "unit": meta.get("unit", ""),
+                    "group": meta.get("group", ""),
+                    "t": t_mid,
+                    "mean": _clean(mean),
+                    "min": _clean(mins),
+                    "max": _clean(maxs),
+                })
+    else:
+        series = [{"key": m.get("key", ""), "label": m.get("label", ""),
+                   "unit": m.get("unit", ""), "group": m.get("group", ""),
+                   "t": [], "mean": [], "min": [], "max": []} for m in series_meta]
+    return {"window": [int(t0), int(t1)], "notes": list(schema.get("notes", [])),
+            "interval_s": schema.get("interval_s"), "series": series}

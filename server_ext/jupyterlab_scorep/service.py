@@ -1,0 +1,207 @@
+"""What the handlers ask for, done off the event loop: parsing in a worker process (libotf2
+or pycubexr on a damaged file may crash or hang; the server must not), lookups on loaded
+indexes in threads. Every failure comes back as an ``ApiError`` with a 4xx status."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import multiprocessing
+import os
+from collections import OrderedDict
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, Callable
+
+from scorep_kernel import experiment as ex
+
+from . import calltree, index_store
+from .errors import ApiError
+from .index_build import source_files
+from .index_store import IndexCache, LoadedIndex
+from .otf2_read import TraceReadError
+from .paths import Roots, experiment_file
+
+log = logging.getLogger(__name__)
+
+
+def _worker_warmup() -> None:
+    # Imported once per worker, so the first real build does not pay for it.
+    import numpy  # noqa: F401
+    import otf2  # noqa: F401
+    import pycubexr  # noqa: F401
+
+
+class Service:
+    def __init__(self, server_root: str, experiment_roots=(), *, build_timeout: float = 600,
+                 cache_size: int = 8):
+        self.roots = Roots(server_root, experiment_roots)
+        self.build_timeout = build_timeout
+        self.indexes = IndexCache(cache_size)
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._inflight: dict[tuple, asyncio.Future] = {}
+        # Failures keyed by the files' identity: a broken file is not re-parsed per request.
+        self._failed: dict[tuple, tuple[Any, ApiError]] = {}
+        self._profiles: OrderedDict[tuple, calltree.CallTree] = OrderedDict()
+
+    # -- execution -------------------------------------------------------------------
+
+    def _worker_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_warmup,
+            )
+        return self._pool
+
+    def warm_up(self) -> None:
+        """Start the worker now, so the first profiled cell's timeline is not delayed."""
+        self._worker_pool()
+
+    def _discard_pool(self, kill: bool) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kill:
+            # A hung parse: stop the worker (private ``_processes``: 3.11 has no public way).
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        self._discard_pool(kill=True)
+
+    async def in_thread(self, fn: Callable, *args) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(fn, *args))
+
+    async def in_worker(self, what: str, fn: Callable, *args) -> Any:
+        future = self._worker_pool().submit(fn, *args)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.build_timeout)
+        except BrokenProcessPool:
+            self._discard_pool(kill=False)
+            raise ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
+                                "the cell to record it again.", "Unreadable file") from None
+        except asyncio.TimeoutError:
+            self._discard_pool(kill=True)
+            raise ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} s "
+                                "and was stopped; raise c.ScorePExtension.build_timeout for "
+                                "very large traces", "Unreadable file") from None
+
+    async def _once(self, key: tuple, signature: Any, make: Callable) -> Any:
+        """Run ``make()`` once for concurrent callers with the same key; remember failures
+        until the files (``signature``) change."""
+        failed = self._failed.get(key)
+        if failed is not None and failed[0] == signature:
+            raise failed[1]
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.ensure_future(make())
+            self._inflight[key] = task
+            task.add_done_callback(lambda _t: self._inflight.pop(key, None))
+        try:
+            result = await asyncio.shield(task)
+        except ApiError as e:
+            if e.status == 422:
+                self._failed[key] = (signature, e)
+            raise
+        self._failed.pop(key, None)
+        return result
+
+    # -- experiment parts ------------------------------------------------------------
+
+    async def manifest(self, exp: Path) -> dict[str, Any]:
+        try:
+            return await self.in_thread(ex.read_manifest, exp)
+        except ex.ExperimentError as e:
+            raise ApiError(422, f"{e}. The kernel writes manifest.json; re-run the cell or "
+                                "remove the directory.", "Unreadable manifest") from None
+
+    def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
+        """Raise unless the trace can be read now."""
+        anchor = experiment_file(exp, ex.OTF2_ANCHOR)
+        if anchor is None:
+            if manifest.get("files_status") == "pending":
+                raise ApiError(409, "the trace is still being written; try again in a "
+                                    "moment", "Not ready")
+            raise ApiError(404, "this experiment has no OTF2 trace (traces.otf2): it was "
+                                "recorded without tracing", "No trace")
+        if manifest.get("files_status") == "pending":
+            raise ApiError(409, "the trace is still being written; try again in a moment",
+                           "Not ready")
+
+    async def index(self, exp: Path, manifest: dict[str, Any]) -> LoadedIndex:
+        self.trace_status(exp, manifest)
+        signature = await self.in_thread(source_files, exp)
+        parent = index_store.index_parent(exp)
+        meta = await self.in_thread(index_store.read_meta, parent)
+        if meta is not None and meta.get("sources") == signature:
+            directory = str(parent / index_store.INDEX_NAME)
+        else:
+            directory = await self._once(("index", str(exp)), signature,
+                                         lambda: self._build(exp))
+        try:
+            return await self.in_thread(self.indexes.get, directory)
+        except (OSError, ValueError, KeyError) as e:
+            raise ApiError(422, f"the trace index of this experiment is unreadable ({e}); "
+                                f"delete {parent} to rebuild it", "Unreadable index") from None
+
+    async def _build(self, exp: Path) -> str:
+        try:
+            return await self.in_worker("the OTF2 trace", index_store.ensure_index, str(exp))
+        except TraceReadError as e:
+            raise ApiError(422, f"the OTF2 trace cannot be read: {e}", "Unreadable trace") \
+                from None
+        except OSError as e:
+            raise ApiError(422, f"the OTF2 trace cannot be read or indexed: {e}",
+                           "Unreadable trace") from None
+        except ApiError:
+            raise
+        except Exception as e:  # anything else a damaged file provokes in the reader
+            log.exception("indexing %s failed", exp)
+            raise ApiError(422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})",
+                           "Unreadable trace") from None
+
+    async def profile(self, exp: Path, manifest: dict[str, Any]) -> calltree.CallTree:
+        """The call tree from profile.cubex, else from the trace."""
+        cubex = experiment_file(exp, ex.CUBEX)
+        if cubex is None or manifest.get("files_status") == "pending":
+            return await self.in_thread(calltree.from_index, await self.index(exp, manifest))
+        st = os.stat(cubex)
+        signature = (st.st_mtime_ns, st.st_size)
+        key = ("cubex", str(cubex))
+        cached = self._profiles.get(key)
+        if cached is not None and cached[0] == signature:
+            self._profiles.move_to_end(key)
+            return cached[1]
+
+        async def parse():
+            try:
+                return await self.in_worker("profile.cubex", calltree.from_cubex, str(cubex))
+            except calltree.ProfileReadError as e:
+                raise ApiError(422, str(e), "Unreadable profile") from None
+            except ApiError:
+                raise
+            except Exception as e:
+                raise ApiError(422, f"profile.cubex cannot be read ({type(e).__name__}: {e})",
+                               "Unreadable profile") from None
+
+        tree = await self._once(key, signature, parse)
+        self._profiles[key] = (signature, tree)
+        while len(self._profiles) > 8:
+            self._profiles.popitem(last=False)
+        return tree
+
+    async def metrics(self, exp: Path):
+        """``(schema, t_ns, values)``, or None when the run has no metric samples."""
+        if experiment_file(exp, ex.METRICS_SCHEMA) is None:
+            return None
+        experiment_file(exp, ex.METRICS_DATA)  # refuses a symlink out of the experiment
+        try:
+            return await self.in_thread(ex.read_metrics, exp)
+        except ex.ExperimentError as e:
+            raise ApiError(422, f"{e}. Re-run the cell to sample them again.",
+                           "Unreadable metrics") from None

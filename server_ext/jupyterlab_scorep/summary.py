@@ -1,0 +1,203 @@
+"""GET summary: wall time, top regions and resource verdicts in plain words.
+
+``summarize`` is a pure function over the manifest, the call tree (``calltree.CallTree``
+or None) and the metric samples ((schema, t_ns, values) or None). Each verdict carries the
+numbers it was drawn from, so the user can check it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+GiB = 1024**3
+MiB = 1024**2
+# Thresholds, chosen to flag what a person would call out in a run.
+SATURATED_PCT = 85.0  # a core this busy on average is saturated
+IDLE_PCT = 25.0  # the other cores stay below this
+WAITING_CPU_PCT = 20.0  # a measured process using less CPU than this mostly waits
+WAITING_MIN_WALL_S = 1.0
+MEMORY_GROWTH_BYTES = 256 * MiB
+GPU_IDLE_UTIL_PCT = 5.0
+GPU_IDLE_WARN_SHARE = 0.5
+DISK_HEAVY_BYTES = 1 * GiB
+DISK_HEAVY_RATE = 100 * MiB
+NET_HEAVY_BYTES = 256 * MiB
+NET_HEAVY_RATE = 20 * MiB
+
+
+def _fmt_bytes(n: float) -> str:
+    if abs(n) >= GiB:
+        return f"{n / GiB:.2f} GiB"
+    return f"{n / MiB:.0f} MiB"
+
+
+def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
+    """Regions by exclusive time over all call paths and locations. Inclusive time counts
+    only a region's outermost calls, so recursion is not counted twice."""
+    if tree is None or not len(tree.nodes):
+        return []
+    excl = tree.excl_s.sum(axis=1)
+    incl = tree.incl_s.sum(axis=1)
+    visits = tree.visits.sum(axis=1)
+    names = [n["name"] for n in tree.nodes]
+    total = float(incl[tree.parent < 0].sum()) or float(excl.sum()) or 1.0
+    uniq, name_id = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+    excl_by = np.bincount(name_id, weights=excl, minlength=uniq.size)
+    visits_by = np.bincount(name_id, weights=visits, minlength=uniq.size)
+    top = np.argsort(-excl_by, kind="stable")[:limit]
+    parent = tree.parent.tolist()
+    out = []
+    for u in top.tolist():
+        incl_sum = 0.0
+        for i in np.flatnonzero(name_id == u).tolist():
+            p = parent[i]
+            while p >= 0 and name_id[p] != u:
+                p = parent[p]
+            if p < 0:  # no ancestor of the same name: an outermost call
+                incl_sum += incl[i]
+        out.append({"name": str(uniq[u]), "excl_s": round(float(excl_by[u]), 6),
+                    "incl_s": round(incl_sum, 6), "visits": int(visits_by[u]),
+                    "pct": round(100.0 * float(excl_by[u]) / total, 1)})
+    return out
+
+
+def _series(metrics, pattern: str):
+    if metrics is None:
+        return {}
+    schema, t, values = metrics
+    out = {}
+    for k, meta in enumerate(schema.get("series", [])):
+        m = re.fullmatch(pattern, str(meta.get("key", "")))
+        if m:
+            out[m.group(1) if m.groups() else meta["key"]] = np.asarray(values[:, k], float)
+    return out
+
+
+def _mean(col: np.ndarray) -> float:
+    col = col[np.isfinite(col)]
+    return float(col.mean()) if col.size else float("nan")
+
+
+def _bytes_moved(rate: np.ndarray, interval_s: float) -> float:
+    rate = np.where(np.isfinite(rate), rate, 0.0)
+    return float(rate.sum() * interval_s)
+
+
+def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]:
+    verdicts: list[dict[str, Any]] = []
+
+    def add(kind, level, text, **numbers):
+        verdicts.append({"kind": kind, "level": level, "text": text,
+                         "numbers": {k: (round(v, 2) if isinstance(v, float) else v)
+                                     for k, v in numbers.items()}})
+
+    wall = float(manifest.get("wall_s") or 0.0)
+    interval = float((metrics[0].get("interval_s") if metrics else None) or 0.1)
+    cores = _series(metrics, r"cpu\.core(\d+)")
+    core_means = {int(k): _mean(v) for k, v in cores.items()}
+    core_means = {k: v for k, v in core_means.items() if np.isfinite(v)}
+    if len(core_means) >= 2:
+        busiest = max(core_means, key=core_means.get)
+        others = {k: v for k, v in core_means.items() if k != busiest}
+        if core_means[busiest] >= SATURATED_PCT and max(others.values()) <= IDLE_PCT:
+            other_mean = float(np.mean(list(others.values())))
+            rest = (f"core {min(others)} at {others[min(others)]:.0f}%" if len(others) == 1
+                    else f"the other {len(others)} at {other_mean:.0f}% on average")
+            add("cpu", "warning",
+                f"One core saturated while the others idled (core {busiest} at "
+                f"{core_means[busiest]:.0f}%, {rest}): the work runs on one core; "
+                "vectorise it or spread it over processes to use the rest.",
+                **{f"core{k}_pct": v for k, v in sorted(core_means.items())})
+    total = _series(metrics, r"(cpu\.total)").get("cpu.total")
+    if total is not None and wall >= WAITING_MIN_WALL_S:
+        mean_total = _mean(total)
+        if np.isfinite(mean_total) and mean_total < WAITING_CPU_PCT:
+            add("cpu", "warning",
+                f"Mostly waiting: CPU use averaged {mean_total:.0f}% over {wall:.1f} s of "
+                "wall time, so the run spent its time blocked (I/O, network, sleep or locks) "
+                "rather than computing.", cpu_total_pct=mean_total, wall_s=wall)
+    rss = _series(metrics, r"(mem\.rss)").get("mem.rss")
+    if rss is not None:
+        finite = rss[np.isfinite(rss)]
+        if finite.size >= 2:
+            growth = float(finite.max() - finite[0])
+            if growth >= MEMORY_GROWTH_BYTES:
+                add("memory", "warning" if growth >= GiB else "info",
+                    f"Memory grew by {_fmt_bytes(growth)} (from {_fmt_bytes(finite[0])} to a "
+                    f"peak of {_fmt_bytes(finite.max())}).",
+                    start_bytes=float(finite[0]), peak_bytes=float(finite.max()),
+                    growth_bytes=growth)
+    for gpu, util in sorted(_series(metrics, r"gpu(\d+)\.util").items()):
+        finite = util[np.isfinite(util)]
+        if not finite.size:
+            continue
+        idle_share = float((finite < GPU_IDLE_UTIL_PCT).mean())
+        if idle_share >= GPU_IDLE_WARN_SHARE:
+            add("gpu", "warning",
+                f"GPU {gpu} idle {idle_share * 100:.0f}% of the run (mean utilisation "
+                f"{finite.mean():.0f}%): the GPU waits on the host; look for data loading "
+                "or Python work between kernels.",
+                gpu=int(gpu), idle_pct=idle_share * 100, util_mean_pct=float(finite.mean()))
+    for kind, keys, heavy_bytes, heavy_rate, what in (
+        ("io", ("disk.read", "disk.write"), DISK_HEAVY_BYTES, DISK_HEAVY_RATE, "disk"),
+        ("network", ("net.recv", "net.sent"), NET_HEAVY_BYTES, NET_HEAVY_RATE, "network"),
+    ):
+        cols = {k: v for k, v in _series(metrics, r"((?:disk|net)\.\w+)").items() if k in keys}
+        if not cols:
+            continue
+        moved = {k: _bytes_moved(v, interval) for k, v in cols.items()}
+        peak = max(float(np.nanmax(v)) if np.isfinite(v).any() else 0.0 for v in cols.values())
+        if sum(moved.values()) >= heavy_bytes or peak >= heavy_rate:
+            a, b = keys
+            add(kind, "info",
+                f"Heavy {what} I/O: {_fmt_bytes(moved.get(a, 0))} {a.split('.')[1]}, "
+                f"{_fmt_bytes(moved.get(b, 0))} {b.split('.')[1]} (peak "
+                f"{_fmt_bytes(peak)}/s).",
+                **{f"{k.replace('.', '_')}_bytes": v for k, v in moved.items()},
+                peak_bytes_per_s=peak)
+    return verdicts
+
+
+def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict[str, Any]]:
+    out = []
+    measurement = manifest.get("measurement") or {}
+    capped = any(("cap" in k and v is True) for k, v in measurement.items())
+    dropped = sum(int(v) for k, v in measurement.items()
+                  if "dropped" in k and isinstance(v, (int, float)) and not isinstance(v, bool))
+    if capped or dropped:
+        cap = measurement.get("event_cap")
+        text = "The event cap was reached: recording stopped early"
+        if dropped:
+            text += f" and {dropped:,} events were dropped"
+        text += ("; the timeline ends where recording stopped. Raise event_cap or filter "
+                 "regions (exclude=...) to record the whole run.")
+        numbers = {"dropped": dropped}
+        if isinstance(cap, int):
+            numbers["event_cap"] = cap
+        out.append({"kind": "trace", "level": "warning", "text": text, "numbers": numbers})
+    status = manifest.get("status")
+    if status not in (None, "ok", "running"):
+        out.append({"kind": "trace", "level": "warning",
+                    "text": f"The run ended with status '{status}': the measurement covers it "
+                            "up to that point.", "numbers": {}})
+    for note in notes:
+        out.append({"kind": "trace", "level": "info", "text": note, "numbers": {}})
+    return out
+
+
+def summarize(manifest: dict[str, Any], tree=None, metrics=None, *, events: int | None = None,
+              trace_notes: list[str] = ()) -> dict[str, Any]:
+    wall = manifest.get("wall_s")
+    if wall is None and tree is not None and len(tree.nodes):
+        wall = float(tree.incl_s[tree.parent < 0].sum())
+    if events is None:
+        events = (manifest.get("measurement") or {}).get("events")
+    return {
+        "wall_s": wall,
+        "events": events,
+        "status": manifest.get("status"),
+        "top_regions": top_regions(tree),
+        "verdicts": resource_verdicts(manifest, metrics) + trace_verdicts(manifest, trace_notes),
+    }

@@ -1,0 +1,63 @@
+"""Score-P detection and the local viewers (Vampir, Cube)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from .errors import ApiError
+
+INSTALL_ADVICE = {
+    "vampir": "Vampir is commercial (https://vampir.eu); install it on this machine and put "
+    "`vampir` on the PATH of the Jupyter server. Meanwhile download the OTF2 archive.",
+    "cube": "Install Cube (https://www.scalasca.org/scalasca/software/cube-4.x/download.html, "
+    "or your distribution's `cube` / Spack's `cubegui`) and put `cube` on the PATH of the "
+    "Jupyter server. Meanwhile download profile.cubex.",
+}
+TOOL_FILES = {"vampir": "traces.otf2", "cube": "profile.cubex"}
+
+
+def scorep_status() -> dict[str, Any]:
+    config = shutil.which("scorep-config")
+    bindings = importlib.util.find_spec("scorep") is not None
+    if config and bindings:
+        message = f"Score-P found: {config}, Python bindings importable."
+    elif config:
+        message = (f"Score-P found ({config}) but its Python bindings are not importable: "
+                   "`pip install scorep` in the kernel's environment.")
+    elif bindings:
+        message = ("The scorep Python bindings are importable but scorep-config is not on "
+                   "PATH: add Score-P's bin directory to PATH.")
+    else:
+        message = ("Score-P not found: scorep-config is not on PATH and the scorep bindings "
+                   "are not importable; the builtin tracer is used instead.")
+    return {"available": bool(config and bindings), "scorep_config": config,
+            "bindings": bindings, "message": message}
+
+
+def tool_paths() -> dict[str, str | None]:
+    return {name: shutil.which(name) for name in TOOL_FILES}
+
+
+def open_in_tool(tool: str, exp: Path, target: Path) -> int:
+    """Start ``tool target`` detached, no shell; returns the pid."""
+    binary = shutil.which(tool)
+    if binary is None:
+        raise ApiError(404, f"{tool} is not on the server's PATH. {INSTALL_ADVICE[tool]}",
+                       "Tool not found")
+    proc = subprocess.Popen(
+        [binary, str(target)],
+        cwd=str(exp),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # survives a server restart, gets no terminal signals
+        close_fds=True,
+    )
+    # Reap it when it exits so no zombie lingers under the server.
+    threading.Thread(target=proc.wait, name=f"reap-{tool}", daemon=True).start()
+    return proc.pid

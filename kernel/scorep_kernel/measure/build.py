@@ -195,6 +195,11 @@ def build_threads(
         # 1. On a cell's thread, only calls beneath the cell's code (or inside the cell's
         #    span when it has no code file) - IPython's machinery around a cell stays out.
         if cells:
+            # Calls still open when recording stopped (event cap) are closed by the tracer
+            # at stop(); those inside a cell really ended with it.
+            for c in cells:
+                late = (s >= c.t0) & (s <= c.t1) & (e > c.t1)
+                e[late] = c.t1
             span_s, span_e = [], []
             for c in cells:
                 if c.code_filename:
@@ -237,7 +242,15 @@ def build_threads(
         if mine:
             xs = np.array([x.t0 for x in mine])
             xe = np.array([x.t1 for x in mine])
-            ok = np.ones(len(mine), bool) if us is None else _inside(us, ue, xs, xe)
+            if us is None:
+                ok = np.ones(len(mine), bool)
+            else:
+                # A region left open (closed at stop) ends with the cell code it began in.
+                i = np.searchsorted(us, xs, side="right") - 1
+                j = np.where(i >= 0, i, 0)
+                within = (i >= 0) & (xs <= ue[j])
+                xe = np.where(within & (xe > ue[j]), ue[j], xe)
+                ok = _inside(us, ue, xs, xe)
             off = inp.recording_off.get(tid, [])
             if off:
                 os_, oe = _intervals(off)

@@ -25,6 +25,7 @@ from .sampler import MetricSampler
 
 _active: "Measurement | None" = None
 _real_import = builtins.__import__
+_importing = threading.local()
 _SHIM_DIR = str(Path(__file__).resolve().parent.parent / "shim") + os.sep
 
 
@@ -43,17 +44,31 @@ def _resolve(name: str, globals_: dict | None, level: int) -> str:
     return f"{base}.{name}" if name else base
 
 
+def _in_module_body(globals_: dict | None) -> bool:
+    """Called from a module body that is being imported (importlib marks its spec), e.g.
+    below importlib.import_module(): part of that import, not a region of its own."""
+    spec = globals_.get("__spec__") if isinstance(globals_, dict) else None
+    return bool(getattr(spec, "_initializing", False))
+
+
 def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
     # Lives in this package, so the C tracer drops this frame and everything below it:
     # an import costs one region, not the import machinery's thousands of calls.
     m = _active
-    if m is None or (level == 0 and not fromlist and name in sys.modules):
+    if (
+        m is None
+        or (level == 0 and not fromlist and name in sys.modules)
+        or getattr(_importing, "depth", 0)  # an import inside an import: part of it
+        or _in_module_body(globals)
+    ):
         return _real_import(name, globals, locals, fromlist, level)
     before = len(sys.modules)
     t0 = m._now()
+    _importing.depth = 1
     try:
         return _real_import(name, globals, locals, fromlist, level)
     finally:
+        _importing.depth = 0
         if len(sys.modules) != before:  # something was really loaded
             try:
                 full = _resolve(name, globals, level)
@@ -111,6 +126,7 @@ class Measurement:
         self._rec_off: dict[int, list[tuple[float, float]]] = {}
         self._master_tid: int | None = None
         self._cap_hit_ns: float | None = None
+        self._cap_cut: float | None = None  # tracer ns of the first call past the cap
         self._notes: list[str] = []
         self.recording: Recording | None = None
 
@@ -168,9 +184,17 @@ class Measurement:
         self._state = "stopped"
         metrics = self._sampler.stop()
         pair1 = self._tracer.clock_pair()
+        if self._tracer.recorded >= self._tracer.capacity:
+            self._notes.append(
+                "the tracer's buffer overflowed before the event cap was enforced: the "
+                "oldest calls were overwritten"
+            )
         raw = self._tracer.extract()
+        self._apply_cap(raw)
         self._close_open(stop_t)
         to_perf = _clock_map(self._pair0, pair1)
+        if self._cap_cut is not None:
+            self._cap_hit_ns = int(to_perf(np.array([self._cap_cut]))[0])
         master = self._master_tid if self._master_tid is not None else self._start_tid
         inp = BuildInput(
             raw=raw,
@@ -222,6 +246,20 @@ class Measurement:
     def _check_cap(self) -> None:
         if self._cap_hit_ns is None and self._tracer.recorded >= self._cap_calls:
             self._tracer.halt()
+            self._cap_hit_ns = time.perf_counter_ns()
+
+    def _apply_cap(self, raw) -> None:
+        """The sampler thread halts the tracer at its next tick after the cap; calls made
+        in between are dropped here, so the run keeps exactly the first ``cap`` events
+        (by start time) plus the calls that were open then, which end when they ended or,
+        if still running when recording stopped, at the end of the run."""
+        if len(raw) <= self._cap_calls:
+            return
+        cut = np.partition(raw.start, self._cap_calls)[self._cap_calls]
+        keep = raw.start < cut
+        raw.tid, raw.start, raw.end, raw.key = raw.tid[keep], raw.start[keep], raw.end[keep], raw.key[keep]
+        self._cap_cut = cut
+        if self._cap_hit_ns is None:  # the tracer was not halted (the run ended first)
             self._cap_hit_ns = time.perf_counter_ns()
 
     def _state_of(self, tid: int) -> _ThreadState:

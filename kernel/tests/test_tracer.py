@@ -1,0 +1,215 @@
+"""The builtin tracer on known workloads: regions, nesting, threads, visits, durations."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from scorep_kernel.measure import MeasureConfig, Measurement
+from scorep_kernel.recording import ROLE_CELL, ROLE_FUNCTION
+from test_tracer_util import calls, compile_cell, names, run_cell
+
+WORKLOAD = """
+import time, threading
+
+def f():
+    time.sleep(0.2)
+
+def g():
+    for _ in range(3):
+        f()
+
+worker = threading.Thread(target=g, name="worker")
+worker.start()
+g()
+worker.join()
+"""
+
+
+def measure(tmp_path, source, config=None, label="cell [1]", **kw):
+    m = Measurement(tmp_path, config or MeasureConfig())
+    m.start()
+    try:
+        ns, filename = run_cell(m, label, source, **kw)
+    finally:
+        rec = m.stop()
+    return rec, ns, filename
+
+
+def test_g_calls_f_three_times_on_two_threads(tmp_path):
+    rec, _, filename = measure(tmp_path, WORKLOAD)
+    got = calls(rec)
+    assert [t.name for t in rec.threads] == ["Master thread", "Thread 1 (worker)"]
+    by_thread = {t: [c for c in got if c.thread == t] for t in ("Master thread", "Thread 1 (worker)")}
+
+    master = by_thread["Master thread"]
+    cell = [c for c in master if c.role == ROLE_CELL]
+    assert [c.name for c in cell] == ["cell [1]"] and cell[0].depth == 0
+    for thread, calls_ in by_thread.items():
+        g = [c for c in calls_ if c.name == "__main__:g"]
+        f = [c for c in calls_ if c.name == "__main__:f"]
+        assert len(g) == 1, thread
+        assert len(f) == 3, thread
+        assert all(c.parent == "__main__:g" for c in f)
+        for c in f:
+            assert 0.2 <= c.seconds < 0.35, (thread, c.seconds)
+            assert g[0].start <= c.start and c.end <= g[0].end
+        assert 0.6 <= g[0].seconds < 0.9
+    # On the master thread g is called by the cell itself; on the worker by Thread.run.
+    assert [c.parent for c in master if c.name == "__main__:g"] == ["cell [1]"]
+    assert [c.parent for c in by_thread["Thread 1 (worker)"] if c.name == "__main__:g"] == [
+        "threading.Thread:run"
+    ]
+    # The region carries Score-P's naming, the module as group, file and first line.
+    f_region = next(r for r in rec.regions if r.name == "__main__:f")
+    assert (f_region.group, f_region.file, f_region.line, f_region.role) == (
+        "__main__", filename, 4, ROLE_FUNCTION
+    )
+    # The cell region spans everything on the master thread.
+    assert cell[0].start <= min(c.start for c in master)
+    assert cell[0].end >= max(c.end for c in master)
+    assert rec.start_ns <= cell[0].start and cell[0].end <= rec.end_ns
+    # Clock offset converts to the epoch.
+    assert abs((rec.start_ns + rec.clock_offset_ns) - time.time_ns()) < 60e9
+
+
+def test_method_and_nested_function_names(tmp_path):
+    source = """
+class Model:
+    def step(self):
+        def inner():
+            return 1
+        return inner()
+
+    @staticmethod
+    def make():
+        return Model()
+
+Model.make().step()
+(lambda: 2)()
+"""
+    rec, _, _ = measure(tmp_path, source)
+    got = names(rec)
+    assert {"__main__.Model:step", "__main__.Model:make", "__main__:inner", "__main__:<lambda>"} <= got
+    # the cell's <module> frame is the cell region, not a region of its own
+    assert "__main__:<module>" not in got
+
+
+def test_only_calls_beneath_the_cell_code_are_recorded(tmp_path):
+    def outside_helper():
+        return sum(range(10))
+
+    m = Measurement(tmp_path)
+    m.start()
+    outside_helper()  # before the cell: not recorded
+    code, filename = compile_cell("def inside():\n    return helper()\ninside()\n")
+    with m.cell("cell [2]", code_filename=filename):
+        outside_helper()  # inside the cell's span but not beneath its code
+        exec(code, {"__name__": "__main__", "helper": outside_helper})
+    outside_helper()
+    rec = m.stop()
+    got = calls(rec)
+    helper_calls = [c for c in got if c.name.endswith(":outside_helper")]
+    # exactly once: the call made by the cell code, not the three around it
+    assert len(helper_calls) == 1 and helper_calls[0].parent == "__main__:inside"
+    assert rec.notes["dropped"]["outside_cells"] >= 3
+
+
+def test_without_code_filename_everything_in_the_cell_span_is_recorded(tmp_path):
+    def worker_side():
+        return 1
+
+    m = Measurement(tmp_path)
+    m.start()
+    worker_side()  # outside the cell span
+    with m.cell("cell [1]"):
+        worker_side()
+    rec = m.stop()
+    got = [c for c in calls(rec) if c.name.endswith(":worker_side")]
+    assert len(got) == 1 and got[0].parent == "cell [1]"
+
+
+def test_several_cells_in_one_measurement(tmp_path):
+    m = Measurement(tmp_path)
+    m.start()
+    ns = {"__name__": "__main__"}
+    run_cell(m, "cell [1]", "def a():\n    return 1\na()\n", ns)
+    run_cell(m, "cell [2]", "def b():\n    return a()\nb()\nb()\n", ns)
+    rec = m.stop()
+    got = calls(rec)
+    cells = [c for c in got if c.role == ROLE_CELL]
+    assert [c.name for c in cells] == ["cell [1]", "cell [2]"]
+    assert cells[0].end <= cells[1].start
+    assert [(c.name, c.parent) for c in got if c.depth == 1] == [
+        ("__main__:a", "cell [1]"),
+        ("__main__:b", "cell [2]"),
+        ("__main__:b", "cell [2]"),
+    ]
+    # a() called from cell 2 is recorded there, beneath b (its code is cell 1's file)
+    assert [c.parent for c in got if c.name == "__main__:a"] == ["cell [1]", "__main__:b", "__main__:b"]
+
+
+def test_stop_restores_previous_profile_functions(tmp_path):
+    seen = []
+
+    def previous(frame, event, arg):
+        seen.append(event)
+
+    def previous_threads(frame, event, arg):
+        pass
+
+    old_sys, old_thread = sys.getprofile(), threading.getprofile()
+    sys.setprofile(previous)
+    threading.setprofile(previous_threads)
+    try:
+        m = Measurement(tmp_path)
+        m.start()
+        assert sys.getprofile() is not previous
+        run_cell(m, "cell [1]", "x = 1\n")
+        m.stop()
+        assert sys.getprofile() is previous
+        assert threading.getprofile() is previous_threads
+    finally:
+        sys.setprofile(old_sys)
+        threading.setprofile(old_thread)
+    assert sys.getprofile() is old_sys
+
+
+def test_stop_leaves_no_profiler_and_the_import_hook_removed(tmp_path):
+    import builtins
+
+    before = builtins.__import__
+    m = Measurement(tmp_path)
+    m.start()
+    assert builtins.__import__ is not before
+    run_cell(m, "cell [1]", "y = 2\n")
+    m.stop()
+    assert sys.getprofile() is None and threading.getprofile() is None
+    assert builtins.__import__ is before
+
+
+def test_c_functions_are_optional(tmp_path):
+    source = "import time\ndef f():\n    time.sleep(0.01)\n    return len([1])\nf()\n"
+    rec, _, _ = measure(tmp_path, source)
+    assert "time:sleep" not in names(rec)
+    rec, _, _ = measure(tmp_path, source, MeasureConfig(c_functions=True))
+    got = calls(rec)
+    assert [c.parent for c in got if c.name == "time:sleep"] == ["__main__:f"]
+    assert "builtins:len" in {c.name for c in got}
+
+
+def test_only_one_measurement_at_a_time(tmp_path):
+    m = Measurement(tmp_path)
+    m.start()
+    try:
+        with pytest.raises(RuntimeError, match="another Measurement"):
+            Measurement(tmp_path).start()
+        with pytest.raises(RuntimeError, match="already started"):
+            m.start()
+    finally:
+        m.stop()
+    with pytest.raises(RuntimeError, match="needs a running"):
+        m.stop()

@@ -1,0 +1,87 @@
+"""System metric sampling: series as documented in experiment.py, plausible values."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import psutil
+
+from scorep_kernel.measure.sampler import NO_GPU_NOTE, MetricSampler
+
+
+def gpus_present() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount() > 0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return False
+
+
+def test_samples_are_plausible_and_follow_the_documented_series():
+    ticks = []
+    s = MetricSampler(0.05, on_tick=lambda: ticks.append(time.perf_counter_ns()))
+    t0 = time.perf_counter_ns()
+    s.start()
+    block = np.ones(4_000_000)  # 32 MB more resident while sampling
+    deadline = time.perf_counter() + 0.5
+    while time.perf_counter() < deadline:
+        block.sum()
+    samples = s.stop()
+    t1 = time.perf_counter_ns()
+
+    keys = [x["key"] for x in samples.series]
+    ncpu = psutil.cpu_count(logical=True)
+    expected = ["cpu.total"] + [f"cpu.core{i}" for i in range(ncpu)] + [
+        "mem.rss", "mem.used", "disk.read", "disk.write", "net.recv", "net.sent"]
+    gpu_keys = keys[len(expected):]
+    assert keys[: len(expected)] == expected
+    assert all(k.startswith("gpu") and k.endswith((".util", ".mem")) for k in gpu_keys)
+    units = {x["key"]: x["unit"] for x in samples.series}
+    assert units["cpu.total"] == "%" and units["mem.rss"] == "bytes" and units["disk.read"] == "bytes/s"
+    assert {x["group"] for x in samples.series} <= {"cpu", "memory", "io", "network", "gpu"}
+    assert all(set(x) == {"key", "label", "unit", "group", "description"} for x in samples.series)
+
+    n = len(samples.times)
+    assert 6 <= n <= 14, n  # 0.5 s at 0.05 s, plus the last partial one
+    assert samples.values.shape == (n, len(keys))
+    assert (np.diff(samples.times) > 0).all()
+    assert t0 < samples.times[0] and samples.times[-1] <= t1
+    assert len(ticks) >= 5  # the cap check runs once per interval
+    col = {k: samples.values[:, i] for i, k in enumerate(keys)}
+    assert ((col["cpu.total"] >= 0) & (col["cpu.total"] <= 100)).all()
+    assert col["cpu.total"][1:].max() > 10  # this process kept a core busy
+    assert (col["mem.rss"] > 32e6).all()
+    assert (col["mem.used"] > 0).all()
+    for k in ("disk.read", "disk.write", "net.recv", "net.sent"):
+        assert np.nan_to_num(col[k]).min() >= 0
+    assert samples.interval_s == 0.05
+    if not gpus_present():
+        assert samples.notes == [NO_GPU_NOTE] and not gpu_keys
+    del block
+
+
+def test_rss_counts_child_processes():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(3)"]
+    )
+    try:
+        time.sleep(1.0)  # the child has touched its 200 MB
+        own = psutil.Process().memory_info().rss
+        s = MetricSampler(0.05)
+        s.start()
+        time.sleep(0.2)
+        samples = s.stop()
+    finally:
+        child.kill()
+        child.wait()
+    rss = samples.values[:, [x["key"] for x in samples.series].index("mem.rss")]
+    assert rss.max() > own + 150e6

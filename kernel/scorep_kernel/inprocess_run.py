@@ -51,7 +51,7 @@ class InprocessRun(RunBase):
         start = time.perf_counter()
         if self.measurement is not None:
             filename = cell_code_filename(shell, code, shell.execution_count)
-            with self.measurement.cell(f"cell {execution_count}", code_filename=filename):
+            with self.measurement.cell(f"cell [{execution_count}]", code_filename=filename):
                 reply = await execute()
         else:
             reply = await execute()

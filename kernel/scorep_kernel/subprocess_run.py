@@ -145,7 +145,7 @@ class SubprocessRun(RunBase):
                 "cell",
                 {
                     "code": code,
-                    "label": f"cell {execution_count}",
+                    "label": f"cell [{execution_count}]",
                     "execution_count": execution_count,
                     "cell_id": cell_id,
                     "state": packet.header,

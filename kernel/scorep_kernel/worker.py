@@ -30,24 +30,36 @@ if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
 
 from scorep_kernel import transfer  # noqa: E402
 from scorep_kernel.protocol import BlockingChannel, ChannelClosed  # noqa: E402
-from scorep_kernel.worker_shell import ForwardingStream, flush_streams, make_shell  # noqa: E402
+from scorep_kernel.worker_shell import (  # noqa: E402
+    ForwardingStream,
+    flush_streams,
+    make_shell,
+    start_flusher,
+)
 
 
-def _scorep_bindings() -> Any:
-    """The Score-P bindings when this process runs under ``python -m scorep``."""
-    if "scorep.instrumenter" in sys.modules or "scorep._bindings" in sys.modules:
+def _scorep_bindings(backend: str) -> Any:
+    """The Score-P bindings when this process runs under ``python -m scorep``; for the
+    builtin backend, the shim that lets code written for the bindings run unchanged."""
+    if backend == "scorep":
         import scorep.instrumenter
         import scorep.user
 
         return scorep
+    try:
+        from scorep_kernel.measure import install_scorep_shim
+
+        install_scorep_shim()
+    except ImportError:
+        pass
     return None
 
 
 class Worker:
-    def __init__(self, channel: BlockingChannel):
+    def __init__(self, channel: BlockingChannel, backend: str = "builtin"):
         self.channel = channel
         self.shell = make_shell(channel)
-        self.scorep = _scorep_bindings()
+        self.scorep = _scorep_bindings(backend)
         self.measurement: Any = None
         self.measure_error: str | None = None
         self.in_cell = False
@@ -183,7 +195,7 @@ class Worker:
         result = None
         start = time.perf_counter()
         try:
-            with self._region(payload.get("label") or f"cell {count}", code_filename):
+            with self._region(payload.get("label") or f"cell [{count}]", code_filename):
                 self.in_cell = True
                 try:
                     result = shell.run_cell(code, store_history=True, cell_id=payload.get("cell_id"))
@@ -217,20 +229,21 @@ class Worker:
         )
 
     def finish_run(self) -> None:
+        _writing_files.set()
         if self.measurement is None:
-            self.channel.send("run_stopped", {"measured": self.scorep is not None})
-            self.channel.send("files_done", {"status": "exit", "errors": []})
+            self._tell("run_stopped", {"measured": self.scorep is not None})
+            self._tell("files_done", {"status": "exit", "errors": []})
             return
         errors: list[str] = []
         try:
             recording = self.measurement.stop()
         except Exception as e:
-            self.channel.send(
+            self._tell(
                 "run_stopped", {"measured": False, "error": f"{type(e).__name__}: {e}"}
             )
-            self.channel.send("files_done", {"status": "failed", "errors": [str(e)]})
+            self._tell("files_done", {"status": "failed", "errors": [str(e)]})
             return
-        self.channel.send(
+        self._tell(
             "run_stopped",
             {
                 "measured": True,
@@ -244,14 +257,25 @@ class Worker:
         except Exception as e:
             status = "failed"
             errors.append(f"writing the experiment files failed: {type(e).__name__}: {e}")
-        self.channel.send("files_done", {"status": status, "errors": errors})
+        self._tell("files_done", {"status": status, "errors": errors})
+
+    def _tell(self, kind: str, payload: dict[str, Any]) -> None:
+        # After the run the kernel may be gone (shut down); the files are written anyway.
+        try:
+            self.channel.send(kind, payload)
+        except OSError:
+            pass
+
+
+_writing_files = threading.Event()
 
 
 def _watch_parent(parent: int) -> None:
-    # A worker must not outlive its kernel, even when the kernel was killed mid-cell.
+    # A worker must not outlive its kernel, even when the kernel was killed mid-cell; but
+    # once the run is over it finishes writing the experiment, kernel or not.
     while True:
         time.sleep(1.0)
-        if os.getppid() != parent:
+        if os.getppid() != parent and not _writing_files.is_set():
             os._exit(70)
 
 
@@ -266,8 +290,10 @@ def main(argv: list[str] | None = None) -> None:
     faulthandler.enable(file=sys.__stderr__)
     sys.stdout = ForwardingStream("stdout", channel, 1)
     sys.stderr = ForwardingStream("stderr", channel, 2)
+    start_flusher()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    worker = Worker(channel)
+    backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
+    worker = Worker(channel, backend)
     signal.signal(signal.SIGINT, worker.on_sigint)
     try:
         worker.serve()

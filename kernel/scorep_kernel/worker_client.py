@@ -38,7 +38,8 @@ class WorkerKey:
 
     def command(self, fd: int) -> list[str]:
         if self.backend == "scorep":
-            return [self.python, "-m", "scorep", *self.binding_args, WORKER_FILE, "--fd", str(fd)]
+            return [self.python, "-m", "scorep", *self.binding_args, WORKER_FILE, "--fd", str(fd),
+                    "--backend", "scorep"]  # fmt: skip
         return [self.python, "-m", "scorep_kernel.worker", "--fd", str(fd)]
 
 

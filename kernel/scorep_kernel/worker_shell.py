@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import sys
 import threading
+import time
 from typing import Any
 
 from IPython.core.displayhook import DisplayHook
@@ -26,7 +27,7 @@ FLUSH_BYTES = 64 * 1024
 
 class ForwardingStream(io.TextIOBase):
     """``sys.stdout`` / ``sys.stderr`` of the worker: buffered, flushed to the kernel every
-    FLUSH_INTERVAL_S by one timer thread, and at once before displays and at cell end.
+    FLUSH_INTERVAL_S by one flusher thread, and at once before displays and at cell end.
     Carriage returns pass through untouched (tqdm-style progress bars)."""
 
     def __init__(self, name: str, channel: Any, fileno: int):
@@ -37,7 +38,6 @@ class ForwardingStream(io.TextIOBase):
         self._parts: list[str] = []
         self._size = 0
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
 
     # file protocol
     def writable(self) -> bool:
@@ -63,19 +63,14 @@ class ForwardingStream(io.TextIOBase):
             self._parts.append(text)
             self._size += len(text)
             big = self._size >= FLUSH_BYTES
-            if not big and self._timer is None:
-                self._timer = threading.Timer(FLUSH_INTERVAL_S, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
         if big:
             self.flush()
+        else:
+            _pending.set()
         return len(text)
 
     def flush(self) -> None:
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if not self._parts:
                 return
             text = "".join(self._parts)
@@ -85,6 +80,23 @@ class ForwardingStream(io.TextIOBase):
                 self._channel.send("stream", {"name": self.name, "text": text})
             except OSError:
                 pass  # the kernel is gone; the worker ends when its main loop notices
+
+
+_pending = threading.Event()
+
+
+def _flusher() -> None:
+    # One thread for the worker's life, started before any measurement: a thread made per
+    # flush would show up in the cell's trace.
+    while True:
+        _pending.wait()
+        time.sleep(FLUSH_INTERVAL_S)
+        _pending.clear()
+        flush_streams()
+
+
+def start_flusher() -> None:
+    threading.Thread(target=_flusher, name="scorep-kernel-output", daemon=True).start()
 
 
 def flush_streams() -> None:

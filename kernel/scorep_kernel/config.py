@@ -19,7 +19,11 @@ BACKENDS = ("auto", "scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
 DEFAULT_ISOLATION = {"scorep": "subprocess", "builtin": "inprocess"}
 # Passed through to measure.MeasureConfig.from_mapping.
-MEASURE_KEYS = ("include", "exclude", "max_depth", "event_cap", "metric_interval")
+MEASURE_KEYS = (
+    "include", "exclude", "max_depth", "event_cap", "metric_interval",
+    "c_functions", "imports_as_regions", "exclude_defaults",
+)  # fmt: skip
+_FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults")
 _INT_KEYS = ("max_depth", "event_cap")
 _LIST_KEYS = ("include", "exclude")
 
@@ -80,6 +84,9 @@ def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "metric_interval":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise SettingsError(f"metric_interval must be seconds > 0, not {value!r}")
+        elif key in _FLAG_KEYS:
+            if not isinstance(value, bool):
+                raise SettingsError(f"{key} must be true or false, not {value!r}")
         elif key in _LIST_KEYS:
             if isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
@@ -157,7 +164,9 @@ class KernelSettings:
                     value = float(value)
                 except ValueError:
                     raise SettingsError(f"metric_interval must be seconds, not {value!r}") from None
-            elif key == "spare_worker":
+            elif key == "spare_worker" or key in _FLAG_KEYS:
+                if value.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise SettingsError(f"{key} must be true or false, not {value!r}")
                 value = value.lower() in ("1", "true", "yes", "on")
             updates[key] = value
         return self.update(updates)

@@ -114,6 +114,8 @@ class ScorePKernel(IPythonKernel):
         if line.strip():
             changed = self.scorep_settings.update_from_line(line)  # SettingsError shows as such
             self.pool.enabled = self.scorep_settings.spare_worker
+            if not self.pool.enabled:
+                asyncio.ensure_future(self.pool.close())
             print("Set " + ", ".join(changed))
         else:
             self._availability = None

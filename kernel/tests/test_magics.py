@@ -1,0 +1,116 @@
+"""Settings, magics, bundle and fault wording, without a kernel."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from scorep_kernel.config import Availability, KernelSettings, SettingsError
+from scorep_kernel.display import MIME_TYPE, experiment_bundle
+from scorep_kernel.faults import describe_exit
+from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.worker_client import WORKER_FILE, WorkerKey
+
+NO_SCOREP = Availability(False, "Score-P not found: scorep-config is not on PATH", True, "builtin")
+WITH_SCOREP = Availability(True, "Score-P found", True, "builtin")
+
+
+def test_cell_magic_parsing():
+    magic = parse_cell_magic("\n%%execute_with_scorep\nx = 1\ny = 2")
+    assert magic.name == "execute_with_scorep" and magic.body == "x = 1\ny = 2"
+    assert parse_cell_magic("%%timeit\nx = 1") is None  # IPython's own magics pass through
+    assert parse_cell_magic("x = 1\n%%execute_with_scorep") is None
+    assert parse_cell_magic("%%finalize_multicellmode").body == ""
+
+
+def test_scorep_env_lines():
+    env = parse_scorep_env("SCOREP_ENABLE_TRACING=true\n# comment\n\nexport SCOREP_TOTAL_MEMORY='3g'")
+    assert env == {"SCOREP_ENABLE_TRACING": "true", "SCOREP_TOTAL_MEMORY": "3g"}
+    with pytest.raises(SettingsError, match="line 1.*not a Score-P variable"):
+        parse_scorep_env("PATH=/bin")
+    with pytest.raises(SettingsError, match="not KEY=VALUE"):
+        parse_scorep_env("SCOREP_ENABLE_TRACING")
+
+
+def test_binding_arguments():
+    assert parse_binding_arguments("--instrumenter-type=cTrace  --noinstrumenter") == [
+        "--instrumenter-type=cTrace", "--noinstrumenter",
+    ]  # fmt: skip
+    with pytest.raises(SettingsError, match="not an option"):
+        parse_binding_arguments("script.py")
+
+
+def test_defaults_follow_the_backend():
+    s = KernelSettings()
+    assert (s.resolve({}, NO_SCOREP).backend, s.resolve({}, NO_SCOREP).isolation) == ("builtin", "inprocess")
+    assert (s.resolve({}, WITH_SCOREP).backend, s.resolve({}, WITH_SCOREP).isolation) == ("scorep", "subprocess")
+    cell = s.resolve({"isolation": "subprocess", "max_depth": 3, "run": "r", "last": True}, NO_SCOREP)
+    assert cell.isolation == "subprocess" and cell.measure == {"max_depth": 3}
+    assert cell.run == "r" and cell.last
+
+
+def test_environment_defaults():
+    s = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "builtin", "SCOREP_KERNEL_ISOLATION": "subprocess"})
+    assert (s.backend, s.isolation) == ("builtin", "subprocess")
+    assert KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "nonsense"}).backend == "auto"
+
+
+def test_bad_settings_say_what_to_do():
+    s = KernelSettings()
+    with pytest.raises(SettingsError, match="backend 'scorep' was asked for.*scorep-config"):
+        s.resolve({"backend": "scorep"}, NO_SCOREP)
+    with pytest.raises(SettingsError, match="one of auto, scorep, builtin"):
+        s.resolve({"backend": "fast"}, NO_SCOREP)
+    with pytest.raises(SettingsError, match="inprocess.*builtin"):
+        s.resolve({"backend": "scorep", "isolation": "inprocess"}, WITH_SCOREP)
+    with pytest.raises(SettingsError, match="max_depth"):
+        s.resolve({"max_depth": -1}, NO_SCOREP)
+    with pytest.raises(SettingsError, match="include"):
+        s.resolve({"include": 5}, NO_SCOREP)
+
+
+def test_scorep_line_magic_settings():
+    s = KernelSettings()
+    s.update_from_line("backend=builtin isolation=subprocess max_depth=7 include=numpy,pandas")
+    assert (s.backend, s.isolation) == ("builtin", "subprocess")
+    assert s.measure == {"max_depth": 7, "include": ["numpy", "pandas"]}
+    with pytest.raises(SettingsError, match="key=value"):
+        s.update_from_line("builtin")
+    with pytest.raises(SettingsError, match="unknown setting"):
+        s.update_from_line("colour=red")
+    with pytest.raises(SettingsError):
+        s.update_from_line("backend=scorep isolation=inprocess")
+    assert s.backend == "builtin", "a rejected line changes nothing"
+    text = s.describe(NO_SCOREP)
+    assert "scorep-config is not on PATH" in text and "builtin" in text
+
+
+def test_bundle_matches_api():
+    bundle = experiment_bundle(
+        exp_id="20261129T080102_123456Z-a1b2c3", path="/abs/x", backend="builtin",
+        isolation="subprocess", status="ok", wall_s=1.23, events=48211,
+    )  # fmt: skip
+    payload = bundle[MIME_TYPE]
+    assert payload["summary"]["message"] == (
+        "Profiled with the builtin tracer in a subprocess: 1.23 s, 48,211 events."
+    )
+    assert payload["run"] is None and payload["cell_index_in_run"] == 0
+    assert set(bundle) == {MIME_TYPE, "text/plain", "text/html"}
+    assert "48,211" in bundle["text/plain"] and "/abs/x" in bundle["text/html"]
+
+
+def test_exit_descriptions():
+    assert "signal 9 (SIGKILL)" in describe_exit(-signal.SIGKILL)
+    assert "out of memory" in describe_exit(-signal.SIGKILL)
+    assert "SIGSEGV" in describe_exit(-signal.SIGSEGV)
+    assert "exited with status 3" in describe_exit(3)
+    assert describe_exit(-signal.SIGKILL).endswith("The notebook's variables are unchanged.")
+
+
+def test_worker_commands():
+    builtin = WorkerKey("builtin", (), ()).command(7)
+    assert builtin[1:] == ["-m", "scorep_kernel.worker", "--fd", "7"]
+    scorep = WorkerKey("scorep", (), ("--instrumenter-type=cTrace",)).command(7)
+    assert scorep[1:4] == ["-m", "scorep", "--instrumenter-type=cTrace"]
+    assert scorep[4] == WORKER_FILE and scorep[-2:] == ["--backend", "scorep"]

@@ -8,6 +8,7 @@ import time
 from typing import Any, Awaitable, Callable
 
 from scorep_kernel.runs import CellOutput, RunBase
+from scorep_kernel.summary import top_regions
 
 
 def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
@@ -70,6 +71,10 @@ class InprocessRun(RunBase):
             try:
                 recording = self.measurement.stop()
                 self.events = recording.event_count
+                try:
+                    self.top = top_regions(recording)
+                except Exception:  # a summary must never cost the run
+                    self.top = []
                 if recording.notes:
                     extra["measurement"] = dict(recording.notes)
             except Exception as e:

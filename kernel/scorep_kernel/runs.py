@@ -73,6 +73,7 @@ class RunBase:
         self.t0 = 0.0
         self.measured = False
         self.events: int | None = None
+        self.top: list[tuple[str, float]] = []
         self.errors: list[str] = []
         self.status = "ok"  # worst so far: ok < error < interrupted < crashed
         self.finished = False
@@ -138,6 +139,7 @@ class RunBase:
             status=status,
             wall_s=wall_s,
             events=self.events,
+            top=self.top,
             run=self.run_id,
             cell_index_in_run=cell_index,
             measured=self.measured,

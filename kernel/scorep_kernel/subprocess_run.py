@@ -252,6 +252,7 @@ class SubprocessRun(RunBase):
             await worker.send("finish_run")
             stopped = await self._recv_until("run_stopped", STOP_TIMEOUT_S)
             self.events = stopped.get("events")
+            self.top = stopped.get("top") or []
             if stopped.get("error"):
                 self.errors.append(f"stopping the measurement failed: {stopped['error']}")
             if stopped.get("notes"):

@@ -248,6 +248,7 @@ class Worker:
             {
                 "measured": True,
                 "events": recording.event_count,
+                "top": _top(recording),
                 "notes": dict(getattr(recording, "notes", {}) or {}),
             },
         )
@@ -265,6 +266,15 @@ class Worker:
             self.channel.send(kind, payload)
         except OSError:
             pass
+
+
+def _top(recording: Any) -> list:
+    try:
+        from scorep_kernel.summary import top_regions
+
+        return top_regions(recording)
+    except Exception:  # a summary must never cost the run
+        return []
 
 
 _writing_files = threading.Event()

@@ -195,3 +195,42 @@ def test_execute_with_scorep_magic_and_scorep_env(kernels, workdir):
     finally:
         profiled.run("%%scorep_env\nSCOREP_EXPERIMENT_DIRECTORY=")
         profiled.run("%scorep isolation=default")
+
+
+def _regions_in_trace(path: Path) -> list[str]:
+    import otf2
+
+    with otf2.reader.open(str(path / "traces.otf2")) as trace:
+        return [e.region.name for _, e in trace.events if isinstance(e, otf2.events.Enter)]
+
+
+def _wait_ready(path: Path, timeout: float = 60.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        manifest = json.loads((path / "manifest.json").read_text())
+        if manifest["files_status"] != "pending" or time.monotonic() > deadline:
+            return manifest
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("meta", [PROFILE_SUB, PROFILE_IN], ids=["subprocess", "inprocess"])
+def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
+    profiled, _ = kernels
+    code = "def traced_fn(n):\n    return sum(range(n))\nfor _k in range(3):\n    traced_fn(100)"
+    result = profiled.run(code, meta)
+    assert result.status == "ok", result.reply
+    path = Path(result.bundle()["path"])
+    manifest = _wait_ready(path)
+    assert manifest["files_status"] == "ready", manifest["errors"]
+    regions = _regions_in_trace(path)
+    count = result.reply["execution_count"]
+    assert regions[0] == f"cell [{count}]"
+    assert sum("traced_fn" in r for r in regions) == 3
+    machinery = [r for r in regions if r.split(".")[0].split(":")[0] in
+                 ("IPython", "ipykernel", "scorep_kernel", "zmq", "tornado", "asyncio", "threading")]  # fmt: skip
+    assert machinery == [], machinery[:5]
+    summary = result.bundle()["summary"]
+    assert summary["events"] == len(regions) * 2
+    assert summary["top"] and any("traced_fn" in name for name, _ in summary["top"])

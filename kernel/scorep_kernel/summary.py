@@ -1,0 +1,57 @@
+"""The few numbers a profiled cell's display shows at once: the regions with the most
+exclusive time, computed from the Recording with numpy (no per-event Python loop)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scorep_kernel.recording import ENTER, ROLE_CELL, Recording
+
+
+def exclusive_ns(recording: Recording) -> np.ndarray:
+    """Exclusive time per region index, summed over threads.
+
+    Each gap between two consecutive events of a thread belongs to the region on top of the
+    stack after the first of them: the entered region after an ENTER, the caller (the last
+    region entered one level up) after a LEAVE."""
+    totals = np.zeros(len(recording.regions), dtype=np.int64)
+    for thread in recording.threads:
+        n = len(thread)
+        if n < 2:
+            continue
+        kinds = thread.kinds.astype(np.int64)
+        regions = thread.regions.astype(np.int64)
+        step = np.where(kinds == ENTER, 1, -1)
+        depth_after = np.cumsum(step)
+        top = np.full(n, -1, dtype=np.int64)
+        is_enter = kinds == ENTER
+        top[is_enter] = regions[is_enter]
+        leaves = np.flatnonzero(~is_enter & (depth_after > 0))
+        enter_pos = np.flatnonzero(is_enter)
+        enter_depth = depth_after[enter_pos]
+        for d in np.unique(depth_after[leaves]):
+            candidates = enter_pos[enter_depth == d]
+            at = leaves[depth_after[leaves] == d]
+            k = np.searchsorted(candidates, at) - 1
+            ok = k >= 0
+            top[at[ok]] = regions[candidates[k[ok]]]
+        gaps = np.diff(thread.times.astype(np.int64))
+        owner = top[:-1]
+        valid = owner >= 0
+        np.add.at(totals, owner[valid], gaps[valid])
+    return totals
+
+
+def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
+    """``[(name, exclusive seconds)]``, largest first, cells left out (they are the frame)."""
+    totals = exclusive_ns(recording)
+    order = np.argsort(totals)[::-1]
+    out = []
+    for index in order:
+        if totals[index] <= 0 or len(out) >= n:
+            break
+        region = recording.regions[index]
+        if region.role == ROLE_CELL:
+            continue
+        out.append((region.name, round(float(totals[index]) / 1e9, 6)))
+    return out

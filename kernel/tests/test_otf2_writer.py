@@ -33,7 +33,7 @@ needs_otf2_print = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(params=["fast", "highlevel"])
+@pytest.fixture(params=["fast", "ctypes", "highlevel"])
 def engine(request):
     return request.param
 

@@ -134,6 +134,8 @@ def _pair_calls(thread: ThreadEvents, t_index: int, event_offset: int):
         bad = int(np.argmax(np.diff(times) < 0)) + 1
         raise RecordingError(f"{where}: the time of event {bad} goes backwards")
     level = np.where(is_enter, depth_after - 1, depth_after)
+    if n and level.max() < np.iinfo(np.int16).max:
+        level = level.astype(np.int16)  # a stable sort of int16 is a radix sort
     order = np.argsort(level, kind="stable")
     enters, leaves = order[0::2], order[1::2]
     mismatch = regions[enters] != regions[leaves]
@@ -169,38 +171,43 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
         parts.append((level, pos, start, end, reg, np.full(level.shape, t_index, np.int64)))
         offset += len(thread)
 
-    if parts:
-        level, pos, start, end, reg, thread_of = (np.concatenate(a) for a in zip(*parts))
-    else:
-        level = pos = start = end = reg = thread_of = np.zeros(0, np.int64)
-    # All calls sorted by (level, global position): each level is one contiguous segment.
-    order = np.lexsort((pos, level))
-    level, pos, start, end, reg, thread_of = (
-        a[order] for a in (level, pos, start, end, reg, thread_of)
-    )
-    max_level = int(level.max()) if level.size else -1
-    bounds = np.searchsorted(level, np.arange(max_level + 2))
-
-    call_cnode = np.empty(level.shape, dtype=np.int64)
+    # Level by level, the calls of all threads at that level, thread after thread: global
+    # positions stay sorted, so a caller is found by one searchsorted one level up.
+    max_level = max((int(p[0][-1]) for p in parts if p[0].size), default=-1)
+    levels = np.arange(max_level + 2)
+    bounds = [np.searchsorted(p[0], levels) for p in parts]
     cnode_parent: list[np.ndarray] = []
     cnode_region: list[np.ndarray] = []
+    per_level: list[tuple] = []  # (cnode, start, duration, thread) of the level's calls
     n_cnodes = 0
     stride = n_regions + 1
+    prev_pos = prev_cnode = None
     for lv in range(max_level + 1):
-        lo, hi = bounds[lv], bounds[lv + 1]
+        slices = [(p, b[lv], b[lv + 1]) for p, b in zip(parts, bounds) if b[lv + 1] > b[lv]]
+        pos = np.concatenate([p[1][lo:hi] for p, lo, hi in slices])
+        reg = np.concatenate([p[4][lo:hi] for p, lo, hi in slices])
         if lv == 0:
-            parent_cnode = np.full(hi - lo, -1, dtype=np.int64)
+            parent_cnode = np.full(pos.size, -1, dtype=np.int64)
         else:
-            plo = bounds[lv - 1]
             # The latest call one level up that began before this one is its caller.
-            idx = plo + np.searchsorted(pos[plo:lo], pos[lo:hi]) - 1
-            parent_cnode = call_cnode[idx]
-        keys = (parent_cnode + 1) * stride + reg[lo:hi]
+            parent_cnode = prev_cnode[np.searchsorted(prev_pos, pos) - 1]
+        keys = (parent_cnode + 1) * stride + reg
         uniq, inverse = np.unique(keys, return_inverse=True)
-        call_cnode[lo:hi] = inverse.reshape(-1) + n_cnodes
+        call_cnode = inverse.reshape(-1) + n_cnodes
         cnode_parent.append(uniq // stride - 1)
         cnode_region.append(uniq % stride)
         n_cnodes += uniq.size
+        per_level.append((
+            call_cnode,
+            np.concatenate([p[2][lo:hi] for p, lo, hi in slices]),
+            np.concatenate([p[3][lo:hi] - p[2][lo:hi] for p, lo, hi in slices]),
+            np.concatenate([p[5][lo:hi] for p, lo, hi in slices]),
+        ))
+        prev_pos, prev_cnode = pos, call_cnode
+    if per_level:
+        call_cnode, start, dur, thread_of = (np.concatenate(a) for a in zip(*per_level))
+    else:
+        call_cnode = start = dur = thread_of = np.zeros(0, np.int64)
 
     parent_tmp = np.concatenate(cnode_parent) if cnode_parent else np.zeros(0, np.int64)
     region_tmp = np.concatenate(cnode_region) if cnode_region else np.zeros(0, np.int64)
@@ -249,15 +256,16 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     region[new_id] = region_tmp
 
     cn = new_id[call_cnode] if n_cnodes else np.zeros(0, np.int64)
-    dur = end - start
-    visits = np.zeros((n_total, n_threads), dtype=np.uint64)
-    incl = np.zeros((n_total, n_threads), dtype=np.int64)
-    vmin = np.full((n_total, n_threads), np.iinfo(np.int64).max, dtype=np.int64)
-    vmax = np.zeros((n_total, n_threads), dtype=np.int64)
-    np.add.at(visits, (cn, thread_of), np.uint64(1))
-    np.add.at(incl, (cn, thread_of), dur)
-    np.minimum.at(vmin, (cn, thread_of), dur)
-    np.maximum.at(vmax, (cn, thread_of), dur)
+    cell = cn * n_threads + thread_of  # flat index into [cnode, thread]
+    size = n_total * n_threads
+    visits = np.bincount(cell, minlength=size).astype(np.uint64).reshape(n_total, n_threads)
+    incl = np.zeros(size, dtype=np.int64)
+    np.add.at(incl, cell, dur)  # exact integer sums
+    vmin = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(vmin, cell, dur)
+    vmax = np.zeros(size, dtype=np.int64)
+    np.maximum.at(vmax, cell, dur)
+    incl, vmin, vmax = (a.reshape(n_total, n_threads) for a in (incl, vmin, vmax))
     if synthetic:
         root = 0
         top_new = new_id[top]

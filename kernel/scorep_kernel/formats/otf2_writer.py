@@ -30,12 +30,17 @@ cell                  CODE               USER                  "cell"
 artificial            ARTIFICIAL         MEASUREMENT_SYSTEM    "artificial"
 ====================  =================  ====================  =====================
 
-Engines: ``"fast"`` (default) writes events through libotf2 directly (``_otf2_fast``);
-``"highlevel"`` uses only the package's public writer API (``EventWriter.enter`` ...), at
-~1/10 of the speed. Both write the same definitions and event streams; the high-level
-engine cannot set the clock properties through public API, so there the global offset is
-the first event, the length ends at the last event and the realtime timestamp is the wall
-clock at writing time (the otf2 package's own choice).
+Engines (all write the same definitions and byte-identical event files):
+
+- ``"fast"`` (default): libotf2 writes archive, definitions and metric events; each
+  thread's enter/leave events are encoded with numpy (``_otf2_encode``), byte for byte
+  what libotf2 writes, and replace libotf2's empty event file after the archive is
+  closed. Falls back to ``"ctypes"`` for a location the encoder does not cover.
+- ``"ctypes"``: one libotf2 call per event, argtypes bound once (``_otf2_fast``).
+- ``"highlevel"``: only the package's public writer API (``EventWriter.enter`` ...), ~10x
+  slower than ``"ctypes"``. The public API cannot set the clock properties, so there the
+  global offset is the first event, the length ends at the last event and the realtime
+  timestamp is the wall clock at writing time (the otf2 package's own choice).
 """
 
 from __future__ import annotations
@@ -75,11 +80,12 @@ from ..recording import (
     ROLE_USER,
     Recording,
 )
-from . import _otf2_fast
+from . import _otf2_encode, _otf2_fast
 
-ENGINES = ("fast", "highlevel")
+ENGINES = ("fast", "ctypes", "highlevel")
 TIMER_RESOLUTION = 1_000_000_000
 ARCHIVE_NAME = "traces"
+CHUNK_SIZE_EVENTS = _otf2_encode.CHUNK_SIZE
 LOCATION_GROUP_NAME = "Process"
 METRIC_LOCATION_NAME = "System metrics"
 CREATOR = "jupyterlab-scorep builtin tracer"
@@ -248,18 +254,24 @@ def _sorted_metric_samples(recording: Recording):
     return _epoch(times[order], recording.clock_offset_ns), values[order]
 
 
-def _write_fast(trace: _ClockedWriter, recording: Recording, defs: _Definitions) -> int:
+def _write_fast(trace: _ClockedWriter, recording: Recording, defs: _Definitions,
+                encoded: dict | None, exp_dir: Path) -> int:
+    """Events through libotf2 with argtypes bound once; with ``encoded`` (a dict), a
+    thread's enter/leave events are instead encoded with numpy into ``encoded[path]``,
+    to replace the empty event file libotf2 leaves once the archive is closed."""
     total = 0
     for t, location in zip(recording.threads, defs.thread_locations):
+        # libotf2 creates the location's event and local definition files either way.
         writer = trace.event_writer_from_location(location)
         n = len(t)
-        _otf2_fast.write_enter_leave(
-            _otf2_fast.handle_address(writer),
-            _epoch(t.times, recording.clock_offset_ns),
-            defs.region_refs[np.asarray(t.regions, dtype=np.int64)],
-            t.kinds,
-            f"the events of {t.name!r}",
-        )
+        times = _epoch(t.times, recording.clock_offset_ns)
+        refs = defs.region_refs[np.asarray(t.regions, dtype=np.int64)]
+        if encoded is not None and _otf2_encode.supported(times, refs):
+            path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
+            encoded[path] = _otf2_encode.encode(times, refs, t.kinds, CHUNK_SIZE_EVENTS)
+        else:
+            _otf2_fast.write_enter_leave(_otf2_fast.handle_address(writer), times, refs,
+                                         t.kinds, f"the events of {t.name!r}")
         location._number_of_events_written = n  # private, see _otf2_fast
         total += n
     if defs.metric_location is not None:
@@ -327,21 +339,23 @@ def write_otf2(recording: Recording, exp_dir, *, engine: str = "fast") -> dict:
             )
     _check_recording(recording)
     started = time.perf_counter()
-    if engine == "fast":
-        writer = _ClockedWriter(str(exp_dir), archive_name=ARCHIVE_NAME,
-                                timer_resolution=TIMER_RESOLUTION)
+    cls = otf2.writer.Writer if engine == "highlevel" else _ClockedWriter
+    writer = cls(str(exp_dir), archive_name=ARCHIVE_NAME, timer_resolution=TIMER_RESOLUTION,
+                 chunk_size_events=CHUNK_SIZE_EVENTS)
+    if cls is _ClockedWriter:
         writer.clock = _clock(recording)
-    else:
-        writer = otf2.writer.Writer(str(exp_dir), archive_name=ARCHIVE_NAME,
-                                    timer_resolution=TIMER_RESOLUTION)
+    encoded = {} if engine == "fast" else None
     with contextlib.closing(writer) as trace:
         trace.creator = CREATOR
         trace.machine_name = "Linux"
         defs = _define(trace, recording)
-        if engine == "fast":
-            events = _write_fast(trace, recording, defs)
-        else:
+        if engine == "highlevel":
             events = _write_highlevel(trace, recording, defs)
+        else:
+            events = _write_fast(trace, recording, defs, encoded, exp_dir)
+    for path, payload in (encoded or {}).items():
+        with open(path, "wb") as f:
+            f.write(memoryview(payload))
     return {
         "events": events,
         "seconds": time.perf_counter() - started,

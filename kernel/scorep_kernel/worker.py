@@ -67,7 +67,8 @@ class Worker:
         self.sent_names: tuple[str, ...] = ()
         if self.scorep is not None:
             # Only the cells are measured, not the worker's own machinery.
-            self.scorep.instrumenter.disable()
+            # (register/unregister exist in every version of the bindings.)
+            self.scorep.instrumenter.unregister()
 
     # --- signals -------------------------------------------------------------------
 
@@ -158,11 +159,11 @@ class Worker:
     def _region(self, label: str, code_filename: str) -> Iterator[None]:
         if self.scorep is not None:
             with self.scorep.user.region(label):
-                self.scorep.instrumenter.enable()
+                self.scorep.instrumenter.register()
                 try:
                     yield
                 finally:
-                    self.scorep.instrumenter.disable()
+                    self.scorep.instrumenter.unregister()
         elif self.measurement is not None:
             with self.measurement.cell(label, code_filename=code_filename):
                 yield

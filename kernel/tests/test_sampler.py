@@ -48,11 +48,12 @@ def test_samples_are_plausible_and_follow_the_documented_series():
     assert all(set(x) == {"key", "label", "unit", "group", "description"} for x in samples.series)
 
     n = len(samples.times)
-    assert 6 <= n <= 14, n  # 0.5 s at 0.05 s, plus the last partial one
+    # 0.5 s at 0.05 s (about 10, fewer when this shared machine starves the thread)
+    assert 3 <= n <= (t1 - t0) / 0.05e9 + 2, n
     assert samples.values.shape == (n, len(keys))
     assert (np.diff(samples.times) > 0).all()
     assert t0 < samples.times[0] and samples.times[-1] <= t1
-    assert len(ticks) >= 5  # the cap check runs once per interval
+    assert len(ticks) == n - 1  # the cap check runs once per interval; stop() adds one sample
     col = {k: samples.values[:, i] for i, k in enumerate(keys)}
     assert ((col["cpu.total"] >= 0) & (col["cpu.total"] <= 100)).all()
     assert col["cpu.total"][1:].max() > 10  # this process kept a core busy

@@ -1,0 +1,177 @@
+"""Builtin tracer overhead: fib(25) and a loop of small numpy calls, untraced, under our
+tracer (scorep_kernel.measure) and under VizTracer, in the same run.
+
+Figures: slowdown factor = traced seconds / untraced seconds. "until data" adds what it
+takes to have the events in hand: our ``Measurement.stop()`` (a full Recording) and
+VizTracer's ``parse()`` (its event dicts). Target: ours until data <= VizTracer's until
+data. Also printed: the engine choice measurement (a minimal pure-Python sys.setprofile
+recorder on the same fib), events/s, bytes per event, and the metric sampler's CPU cost at
+100 ms. Run: ``python benchmarks/tracer_overhead.py`` (~30 s).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tempfile
+import threading
+import time
+from array import array
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "kernel")]
+
+from _report import report  # noqa: E402
+
+from scorep_kernel.measure import MeasureConfig, Measurement  # noqa: E402
+from scorep_kernel.measure import engine as engine_mod  # noqa: E402
+from scorep_kernel.measure.sampler import MetricSampler  # noqa: E402
+
+FIB = """
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+fib(25)
+"""
+NUMPY = """
+import numpy as np
+x = np.arange(64, dtype=np.float64)
+def step(x):
+    y = np.add(x, 1.0)
+    s = np.sum(y)
+    m = np.mean(y)
+    return np.clip(y, 0, s + m)
+for _ in range(4000):
+    x = step(x) * 0.5
+"""
+REPEATS = 3
+
+
+def best(fn, repeats=REPEATS):
+    out = []
+    for _ in range(repeats):
+        gc.collect()
+        t = time.perf_counter()
+        extra = fn()
+        out.append((time.perf_counter() - t, extra))
+    return min(out, key=lambda x: x[0])
+
+
+def compiled(source: str, name: str):
+    filename = f"/tmp/ipykernel_bench/{name}.py"
+    return compile(source, filename, "exec"), filename
+
+
+def untraced(source: str, name: str) -> float:
+    code, _ = compiled(source, name)
+    return best(lambda: exec(code, {"__name__": "__main__"}))[0]
+
+
+def ours(source: str, name: str):
+    code, filename = compiled(source, name)
+    runs = []
+    for _ in range(REPEATS):
+        gc.collect()
+        with tempfile.TemporaryDirectory() as d:
+            m = Measurement(d, MeasureConfig(metric_interval_s=0.1))
+            m.start()
+            t0 = time.perf_counter()
+            with m.cell("bench", code_filename=filename):
+                exec(code, {"__name__": "__main__"})
+            t1 = time.perf_counter()
+            rec = m.stop()
+            t2 = time.perf_counter()
+            runs.append((t1 - t0, t2 - t1, rec.event_count))
+    return min(runs)
+
+
+def viztracer(source: str, name: str):
+    from viztracer import VizTracer
+
+    code, _ = compiled(source, name)
+    runs = []
+    for _ in range(REPEATS):
+        gc.collect()
+        tracer = VizTracer(tracer_entries=2_000_000, verbose=0, register_global=False)
+        t0 = time.perf_counter()
+        tracer.start()
+        exec(code, {"__name__": "__main__"})
+        tracer.stop()
+        t1 = time.perf_counter()
+        n = tracer.parse()
+        t2 = time.perf_counter()
+        runs.append((t1 - t0, t2 - t1, 2 * n))
+        tracer.clear()
+        del tracer
+    return min(runs)
+
+
+def pure_python_recorder(source: str, name: str):
+    """The alternative engine: a minimal sys.setprofile recorder in Python (time, code,
+    kind per event, no filtering) - the floor of any Python-level tracer."""
+    code, _ = compiled(source, name)
+    times, codes, kinds = array("q"), [], bytearray()
+    ta, ca, ka, pc = times.append, codes.append, kinds.append, time.perf_counter_ns
+
+    def hook(frame, event, arg):
+        if event == "call":
+            ta(pc()); ca(frame.f_code); ka(1)  # noqa: E702
+        elif event == "return":
+            ta(pc()); ca(frame.f_code); ka(0)  # noqa: E702
+
+    def run():
+        del times[:], codes[:], kinds[:]
+        sys.setprofile(hook)
+        threading.setprofile(hook)
+        exec(code, {"__name__": "__main__"})
+        sys.setprofile(None)
+        threading.setprofile(None)
+        return len(times)
+
+    return best(run)
+
+
+def main() -> None:
+    print(f"engine: {engine_mod.ENGINE_NAME} (viztracer {engine_mod.VIZTRACER_VERSION}, "
+          f"C recorder, buffer read directly); CPU time is shared with other work on this machine")
+    for label, source in (("fib(25)", FIB), ("numpy loop", NUMPY)):
+        key = label.split("(")[0].replace(" ", "_")
+        base = untraced(source, key)
+        o_trace, o_stop, o_events = ours(source, key)
+        v_trace, v_parse, v_events = viztracer(source, key)
+        print(f"\n{label}: untraced {base:.4f} s")
+        print(f"  ours      tracing {o_trace:.4f} s ({o_trace / base:.1f}x), stop() {o_stop:.4f} s, "
+              f"until data {(o_trace + o_stop) / base:.1f}x, {o_events:,} events kept, "
+              f"{o_events / o_trace / 1e6:.2f} M events/s")
+        print(f"  viztracer tracing {v_trace:.4f} s ({v_trace / base:.1f}x), parse() {v_parse:.4f} s, "
+              f"until data {(v_trace + v_parse) / base:.1f}x, {v_events:,} events")
+        if label == "fib(25)":
+            p_trace, p_events = pure_python_recorder(source, key)
+            print(f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.4f} s "
+                  f"({p_trace / base:.1f}x), {p_events:,} events, no filtering or read-out")
+            report("tracer slowdown fib(25), tracing only", round(o_trace / base, 2), "x",
+                   peer="VizTracer tracing only", peer_value=round(v_trace / base, 2),
+                   note=f"pure-Python recorder {p_trace / base:.1f}x")
+        report(f"tracer slowdown {label}, until data in hand", round((o_trace + o_stop) / base, 2), "x",
+               peer="VizTracer incl. parse()", peer_value=round((v_trace + v_parse) / base, 2),
+               target="<= VizTracer's", met=(o_trace + o_stop) <= (v_trace + v_parse))
+
+    print(f"\nbytes per event while recording: {engine_mod.NODE_BYTES} bytes per call = "
+          f"{engine_mod.NODE_BYTES / 2:.0f} bytes per event (VizTracer's node, enter+leave in one)")
+    report("bytes per event while recording", engine_mod.NODE_BYTES / 2, "bytes",
+           target="< 100", met=engine_mod.NODE_BYTES / 2 < 100)
+
+    sampler = MetricSampler(0.1)
+    sampler.start()
+    t = time.perf_counter()
+    time.sleep(3.0)
+    sampler.stop()
+    wall = time.perf_counter() - t
+    share = 100 * sampler.cpu_time_s / wall
+    print(f"metric sampler at 100 ms: {sampler.cpu_time_s * 1e3:.1f} ms CPU in {wall:.1f} s "
+          f"({len(sampler._times)} samples)")
+    report("metric sampler CPU at 100 ms", round(share, 3), "% of a core", target="< 1%", met=share < 1)
+
+
+if __name__ == "__main__":
+    main()

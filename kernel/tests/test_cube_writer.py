@@ -32,8 +32,8 @@ def read_cubex(path) -> dict:
             "names": {c.id: cx.get_region(c).name for c in cnodes},
             "parent": {c.id: (c.parent.id if c.parent else -1) for c in cnodes},
             "regions": {c.id: cx.get_region(c) for c in cnodes},
-            "metrics": {m.name: (str(getattr(m.metric_type, "name", m.metric_type)), m.data_type, m.units)
-                        for m in cx.get_metrics()},
+            "metrics": {m.name: (getattr(m.metric_type, "name", str(m.metric_type)),
+                                 m.data_type, m.units) for m in cx.get_metrics()},
         }
         for name in ("visits", "time", "min_time", "max_time"):
             mv = cx.get_metric_values(cx.get_metric_by_name(name))
@@ -235,6 +235,16 @@ def test_empty_thread_gets_a_zero_column(tmp_path, rec):
     assert all(v[2] == 0 for v in cube["visits"].values())
     assert all(v[2] == 0.0 for v in cube["time"].values())
     assert cube["visits"][0] == [1, 1, 0]
+
+
+def test_synthetic_root_is_named_after_the_run(tmp_path, rec):
+    recording = rec.make_recording(rec.known_threads())
+    assert build_profile(recording).regions[-1].name == "program"
+    recording.notes["run_name"] = "run 20261129T080102"
+    stats = write_cubex(recording, tmp_path / "p.cubex")
+    assert stats["synthetic_root"]
+    assert read_cubex(tmp_path / "p.cubex")["names"][0] == "run 20261129T080102"
+    assert build_profile(recording, root_name="explicit").regions[-1].name == "explicit"
 
 
 def test_recording_without_events_is_one_empty_root(tmp_path, rec):

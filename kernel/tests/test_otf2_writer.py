@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import otf2
 import pytest
@@ -28,7 +30,7 @@ from scorep_kernel.recording import (
 )
 
 needs_otf2_print = pytest.mark.skipif(
-    __import__("shutil").which("otf2-print") is None,
+    shutil.which("otf2-print") is None,
     reason="otf2-print not installed (Debian package otf2-tools): cannot cross-check",
 )
 
@@ -114,7 +116,7 @@ def test_known_recording_events(tmp_path, known_recording, rec, readback, engine
     f_enters = [t for kind, t, name in master if kind == "Enter" and name == "__main__:f"]
     f_leaves = [t for kind, t, name in master if kind == "Leave" and name == "__main__:f"]
     assert [b - a for a, b in zip(f_enters, f_leaves)] == [200 * ms] * 3
-    depth, max_depth, stack = 0, 0, []
+    max_depth, stack = 0, []
     for kind, _t, name in master:
         if kind == "Enter":
             stack.append(name)

@@ -4,7 +4,10 @@ The package's ``EventWriter.enter`` builds an event object, re-declares ctypes a
 and updates Python bookkeeping on every call (~170k events/s). Here each C function is
 bound once, through ``ctypes.PyDLL`` (the call keeps the GIL instead of releasing and
 re-taking it around a sub-microsecond C call), and a whole thread's events go through
-``map`` so that no Python bytecode runs per event. Measured on 2 vCPUs: ~1.4-2M events/s.
+``map`` so that no Python bytecode runs per event. Still ~0.5 us of ctypes argument
+conversion per call: ~1.5M events/s on an idle core, half that on a busy one; the "fast"
+engine encodes event files with numpy instead (``_otf2_encode``) and uses this path for
+metric events and for what the encoder does not cover.
 
 Private parts of ``otf2`` 3.2 used here (pinned ``otf2>=3.2,<3.3``; the engine test in
 kernel/tests/test_otf2_writer_engines.py compares this path with the public one):

@@ -18,8 +18,9 @@ over cnodes, never over events:
    (earliest start on any thread), so cnode ids are the exclusive-metric order of CUBE4.
 
 One root: when the calls do not all descend from one cnode (several top-level regions or
-threads), a synthetic root region named after the run (``root_name``, role "artificial")
-becomes the parent of the top-level cnodes. Its visits are 1 on each thread with events and
+threads), a synthetic root region named after the run (``root_name``, else the
+Recording's ``notes["run_name"]``, else "program"; role "artificial") becomes the parent
+of the top-level cnodes. Its visits are 1 on each thread with events and
 its inclusive time is the sum of its children, so its exclusive time is 0: it claims no
 time the recording did not measure.
 """
@@ -219,7 +220,8 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     synthetic = top.size != 1
     if synthetic:
         regions.append(
-            Region(name=root_name or DEFAULT_ROOT_NAME, group="", role=ROLE_ARTIFICIAL)
+            Region(name=root_name or str(recording.notes.get("run_name") or DEFAULT_ROOT_NAME),
+                   group="", role=ROLE_ARTIFICIAL)
         )
         # temporary id n_cnodes is the root
         parent_tmp = np.where(parent_tmp == -1, n_cnodes, parent_tmp)

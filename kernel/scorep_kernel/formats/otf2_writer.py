@@ -41,6 +41,14 @@ Engines (all write the same definitions and byte-identical event files):
   slower than ``"ctypes"``. The public API cannot set the clock properties, so there the
   global offset is the first event, the length ends at the last event and the realtime
   timestamp is the wall clock at writing time (the otf2 package's own choice).
+
+Private parts of ``otf2`` 3.2 the fast engines rely on (pyproject pins
+``otf2>=3.2,<3.3``; test_otf2_writer_engines.py compares them with the public engine and
+libotf2's own bytes): ``Writer._write_global_definitions`` and ``DefinitionWriter``
+(overridden to write Score-P's clock properties), ``Location._number_of_events_written``
+(the event count in the location definition), the ``_ref`` of definitions (their OTF2
+ids), ``_otf2.Config.lib_path()`` (the bundled libotf2), and the event-file layout of the
+bundled libotf2 3.0 (trace format 2, see ``_otf2_encode``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from typing import Any, Callable
 
@@ -125,11 +126,23 @@ class ExperimentsHandler(ScorePHandler):
 
 
 def _list_experiments(roots, parents) -> list:
+    """Like ``experiment.list_experiments`` over several parents, skipping what is not
+    readable (that helper lets a non-UTF-8 manifest raise) or lies outside the roots."""
     seen, out = set(), []
     for parent in parents:
-        for path, manifest in ex.list_experiments(parent):
-            real = str(path.resolve())
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            real = os.path.realpath(entry.path)
             if real in seen or not roots.allowed(real):
+                continue
+            try:
+                manifest = ex.read_manifest(entry.path)
+            except (ex.ExperimentError, ValueError):
                 continue
             seen.add(real)
             out.append((real, manifest))

@@ -41,10 +41,10 @@ def api(jp_fetch):
     """``await api("timeline", path=..., t0=...)`` -> (status, JSON body); errors too."""
     from tornado.httpclient import HTTPClientError
 
-    async def call(route, method="GET", body=None, raw=False, **params):
+    async def call(route, method="GET", body=None, raw=False, headers=None, **params):
         params = {k: str(v) for k, v in params.items() if v is not None}
         try:
-            kwargs = {"method": method, "params": params}
+            kwargs = {"method": method, "params": params, "headers": headers}
             if method == "POST":
                 kwargs["body"] = body if body is not None else b""
                 kwargs["allow_nonstandard_methods"] = True

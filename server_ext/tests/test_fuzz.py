@@ -1,0 +1,93 @@
+"""Property: whatever bytes a damaged experiment holds, the readers answer or refuse with a
+4xx ApiError; they never raise anything else (a 500) and never hang.
+
+Goes through ``Service`` (the layer under the handlers), so libotf2 and pycubexr run in
+the worker process exactly as in the server, crashes included."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from experiment_factory import write_experiment
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jupyterlab_scorep import calltree, metrics, summary, timeline
+from jupyterlab_scorep.errors import ApiError
+from jupyterlab_scorep.service import Service
+
+pytestmark = pytest.mark.timeout(300)
+
+FILES = ["traces.otf2", "traces.def", "traces/0.evt", "traces/1.evt", "traces/0.def",
+         "profile.cubex", "metrics.json", "metrics.npz", "manifest.json"]
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    return write_experiment(tmp_path_factory.mktemp("pristine") / "exp")
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzzroot")
+    svc = Service(str(root), build_timeout=60)
+    yield svc
+    svc.shutdown()
+
+
+async def exercise(svc: Service, exp: Path) -> None:
+    exp = svc.roots.experiment(str(exp))
+    manifest = await svc.manifest(exp)
+    index = await svc.index(exp, manifest)
+    timeline.query(index, 0, index.meta["range"][1] + 1, 300)
+    tree = await svc.profile(exp, manifest)
+    calltree.to_json(tree, None, "run")
+    samples = await svc.metrics(exp)
+    if samples is not None:
+        metrics.downsample(*samples, 0, None, None, 50)
+    summary.summarize(manifest, tree, samples)
+
+
+damage = st.tuples(
+    st.sampled_from(FILES),
+    st.sampled_from(["truncate", "flip", "zero", "empty", "garbage"]),
+    st.floats(0.0, 1.0),
+    st.binary(min_size=1, max_size=64),
+)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(damages=st.lists(damage, min_size=1, max_size=3))
+def test_damaged_experiments_never_5xx(damages, pristine, service, tmp_path_factory):
+    exp = Path(service.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
+    shutil.rmtree(exp, ignore_errors=True)
+    shutil.copytree(pristine, exp)
+    for name, how, where, junk in damages:
+        path = exp / name
+        if not path.exists():
+            continue
+        data = bytearray(path.read_bytes())
+        at = int(where * len(data))
+        if how == "truncate":
+            data = data[:at]
+        elif how == "flip" and data:
+            for i, b in enumerate(junk):
+                data[(at + i) % len(data)] ^= b or 0xFF
+        elif how == "zero":
+            data[at:at + len(junk)] = bytes(len(data[at:at + len(junk)]))
+        elif how == "empty":
+            data = bytearray()
+        else:
+            data[at:at + len(junk)] = junk
+        path.write_bytes(bytes(data))
+    try:
+        asyncio.run(asyncio.wait_for(exercise(service, exp), 90))
+    except ApiError as e:
+        assert 400 <= e.status < 500, e.message
+        assert e.message
+    finally:
+        shutil.rmtree(exp, ignore_errors=True)

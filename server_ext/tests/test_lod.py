@@ -1,0 +1,125 @@
+"""Level of detail: merging conserves calls, bounds the output per pixel, and the stored
+levels answer like a merge of the raw calls would."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jupyterlab_scorep import lod, timeline
+from jupyterlab_scorep.index_store import IndexCache, ensure_index
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def disjoint_calls(rng, n, max_gap=50, max_len=200):
+    gaps = rng.integers(0, max_gap, n)
+    lens = rng.integers(0, max_len, n)
+    start = np.cumsum(gaps + np.r_[0, lens[:-1]])
+    return start.astype(np.int64), (start + lens).astype(np.int64)
+
+
+@pytest.mark.parametrize("px", [1.5, 7.0, 64.0, 1000.0])
+def test_merge_conserves_calls_and_time_order(px):
+    rng = np.random.default_rng(int(px))
+    start, end = disjoint_calls(rng, 5000)
+    region = rng.integers(0, 5, start.size).astype(np.int32)
+    count = np.ones(start.size, np.int32)
+    seg = np.zeros(start.size, np.int64)
+    out = lod.merge(start, end, region, count, seg, px, origin=0)
+    assert out.count.sum() == start.size
+    assert np.all(np.diff(out.start) >= 0) and np.all(out.start[1:] >= out.end[:-1])
+    assert out.start[0] == start[0] and out.end.max() == end.max()
+    # every call wider than a pixel survives unchanged
+    wide = (end - start) >= px
+    kept = set(zip(out.start.tolist(), out.end.tolist()))
+    assert all((s, e) in kept for s, e in zip(start[wide].tolist(), end[wide].tolist()))
+    # at most one merged span per pixel bucket plus the wide calls
+    span = end.max() - start.min()
+    assert len(out) <= wide.sum() + span / px + 2
+
+
+def test_dominant_region_is_the_one_with_most_time():
+    # in one pixel of 100 ns: region 1 for 10+10+10 ns, region 2 for 40 ns
+    start = np.array([0, 12, 24, 40], np.int64)
+    end = np.array([10, 22, 34, 80], np.int64)
+    region = np.array([1, 1, 1, 2], np.int32)
+    out = lod.merge(start, end, region, np.ones(4, np.int32), np.zeros(4, np.int64), 100, 0)
+    assert out.start.tolist() == [0] and out.end.tolist() == [80]
+    assert out.region.tolist() == [2] and out.count.tolist() == [4]
+
+
+def test_segments_never_merge_across_depths():
+    start = np.array([0, 5, 0, 5], np.int64)
+    end = np.array([4, 9, 4, 9], np.int64)
+    seg = np.array([0, 0, 1, 1], np.int64)
+    out = lod.merge(start, end, np.zeros(4, np.int32), np.ones(4, np.int32), seg, 100, 0)
+    assert out.segment.tolist() == [0, 1] and out.count.tolist() == [2, 2]
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory):
+    from experiment_factory import write_experiment
+    from test_otf2_read import RANDOM_REGIONS, random_thread
+
+    exp = tmp_path_factory.mktemp("lod") / "exp"
+    threads = [random_thread(7, "Master thread", 0, n_events=60_000, max_depth=6)]
+    write_experiment(exp, threads=threads, regions=RANDOM_REGIONS, metrics=None, cubex=False)
+    return IndexCache().get(ensure_index(str(exp)))
+
+
+def raw_calls(index, loc=0):
+    ptr = index.array(f"L{loc}.ptr")[0]
+    depth = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    n = int(ptr[-1])
+    return (np.asarray(index.array(f"L{loc}.start")[:n]), np.asarray(index.array(f"L{loc}.end")[:n]),
+            np.asarray(index.array(f"L{loc}.region")[:n]), depth)
+
+
+def test_levels_are_stored_coarsening(big_index):
+    px = big_index.array("L0.px")
+    ptr = big_index.array("L0.ptr")
+    assert len(px) >= 2 and np.all(np.diff(px) > 0)
+    sizes = ptr[:, -1] - ptr[:, 0]
+    assert np.all(np.diff(sizes) < 0)  # each stored level is smaller than the one below
+    calls = int(sizes[0])
+    for row in range(1, len(ptr)):
+        a, b = ptr[row, 0], ptr[row, -1]
+        assert big_index.array("L0.count")[a:b].sum() == calls
+
+
+@pytest.mark.parametrize("zoom", [1, 3, 17, 200, 5000])
+def test_query_accounts_for_every_call_in_the_window(big_index, zoom):
+    start, end, region, depth = raw_calls(big_index)
+    full = big_index.meta["range"][1]
+    rng = np.random.default_rng(zoom)
+    for _ in range(5):
+        w = max(full // zoom, 10)
+        t0 = int(rng.integers(0, max(full - w, 1)))
+        t1 = t0 + w
+        body = timeline.query(big_index, t0, t1, 800)
+        rows = {r["depth"]: r for r in body["locations"][0]["rows"]}
+        for d in range(depth.max() + 1):
+            inside = (depth == d) & (end > t0) & (start < t1)
+            got = sum(rows[d]["count"]) if d in rows else 0
+            # spans from coarse levels may bring in neighbours of the window's edge calls
+            assert got >= inside.sum()
+            if body["px_ns"] < big_index.array("L0.px")[0]:
+                assert got == inside.sum()  # the raw level: exact
+        assert len(json.dumps(body)) < 1_000_000
+        assert set(body["regions"]) == {str(r) for row in rows.values() for r in row["region"]}
+
+
+def test_deep_zoom_returns_the_raw_calls(big_index):
+    start, end, region, depth = raw_calls(big_index)
+    i = len(start) // 2
+    t0, t1 = int(start[i]), int(start[i]) + 5_000
+    body = timeline.query(big_index, t0, t1, 5000)  # 1 ns per pixel: nothing merges
+    got = sorted((r["depth"], s, e, g) for r in body["locations"][0]["rows"]
+                 for s, e, g in zip(r["start"], r["end"], r["region"]))
+    sel = (end > t0) & (start < t1)
+    want = sorted(zip(depth[sel].tolist(), start[sel].tolist(), end[sel].tolist(),
+                      region[sel].tolist()))
+    assert got == want

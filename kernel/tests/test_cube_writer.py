@@ -247,6 +247,14 @@ def test_synthetic_root_is_named_after_the_run(tmp_path, rec):
     assert build_profile(recording, root_name="explicit").regions[-1].name == "explicit"
 
 
+def test_threads_with_one_name_stay_separate_locations(tmp_path, rec):
+    threads = [rec.thread_from_calls("worker", i, [(rec.F, 1, 2 + i)]) for i in range(2)]
+    write_cubex(rec.make_recording(threads), tmp_path / "p.cubex")
+    cube = read_cubex(tmp_path / "p.cubex")
+    assert cube["locations"] == ["worker", "worker [2]"]
+    assert cube["time"][0] == [1e-9, 2e-9]
+
+
 def test_recording_without_events_is_one_empty_root(tmp_path, rec):
     recording = rec.make_recording([_empty("Master thread", 0)])
     stats = write_cubex(recording, tmp_path / "p.cubex", root_name="empty run")

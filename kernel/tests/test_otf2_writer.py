@@ -218,6 +218,25 @@ def test_empty_thread_single_pair_and_no_metrics(tmp_path, rec, readback, engine
     ]
 
 
+def test_threads_with_one_name_stay_separate_locations(tmp_path, rec, readback, engine):
+    threads = [rec.thread_from_calls("worker", i, [(rec.F, 10 * i + 1, 10 * i + 5)])
+               for i in range(3)]
+    write_otf2(rec.make_recording(threads), tmp_path, engine=engine)
+    per_location = readback.events_by_location(
+        readback.read_events(tmp_path / experiment.OTF2_ANCHOR))
+    assert sorted(per_location) == ["worker", "worker [2]", "worker [3]"]
+    assert [e[1] for e in per_location["worker [3]"]] == [
+        21 + rec.EPOCH_BASE - rec.MONO_BASE, 25 + rec.EPOCH_BASE - rec.MONO_BASE]
+
+
+def test_recording_without_threads(tmp_path, rec):
+    recording = rec.make_recording([], metrics=rec.known_metrics())
+    stats = write_otf2(recording, tmp_path)
+    assert stats["events"] == 11
+    with otf2.reader.open(str(tmp_path / experiment.OTF2_ANCHOR)) as trace:
+        assert [l.type for l in trace.definitions.locations] == [LocationType.METRIC]
+
+
 def test_metrics_with_no_series_write_no_metric_location(tmp_path, rec):
     empty = MetricSamples(series=[], times=np.zeros(0, np.int64), values=np.zeros((0, 0)))
     recording = rec.make_recording(rec.known_threads(), metrics=empty)

@@ -36,6 +36,29 @@ from ..recording import ENTER, ROLE_ARTIFICIAL, Recording, Region, ThreadEvents
 DEFAULT_ROOT_NAME = "program"
 
 
+def unique_location_names(names: list[str]) -> list[str]:
+    """Thread names made unique (" [2]", " [3]" ... on repeats): OTF2 would merge two
+    locations defined alike, and viewers could not tell them apart."""
+    seen: dict[str, int] = {}
+    out = []
+    taken = set(names)
+    for name in names:
+        if name not in seen:
+            seen[name] = 1
+            out.append(name)
+            continue
+        k = seen[name]
+        while True:
+            k += 1
+            candidate = f"{name} [{k}]"
+            if candidate not in taken:
+                break
+        seen[name] = k
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
 class RecordingError(ValueError):
     """The events of a Recording cannot form call paths; the message names the thread,
     the event and the fix."""
@@ -282,7 +305,7 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
         regions=regions,
         region=region,
         parent=parent,
-        locations=[t.name for t in recording.threads],
+        locations=unique_location_names([t.name for t in recording.threads]),
         visits=visits,
         incl_ns=incl,
         min_ns=vmin,

@@ -89,6 +89,7 @@ from ..recording import (
     Recording,
 )
 from . import _otf2_encode, _otf2_fast
+from .callpath import unique_location_names
 
 ENGINES = ("fast", "ctypes", "highlevel")
 TIMER_RESOLUTION = 1_000_000_000
@@ -145,8 +146,9 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         LOCATION_GROUP_NAME, location_group_type=LocationGroupType.PROCESS,
         system_tree_parent=node,
     )
-    threads = [defs.location(t.name, type=LocationType.CPU_THREAD, group=process)
-               for t in recording.threads]
+    names = unique_location_names([t.name for t in recording.threads])
+    threads = [defs.location(name, type=LocationType.CPU_THREAD, group=process)
+               for name in names]
 
     used_paradigms = set()
     regions = []

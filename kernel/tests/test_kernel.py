@@ -234,3 +234,15 @@ def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
     summary = result.bundle()["summary"]
     assert summary["events"] == len(regions) * 2
     assert summary["top"] and any("traced_fn" in name for name, _ in summary["top"])
+
+
+def test_inline_matplotlib_figure(kernels):
+    pytest.importorskip("matplotlib")
+    profiled, _ = kernels
+    result = profiled.run(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.show()", PROFILE_SUB
+    )
+    assert result.status == "ok", result.reply
+    figures = [c for c in result.of("display_data") if "image/png" in c["data"]]
+    assert len(figures) == 1
+    assert figures[0]["data"]["image/png"][:8]  # base64 text of a PNG

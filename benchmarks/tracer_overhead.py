@@ -44,17 +44,7 @@ def step(x):
 for _ in range(4000):
     x = step(x) * 0.5
 """
-REPEATS = 3
-
-
-def best(fn, repeats=REPEATS):
-    out = []
-    for _ in range(repeats):
-        gc.collect()
-        t = time.perf_counter()
-        extra = fn()
-        out.append((time.perf_counter() - t, extra))
-    return min(out, key=lambda x: x[0])
+ROUNDS = 5
 
 
 def compiled(source: str, name: str):
@@ -62,54 +52,48 @@ def compiled(source: str, name: str):
     return compile(source, filename, "exec"), filename
 
 
-def untraced(source: str, name: str) -> float:
-    code, _ = compiled(source, name)
-    return best(lambda: exec(code, {"__name__": "__main__"}))[0]
+def untraced(code) -> float:
+    gc.collect()
+    t = time.perf_counter()
+    exec(code, {"__name__": "__main__"})
+    return time.perf_counter() - t
 
 
-def ours(source: str, name: str):
-    code, filename = compiled(source, name)
-    runs = []
-    for _ in range(REPEATS):
-        gc.collect()
-        with tempfile.TemporaryDirectory() as d:
-            m = Measurement(d, MeasureConfig(metric_interval_s=0.1))
-            m.start()
-            t0 = time.perf_counter()
-            with m.cell("bench", code_filename=filename):
-                exec(code, {"__name__": "__main__"})
-            t1 = time.perf_counter()
-            rec = m.stop()
-            t2 = time.perf_counter()
-            runs.append((t1 - t0, t2 - t1, rec.event_count))
-    return min(runs)
+def ours(code, filename):
+    gc.collect()
+    with tempfile.TemporaryDirectory() as d:
+        m = Measurement(d, MeasureConfig(metric_interval_s=0.1))
+        m.start()
+        t0 = time.perf_counter()
+        with m.cell("bench", code_filename=filename):
+            exec(code, {"__name__": "__main__"})
+        t1 = time.perf_counter()
+        rec = m.stop()
+        t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, rec.event_count
 
 
-def viztracer(source: str, name: str):
+def viztracer(code):
     from viztracer import VizTracer
 
-    code, _ = compiled(source, name)
-    runs = []
-    for _ in range(REPEATS):
-        gc.collect()
-        tracer = VizTracer(tracer_entries=2_000_000, verbose=0, register_global=False)
-        t0 = time.perf_counter()
-        tracer.start()
-        exec(code, {"__name__": "__main__"})
-        tracer.stop()
-        t1 = time.perf_counter()
-        n = tracer.parse()
-        t2 = time.perf_counter()
-        runs.append((t1 - t0, t2 - t1, 2 * n))
-        tracer.clear()
-        del tracer
-    return min(runs)
+    gc.collect()
+    # Python functions only, as our default records (ignore_c_function).
+    tracer = VizTracer(tracer_entries=2_000_000, verbose=0, register_global=False,
+                       ignore_c_function=True)
+    t0 = time.perf_counter()
+    tracer.start()
+    exec(code, {"__name__": "__main__"})
+    tracer.stop()
+    t1 = time.perf_counter()
+    n = tracer.parse()
+    t2 = time.perf_counter()
+    tracer.clear()
+    return t1 - t0, t2 - t1, 2 * n
 
 
-def pure_python_recorder(source: str, name: str):
+def pure_python_recorder(code):
     """The alternative engine: a minimal sys.setprofile recorder in Python (time, code,
     kind per event, no filtering) - the floor of any Python-level tracer."""
-    code, _ = compiled(source, name)
     times, codes, kinds = array("q"), [], bytearray()
     ta, ca, ka, pc = times.append, codes.append, kinds.append, time.perf_counter_ns
 
@@ -119,16 +103,26 @@ def pure_python_recorder(source: str, name: str):
         elif event == "return":
             ta(pc()); ca(frame.f_code); ka(0)  # noqa: E702
 
-    def run():
-        del times[:], codes[:], kinds[:]
-        sys.setprofile(hook)
-        threading.setprofile(hook)
-        exec(code, {"__name__": "__main__"})
-        sys.setprofile(None)
-        threading.setprofile(None)
-        return len(times)
+    gc.collect()
+    t = time.perf_counter()
+    sys.setprofile(hook)
+    exec(code, {"__name__": "__main__"})
+    sys.setprofile(None)
+    return time.perf_counter() - t, len(times)
 
-    return best(run)
+
+def interleaved(source: str, name: str, with_python: bool):
+    """Each round runs every variant once, so load from other processes on this shared
+    machine hits all of them alike; the best round of each counts."""
+    code, filename = compiled(source, name)
+    base, mine, viz, py = [], [], [], []
+    for _ in range(ROUNDS):
+        base.append(untraced(code))
+        mine.append(ours(code, filename))
+        viz.append(viztracer(code))
+        if with_python:
+            py.append(pure_python_recorder(code))
+    return min(base), min(mine), min(viz), (min(py) if py else None)
 
 
 def main() -> None:
@@ -136,17 +130,16 @@ def main() -> None:
           f"C recorder, buffer read directly); CPU time is shared with other work on this machine")
     for label, source in (("fib(25)", FIB), ("numpy loop", NUMPY)):
         key = label.split("(")[0].replace(" ", "_")
-        base = untraced(source, key)
-        o_trace, o_stop, o_events = ours(source, key)
-        v_trace, v_parse, v_events = viztracer(source, key)
-        print(f"\n{label}: untraced {base:.4f} s")
+        base, (o_trace, o_stop, o_events), (v_trace, v_parse, v_events), py = interleaved(
+            source, key, with_python=label == "fib(25)")
+        print(f"\n{label}: untraced {base:.4f} s (best of {ROUNDS} interleaved rounds)")
         print(f"  ours      tracing {o_trace:.4f} s ({o_trace / base:.1f}x), stop() {o_stop:.4f} s, "
               f"until data {(o_trace + o_stop) / base:.1f}x, {o_events:,} events kept, "
               f"{o_events / o_trace / 1e6:.2f} M events/s")
         print(f"  viztracer tracing {v_trace:.4f} s ({v_trace / base:.1f}x), parse() {v_parse:.4f} s, "
               f"until data {(v_trace + v_parse) / base:.1f}x, {v_events:,} events")
         if label == "fib(25)":
-            p_trace, p_events = pure_python_recorder(source, key)
+            p_trace, p_events = py
             print(f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.4f} s "
                   f"({p_trace / base:.1f}x), {p_events:,} events, no filtering or read-out")
             report("tracer slowdown fib(25), tracing only", round(o_trace / base, 2), "x",

@@ -213,3 +213,16 @@ def test_only_one_measurement_at_a_time(tmp_path):
         m.stop()
     with pytest.raises(RuntimeError, match="needs a running"):
         m.stop()
+
+
+def test_functions_from_earlier_notebook_cells_are_main(tmp_path):
+    # defined by a cell that ran before the measurement, in ipykernel's cell file layout
+    earlier = compile("def from_earlier():\n    return 1\n", "/tmp/ipykernel_4242/0f3a9c.py", "exec")
+    ns = {"__name__": "__main__"}
+    exec(earlier, ns)
+    m = Measurement(tmp_path)
+    m.start()
+    run_cell(m, "cell [5]", "from_earlier()\n", ns)
+    rec = m.stop()
+    got = calls(rec)
+    assert [(c.name, c.parent) for c in got if c.depth == 1] == [("__main__:from_earlier", "cell [5]")]

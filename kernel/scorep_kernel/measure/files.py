@@ -16,15 +16,14 @@ from ..recording import Recording
 def _measurement_summary(recording: Recording) -> dict:
     notes = dict(recording.notes or {})
     dropped = notes.get("dropped", {})
-    summary = {
-        "events": recording.event_count,
-        "dropped": int(sum(v for v in dropped.values() if isinstance(v, int))),
-        "threads": len(recording.threads),
-        "regions": len(recording.regions),
-        "duration_s": (recording.end_ns - recording.start_ns) / 1e9,
-    }
-    summary.update(notes)
-    summary["events"] = recording.event_count
+    summary = dict(notes)  # engine, filters, dropped {reason: calls}, cap, messages
+    summary.update(
+        events=recording.event_count,
+        dropped_total=int(sum(v for v in dropped.values() if isinstance(v, int))),
+        threads=len(recording.threads),
+        regions=len(recording.regions),
+        duration_s=(recording.end_ns - recording.start_ns) / 1e9,
+    )
     if recording.metrics is not None:
         summary["metric_samples"] = int(len(recording.metrics.times))
         summary["metric_notes"] = list(recording.metrics.notes)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..recording import ROLE_FUNCTION, Region
@@ -17,11 +18,17 @@ def matches(module: str, prefixes: tuple[str, ...]) -> bool:
     return False
 
 
+# Where IPython and ipykernel put the code of notebook cells, which runs in __main__.
+_CELL_FILE = re.compile(r"(^<ipython-input-\d+-[0-9a-f]+>$)|([/\\]ipykernel_\d+[/\\][^/\\]+\.py$)")
+
+
 class ModuleNames:
-    """File name -> module name, from sys.modules first, then from sys.path."""
+    """File name -> module name, from sys.modules first, then from sys.path. Code of
+    notebook cells (this run's or earlier cells') is ``__main__``, as Score-P sees it."""
 
     def __init__(self, main_files: tuple[str, ...] = ()):
         self._by_file: dict[str, str] = {f: "__main__" for f in main_files if f}
+        self._cell_dirs = {os.path.dirname(f) for f in main_files if f and os.path.dirname(f)}
         self._indexed = False
         self._paths: list[str] | None = None
 
@@ -68,7 +75,9 @@ class ModuleNames:
             found = self._by_file.get(filename)
             if found is not None:
                 return found
-        if filename.startswith("<frozen ") and filename.endswith(">"):
+        if _CELL_FILE.search(filename) or os.path.dirname(filename) in self._cell_dirs:
+            found = "__main__"
+        elif filename.startswith("<frozen ") and filename.endswith(">"):
             found = filename[len("<frozen "):-1]
         elif filename.startswith("<"):
             found = "__main__"  # exec'd strings, as Score-P sees them (globals' __name__)

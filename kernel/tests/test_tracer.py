@@ -226,3 +226,39 @@ def test_functions_from_earlier_notebook_cells_are_main(tmp_path):
     rec = m.stop()
     got = calls(rec)
     assert [(c.name, c.parent) for c in got if c.depth == 1] == [("__main__:from_earlier", "cell [5]")]
+
+
+def test_a_cell_that_raises_is_recorded_up_to_the_exception(tmp_path):
+    m = Measurement(tmp_path)
+    m.start()
+    with pytest.raises(ZeroDivisionError):
+        run_cell(m, "cell [1]", "def inner():\n    return 1 / 0\ndef outer():\n    return inner()\nouter()\n")
+    run_cell(m, "cell [2]", "z = 3\n")
+    rec = m.stop()
+    got = calls(rec)
+    assert [(c.name, c.parent) for c in got if c.depth >= 1] == [
+        ("__main__:outer", "cell [1]"), ("__main__:inner", "__main__:outer")]
+    assert [c.name for c in got if c.depth == 0] == ["cell [1]", "cell [2]"]
+
+
+def test_a_thread_still_running_at_stop_is_closed_there(tmp_path):
+    import threading as th
+
+    release = th.Event()
+    m = Measurement(tmp_path)
+    m.start()
+    ns = {"__name__": "__main__", "release": release}
+    run_cell(m, "cell [1]", (
+        "import threading\n"
+        "def background():\n"
+        "    release.wait(5)\n"
+        "t = threading.Thread(target=background, name='bg', daemon=True)\n"
+        "t.start()\n"), ns)
+    rec = m.stop()
+    release.set()
+    ns["t"].join(5)
+    got = calls(rec)
+    bg = [c for c in got if c.name == "__main__:background"]
+    assert len(bg) == 1 and bg[0].thread == "Thread 1 (bg)"
+    assert bg[0].end <= rec.end_ns and bg[0].end >= max(c.end for c in got if c.thread == "Master thread")
+    assert sys.getprofile() is None

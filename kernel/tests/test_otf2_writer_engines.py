@@ -144,6 +144,8 @@ def test_encoder_matches_libotf2_for_every_region_ref_width(tmp_path):
     assert _otf2_encode.supported(times, refs)
     encoded = _otf2_encode.encode(times, refs, kinds).tobytes()
     assert encoded == (tmp_path / "traces" / "0.evt").read_bytes()
+    # encoding in blocks (bounded temporary memory) changes nothing
+    assert _otf2_encode.encode(times, refs, kinds, block=3).tobytes() == encoded
 
 
 def test_fast_engine_falls_back_where_the_encoder_does_not_apply(tmp_path, rec, readback):

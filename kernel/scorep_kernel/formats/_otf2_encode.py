@@ -43,6 +43,7 @@ TIMESTAMP_SIZE = 9
 # plus a timestamp's 9.
 REQUEST_SIZE = 6 + TIMESTAMP_SIZE
 MAX_REF = 0xFFFFFF  # refs up to 3 bytes keep every record at least 2 bytes under the request
+BLOCK = 1 << 20  # events encoded per block
 
 
 def supported(times: np.ndarray, refs: np.ndarray) -> bool:
@@ -61,7 +62,7 @@ def _header(first: int, last: int) -> np.ndarray:
     return h
 
 
-def encode(times, refs, kinds, chunk_size: int = CHUNK_SIZE) -> np.ndarray:
+def encode(times, refs, kinds, chunk_size: int = CHUNK_SIZE, block: int = BLOCK) -> np.ndarray:
     """The bytes of one location's event file: ``times`` epoch ticks (uint64-compatible),
     ``refs`` region refs, ``kinds`` nonzero for enter. Check ``supported`` first."""
     t = np.ascontiguousarray(times, dtype="<u8")
@@ -97,18 +98,26 @@ def encode(times, refs, kinds, chunk_size: int = CHUNK_SIZE) -> np.ndarray:
     np.cumsum(size, out=prefix[1:])
 
     # Every event as a fixed row [0x05, time (8), record id, region (1-4)], then the bytes
-    # each event really uses, in order, with one boolean selection.
-    rows = np.empty((n, 14), dtype=np.uint8)
-    rows[:, 0] = TIMESTAMP
-    rows[:, 1:9] = t.view(np.uint8).reshape(n, 8)
-    rows[:, 9] = np.where(np.asarray(kinds) != 0, EVENT_ENTER, EVENT_LEAVE)
-    rows[:, 10] = nbytes  # the count byte; for ref 0 this 0x00 is the whole encoding
-    rows[:, 11:14] = r.view(np.uint8).reshape(n, 4)[:, :3]
-    used = np.empty((n, 14), dtype=bool)
-    used[:, :9] = ts[:, None]
-    used[:, 9:11] = True
-    used[:, 11:14] = nbytes[:, None] > np.arange(3)
-    stream = rows[used]
+    # each event really uses, in order, with one boolean selection (in blocks, to bound
+    # the temporary memory at ~30 MB).
+    record_id = np.where(np.asarray(kinds) != 0, EVENT_ENTER, EVENT_LEAVE).astype(np.uint8)
+    time_bytes = t.view(np.uint8).reshape(n, 8)
+    region_bytes = r.view(np.uint8).reshape(n, 4)
+    pieces = []
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        rows = np.empty((hi - lo, 14), dtype=np.uint8)
+        rows[:, 0] = TIMESTAMP
+        rows[:, 1:9] = time_bytes[lo:hi]
+        rows[:, 9] = record_id[lo:hi]
+        rows[:, 10] = nbytes[lo:hi]  # the count byte; for ref 0 this 0x00 is all of it
+        rows[:, 11:14] = region_bytes[lo:hi, :3]
+        used = np.empty((hi - lo, 14), dtype=bool)
+        used[:, :9] = ts[lo:hi, None]
+        used[:, 9:11] = True
+        used[:, 11:14] = nbytes[lo:hi, None] > np.arange(3)
+        pieces.append(np.compress(used.ravel(), rows.ravel()))  # 4x faster than rows[used]
+    stream = np.concatenate(pieces)
 
     n_chunks = len(starts)
     bounds = prefix[np.append(starts_arr, n)]

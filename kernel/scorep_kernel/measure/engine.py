@@ -222,8 +222,8 @@ class CTracer:
         return best[1], best[2]
 
     # --- read out --------------------------------------------------------------------
-    def extract(self) -> RawCalls:
-        """Copy the finished calls out of the buffer and empty it."""
+    def extract(self, clear: bool = True) -> RawCalls:
+        """Copy the finished calls out of the buffer and (by default) empty it."""
         size = self._long(_OFF_SIZE).value
         head, tail = self._long(_OFF_HEAD).value, self._long(_OFF_TAIL).value
         buf_addr = ctypes.c_void_p.from_address(self._addr + _OFF_BUFFER).value
@@ -263,7 +263,8 @@ class CTracer:
             key[is_c] = base + inverse.reshape(-1)
         tid = nodes["tid"].copy()
         names = self.thread_names()
-        self._tracer.clear()
+        if clear:
+            self._tracer.clear()
         return RawCalls(tid=tid, start=start, end=end, key=key, keys=keys, thread_names=names)
 
     def thread_names(self) -> dict[int, str]:

@@ -9,6 +9,7 @@ everything else is ipykernel's ``do_execute`` unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -16,7 +17,7 @@ import signal
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, Iterator
 
 from ipykernel.ipkernel import IPythonKernel
 
@@ -183,7 +184,7 @@ class ScorePKernel(IPythonKernel):
             profiled, run_id = True, self.magic_run
             if magic is not None and magic.name == "finalize_multicellmode":
                 self.magic_run = None
-        if not profiled:
+        if not profiled or args.get("silent"):  # silent requests are the frontend's own
             return await super().do_execute(code, **args)
         settings = self.scorep_settings.resolve(
             {**meta, "run": run_id, "last": last} if run_id is not None else meta, self.availability
@@ -205,12 +206,21 @@ class ScorePKernel(IPythonKernel):
     # --- profiled cells --------------------------------------------------------------
 
     async def _run_profiled(self, code: str, settings: Any, args: dict[str, Any]) -> dict[str, Any]:
-        shell = self.shell
-        s = self.scorep_settings
         run = self.active_run
         if run is None:
+            s = self.scorep_settings
             cls = SubprocessRun if settings.isolation == "subprocess" else InprocessRun
             run = cls(settings, s.scorep_env, s.binding_args)
+        if isinstance(run, SubprocessRun):
+            # From the worker's start to the bundle, SIGINT belongs to the worker: the kernel
+            # passes it on while the cell runs, and before that it cancels the cell.
+            with self._sigint_to(run):
+                return await self._run_cell_of(run, code, settings, args)
+        return await self._run_cell_of(run, code, settings, args)
+
+    async def _run_cell_of(self, run: RunBase, code: str, settings: Any, args: dict[str, Any]):
+        shell = self.shell
+        if run is not self.active_run:
             if isinstance(run, SubprocessRun):
                 self._spare_recipe = run
                 await run.begin(self.pool, dict(os.environ), os.getcwd())
@@ -219,9 +229,7 @@ class ScorePKernel(IPythonKernel):
             self.active_run = run if settings.run is not None else None
         count = shell.execution_count
         if isinstance(run, SubprocessRun):
-            reply = await self._with_interrupt_forwarding(
-                run, run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
-            )
+            reply = await run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
             if args.get("store_history") and not args.get("silent"):
                 try:
                     shell.history_manager.store_inputs(count, code, code)
@@ -246,9 +254,11 @@ class ScorePKernel(IPythonKernel):
             reply["user_expressions"] = shell.user_expressions(args["user_expressions"])
         return reply
 
-    async def _with_interrupt_forwarding(self, run: SubprocessRun, coro: Any) -> dict[str, Any]:
+    @contextlib.contextmanager
+    def _sigint_to(self, run: SubprocessRun) -> Iterator[None]:
         if threading.current_thread() is not threading.main_thread():
-            return await coro
+            yield  # signal handlers can only be set in the main thread (subshells)
+            return
         loop = asyncio.get_running_loop()
 
         def forward(signum: int, frame: Any) -> None:
@@ -256,7 +266,7 @@ class ScorePKernel(IPythonKernel):
 
         saved = signal.signal(signal.SIGINT, forward)
         try:
-            return await coro
+            yield
         finally:
             signal.signal(signal.SIGINT, saved)
 

@@ -38,6 +38,8 @@ class SubprocessRun(RunBase):
         self.interrupted_at: float | None = None
         self._escalation: asyncio.Task | None = None
         self.used_spare = False
+        self.in_cell = False
+        self.interrupt_requested = False
 
     def key(self) -> WorkerKey:
         env = tuple(sorted(self.scorep_env.items())) if self.backend == "scorep" else ()
@@ -106,9 +108,11 @@ class SubprocessRun(RunBase):
     # --- interrupts ------------------------------------------------------------------
 
     def interrupt(self) -> None:
-        """SIGINT reached the kernel: pass it on, and kill the worker if the cell does not
-        stop in time (native code that never checks for signals)."""
-        if self.worker is None:
+        """SIGINT reached the kernel: pass it on while the cell runs (and kill the worker if
+        the cell does not stop in time: native code that never checks for signals); before
+        the cell started, cancel it."""
+        self.interrupt_requested = True
+        if self.worker is None or not self.in_cell:
             return
         self.worker.interrupt()
         if self.interrupted_at is None:
@@ -140,7 +144,16 @@ class SubprocessRun(RunBase):
             )
         index = self.add_cell(cell_id, execution_count, code)
         cell_start = time.perf_counter()
+        self.last_cell_index, self.last_cell_wall = index, 0.0
+        if self.interrupt_requested:  # the user interrupted while the worker was starting
+            packet.release()
+            self.interrupt_requested = False
+            self.note_status("interrupted")
+            text = "KeyboardInterrupt: interrupted before the profiled cell started"
+            output.error("KeyboardInterrupt", "", [text])
+            return error_reply("KeyboardInterrupt", "", [text], execution_count)
         try:
+            self.in_cell = True
             await self.worker.send(
                 "cell",
                 {
@@ -158,6 +171,8 @@ class SubprocessRun(RunBase):
             message = e.message if isinstance(e, WorkerDied) else await self._death_message()
             return await self._crashed(output, message, execution_count, index, cell_start)
         finally:
+            self.in_cell = False
+            self.interrupt_requested = False
             if self._escalation is not None:
                 self._escalation.cancel()
                 self._escalation = None

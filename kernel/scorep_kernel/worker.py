@@ -14,6 +14,7 @@ process ends, and a fresh process keeps one run's measurement out of the next.
 
 from __future__ import annotations
 
+import builtins
 import faulthandler
 import importlib
 import os
@@ -278,6 +279,13 @@ def _top(recording: Any) -> list:
         return []
 
 
+def _no_input(prompt: str = "") -> str:
+    raise RuntimeError(
+        "input() cannot read from the notebook inside a profiled cell (the profiling process "
+        "has no stdin). Ask for the value in an unprofiled cell and use the variable here."
+    )
+
+
 _writing_files = threading.Event()
 
 
@@ -304,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     start_flusher()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
+    builtins.input = _no_input
     worker = Worker(channel, backend)
     signal.signal(signal.SIGINT, worker.on_sigint)
     try:

@@ -124,3 +124,23 @@ def test_interrupt_while_idle_is_harmless(kernel):
     time.sleep(0.3)
     result = kernel.run("quiet = 1", PROFILE_SUB)
     assert result.status == "ok", result.reply
+
+
+def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
+    assert kernel.run("%scorep spare_worker=false").status == "ok"
+    try:
+        msg_id = kernel.send("never_ran = 1", PROFILE_SUB)
+        time.sleep(0.3)  # a fresh interpreter takes well over a second to be ready
+        kernel.km.interrupt_kernel()
+        result = kernel.collect(msg_id, timeout=60)
+    finally:
+        assert kernel.run("%scorep spare_worker=true").status == "ok"
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert kernel.value("'never_ran' in globals()") is False
+    assert result.manifest()["status"] == "interrupted"
+    assert kernel.run("ok_again = 1", PROFILE_SUB).status == "ok"
+
+
+def test_input_in_a_profiled_cell_says_why_not(kernel):
+    result = kernel.run("answer = input('name? ')", PROFILE_SUB)
+    assert result.status == "error" and "unprofiled cell" in result.reply["evalue"]

@@ -174,3 +174,57 @@ def test_module_missing_in_worker_becomes_placeholder(kernel_ns):
         assert kernel_ns["x"] == 2 and kernel_ns["msg"].startswith("`thing` (could not be rebuilt here")
     finally:
         del sys.modules["skst_only_in_kernel"]
+
+
+def test_array_changed_in_place_comes_back_into_its_memory(kernel_ns, monkeypatch):
+    """pull: the worker's in-place change lands in the kernel's own array memory, so a reference
+    that did not travel sees it, as if the cell had run in the kernel."""
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "pull")
+    original = np.zeros(1 << 20)  # 8 MiB
+    kernel_ns["arr"] = original
+    holder = [original]  # not in the namespace
+    run_in_worker(kernel_ns, "arr += 1\nfresh = arr * 3")
+    assert np.shares_memory(kernel_ns["arr"], original)
+    assert holder[0][0] == 1 and kernel_ns["arr"][-1] == 1
+    assert not np.shares_memory(kernel_ns["fresh"], original) and kernel_ns["fresh"][0] == 3
+
+
+def test_rebound_array_does_not_touch_the_original(kernel_ns, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "pull")
+    original = np.zeros(1 << 20)
+    kernel_ns["arr"] = original
+    run_in_worker(kernel_ns, "arr = arr + 5")
+    assert original[0] == 0 and kernel_ns["arr"][0] == 5
+    assert not np.shares_memory(kernel_ns["arr"], original)
+
+
+def test_overlapping_views_keep_the_changes_to_the_base(kernel_ns, monkeypatch):
+    """A contiguous view packed beside its base travels as a copy (numpy pickling); writing both
+    back in place would let the stale view overwrite the base's change."""
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "pull")
+    kernel_ns["base"] = np.zeros(1 << 20)
+    kernel_ns["head"] = kernel_ns["base"][: 1 << 19]
+    run_in_worker(kernel_ns, "base[0] = 5")
+    assert kernel_ns["base"][0] == 5
+
+
+@pytest.mark.parametrize("transport", ["pull", "shm"])
+def test_nothing_left_behind(kernel_ns, transport, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", transport)
+    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    fds_before = len(os.listdir("/proc/self/fd"))
+    kernel_ns["a"] = np.ones(1 << 19)
+    kernel_ns["b"] = np.ones(1 << 19)
+    run_in_worker(kernel_ns, "a += 1\nc = b * 2")
+    assert len(os.listdir("/proc/self/fd")) == fds_before, "a memfd or mapping fd stayed open"
+    if os.path.isdir("/dev/shm"):
+        assert set(os.listdir("/dev/shm")) == shm_before
+    assert kernel_ns["a"][0] == 2 and kernel_ns["c"][0] == 2

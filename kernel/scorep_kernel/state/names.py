@@ -16,6 +16,7 @@ Decision (documented in the package docstring too):
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable
 
@@ -34,7 +35,7 @@ def is_bookkeeping(name: str, value: object = None) -> bool:
         return True
     if name in IPYTHON_BOOKKEEPING or _HISTORY_NAME.match(name):
         return True
-    if name == "open" and getattr(value, "__module__", "").startswith("IPython"):
+    if name == "open" and getattr(value, "__wrapped__", None) is io.open:
         return True  # IPython's wrapper of builtins.open; a user's own `open` still travels
     return False
 

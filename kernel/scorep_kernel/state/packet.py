@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from .names import travelling_names
 from .pickler import LargeBytes, NamespacePickler, NamespaceUnpickler
 from .placeholder import describe_unpicklable, is_placeholder, known_unpicklable
-from .transport import Exporter, StateTransferError, choose_transport, import_buffer
+from .transport import Exporter, StateTransferError, choose_transport, import_buffers
 
 __all__ = ["OUT_OF_BAND_MIN", "Packet", "Unpacked", "pack", "unpack", "capture_process_state"]
 
@@ -151,7 +151,9 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
     transport = choose_transport(transport)
     exporter = Exporter(transport)
     try:
-        descriptors = [exporter.export(buffer.raw()) for buffer in buffers]
+        raws = [buffer.raw() for buffer in buffers]
+        descriptors = [exporter.export(raw) for raw in raws]
+        exporter.seal()
     except BaseException:
         exporter.release()
         raise
@@ -165,7 +167,7 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
     }
     meta_bytes = pickle.dumps(meta, protocol=5)
     header = b"".join([_PREFIX.pack(MAGIC, VERSION, len(meta_bytes)), meta_bytes, payload])
-    nbytes = len(header) + sum(d[-1] for d in descriptors)
+    nbytes = len(header) + sum(raw.nbytes for raw in raws)
     return Packet(header, skipped, nbytes, tuple(e[0] for e in entries), exporter, transport)
 
 
@@ -250,5 +252,5 @@ def unpack(header: bytes) -> Unpacked:
                                  "the kernel and the worker run different versions of scorep_kernel")
     meta_end = _PREFIX.size + meta_length
     meta = pickle.loads(view[_PREFIX.size:meta_end])
-    buffers = [import_buffer(descriptor) for descriptor in meta["buffers"]]
+    buffers = import_buffers(meta["buffers"])
     return Unpacked(meta, bytes(view[meta_end:]), buffers)

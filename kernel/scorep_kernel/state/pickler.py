@@ -96,7 +96,7 @@ class NamespacePickler(cloudpickle.Pickler):
             if isinstance(name, str) and sys.modules.get(name) is obj:
                 return import_module_or_placeholder, (name,)
         elif kind is Placeholder:
-            raise NotTransferredError(repr(obj))
+            raise NotTransferredError(f"cannot pickle Placeholder {obj!r}")
         elif kind is _NamespaceGlobals:
             return "NAMESPACE_GLOBALS"
         elif kind in _FILE_TYPES:

@@ -144,12 +144,12 @@ def known_unpicklable(value: object) -> str | None:
 
 
 _NAMES_IN_ERRORS = [
+    (re.compile(r"Placeholder|stays in the kernel|cannot be brought back"), "an object that stayed behind"),
     (re.compile(r"generator"), "a generator"),
     (re.compile(r"coroutine"), "a coroutine"),
     (re.compile(r"open file|TextIOWrapper|BufferedReader|BufferedWriter|BufferedRandom|FileIO"), "an open file"),
     (re.compile(r"socket"), "a socket"),
     (re.compile(r"lock|RLock", re.IGNORECASE), "a lock"),
-    (re.compile(r"Placeholder|stays in the kernel|cannot be brought back"), "an object that stayed behind"),
 ]
 
 

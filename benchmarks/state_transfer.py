@@ -1,0 +1,154 @@
+"""Benchmark: moving a namespace kernel -> worker -> kernel with scorep_kernel.state.
+
+Target (issue 3): a 1 GiB numpy array makes the round trip (pack in process A, unpack in
+process B, modify a little, pack in B, unpack and apply back in A) within 2x the time of a
+plain memory copy (np.copy) of the same array, measured in the same run. Also prints the
+round-trip latency of a small namespace (100 small objects).
+
+    python benchmarks/state_transfer.py [--size-mib 1024] [--repeat 3] [--transport pull|shm]
+
+Peak memory: about 3x the array size (A's array, B's copy, the copy coming back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernel"
+sys.path.insert(0, str(KERNEL_DIR))
+
+from scorep_kernel.state import apply, pack, unpack  # noqa: E402
+
+
+def read(stream) -> bytes:
+    (length,) = struct.unpack("<Q", stream.read(8))
+    return stream.read(length)
+
+
+def write(stream, data: bytes) -> None:
+    stream.write(struct.pack("<Q", len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+# Process B: for each header, unpack + ack, apply, modify a little, pack, send, wait for ack.
+WORKER = r"""
+import sys, struct
+sys.path.insert(0, sys.argv[1])
+from scorep_kernel.state import apply, pack, unpack
+def read(s):
+    (n,) = struct.unpack("<Q", s.read(8)); return s.read(n)
+def write(s, b):
+    s.write(struct.pack("<Q", len(b))); s.write(b); s.flush()
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    header = read(inp)
+    if not header:
+        break
+    ns = {"__name__": "__main__"}  # as a fresh worker process per profiled cell
+    u = unpack(header)
+    write(out, b"ack")
+    apply(ns, u)
+    if "arr" in ns:
+        ns["arr"][:: 1 << 20] += 1.0   # modify a little: one element per 8 MiB
+    ns["counter"] = ns.get("counter", 0) + 1
+    p = pack(ns)
+    write(out, p.header)
+    read(inp)
+    p.release()
+"""
+
+
+class Worker:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(KERNEL_DIR)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def round_trip(self, ns: dict) -> None:
+        packet = pack(ns)
+        write(self.proc.stdin, packet.header)
+        assert read(self.proc.stdout) == b"ack"
+        packet.release()
+        unpacked = unpack(read(self.proc.stdout))
+        write(self.proc.stdin, b"ack")
+        apply(ns, unpacked, previous_names=packet.names)
+
+    def close(self):
+        write(self.proc.stdin, b"")
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def small_namespace() -> dict:
+    ns: dict = {"__name__": "__main__"}
+    for i in range(100):
+        kind = i % 5
+        ns[f"v{i}"] = (i, float(i), f"s{i}", [i, i + 1], {"k": i})[kind]
+    return ns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--transport", choices=["pull", "shm"], default=None)
+    args = parser.parse_args()
+    if args.transport:
+        os.environ["SCOREP_KERNEL_STATE_TRANSPORT"] = args.transport  # travels to B with os.environ
+
+    n = args.size_mib * (1 << 20) // 8
+    arr = np.arange(n, dtype=np.float64)
+
+    copies = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        duplicate = np.copy(arr)
+        copies.append(time.perf_counter() - start)
+        del duplicate
+
+    worker = Worker()
+    try:
+        warm = small_namespace()
+        worker.round_trip(warm)  # imports and first-use costs in B
+        ns = {"__name__": "__main__", "arr": arr}
+        del arr
+        trips = []
+        for i in range(args.repeat):
+            start = time.perf_counter()
+            worker.round_trip(ns)
+            trips.append(time.perf_counter() - start)
+            assert ns["arr"][0] == i + 1 and ns["arr"][1] == 1.0 and ns["counter"] == i + 1, "wrong data came back"
+        del ns
+
+        small = small_namespace()
+        latencies = []
+        for _ in range(30):
+            start = time.perf_counter()
+            worker.round_trip(small)
+            latencies.append(time.perf_counter() - start)
+    finally:
+        worker.close()
+
+    from scorep_kernel.state import choose_transport
+
+    copy_s, trip_s = statistics.median(copies), statistics.median(trips)
+    print(f"transport: {choose_transport(args.transport)}")
+    print(f"array: {args.size_mib} MiB float64, {args.repeat} runs each (median)")
+    print(f"np.copy:                {copy_s:.3f} s   (runs: {', '.join(f'{c:.3f}' for c in copies)})")
+    print(f"round trip A->B->A:     {trip_s:.3f} s   (runs: {', '.join(f'{t:.3f}' for t in trips)})")
+    print(f"ratio round trip / copy: {trip_s / copy_s:.2f}x   (target <= 2.00x)")
+    print(f"small namespace (100 objects) round trip: median {statistics.median(latencies) * 1e3:.2f} ms, "
+          f"min {min(latencies) * 1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

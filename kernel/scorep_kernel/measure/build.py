@@ -67,15 +67,6 @@ def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[idx], np.maximum.reduceat(e, idx)
 
 
-def _inside(us: np.ndarray, ue: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Which intervals [s, e] lie within one of the disjoint sorted intervals."""
-    if len(us) == 0:
-        return np.zeros(len(s), bool)
-    i = np.searchsorted(us, s, side="right") - 1
-    ok = i >= 0
-    return ok & (e <= ue[np.where(ok, i, 0)])
-
-
 def _intervals(pairs: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
     if not pairs:
         return _EMPTY, _EMPTY
@@ -98,24 +89,12 @@ def _order(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, (order < n).astype(np.int8)
 
 
-def _depths(order: np.ndarray, kinds: np.ndarray, n: int) -> tuple[np.ndarray, bool]:
-    """Depth of each interval (1 = outermost) and whether they nest properly."""
-    delta = np.where(kinds == 1, 1, -1)
-    after = np.cumsum(delta)
-    inv = np.empty_like(order)
-    inv[order] = np.arange(len(order))
-    enter_depth = after[inv[:n]]
-    leave_depth = after[inv[n:]] + 1
-    return enter_depth, bool(np.array_equal(enter_depth, leave_depth))
-
-
-def _drop_crossing(order: np.ndarray, kinds: np.ndarray, n: int) -> np.ndarray:
-    """Intervals that overlap without nesting (clock or bookkeeping trouble): found with a
-    stack, once, only when the vectorised check failed."""
+def _drop_crossing_events(ids: np.ndarray, kinds: np.ndarray, n: int) -> np.ndarray:
+    """Intervals that overlap without nesting (clock or bookkeeping trouble), found with a
+    stack once, only when the vectorised check failed. ``ids``/``kinds``: the events."""
     bad = np.zeros(n, bool)
     stack: list[int] = []
-    for pos, kind in zip(order.tolist(), kinds.tolist()):
-        i = pos if pos < n else pos - n
+    for i, kind in zip(ids.tolist(), kinds.tolist()):
         if kind == 1:
             stack.append(i)
         elif stack and stack[-1] == i:
@@ -124,6 +103,9 @@ def _drop_crossing(order: np.ndarray, kinds: np.ndarray, n: int) -> np.ndarray:
             bad[i] = True
             if i in stack:
                 stack.remove(i)
+    # an interval whose enter was kept but whose leave never matched is bad too
+    for i in stack:
+        bad[i] = True
     return bad
 
 
@@ -173,10 +155,32 @@ class _RegionTable:
         return found
 
 
+def _open_at_enter(flag: np.ndarray, iv: np.ndarray, sign: np.ndarray, enter: np.ndarray) -> np.ndarray:
+    """For each interval: is some flagged interval open at its enter (itself included)?
+    One cumulative sum over the thread's sorted events, instead of interval searches."""
+    count = np.cumsum(np.where(flag[iv], sign, 0))
+    out = np.zeros(len(flag), bool)
+    out[iv[enter]] = count[enter] > 0
+    return out
+
+
+def _starts_in(pairs: list[tuple[float, float]], starts: np.ndarray) -> np.ndarray:
+    if not pairs:
+        return np.zeros(len(starts), bool)
+    os_, oe = _intervals(pairs)
+    i = np.searchsorted(os_, starts, side="right") - 1
+    return (i >= 0) & (starts <= oe[np.where(i >= 0, i, 0)])
+
+
 def build_threads(
     inp: BuildInput, to_perf: Callable[[np.ndarray], np.ndarray]
 ) -> tuple[list[Region], list[ThreadEvents]]:
-    """Filter, merge and order everything; ``to_perf`` maps tracer ns to perf_counter ns."""
+    """Filter, merge and order everything; ``to_perf`` maps tracer ns to perf_counter ns.
+
+    Per thread: the recorded calls, the session's own regions and the cells become one
+    set of intervals, sorted once into events; every filter is then a mask computed with
+    cumulative sums over that order ("is an interval of kind X open here?").
+    """
     cfg = inp.config
     raw = inp.raw
     regions = _RegionTable()
@@ -184,8 +188,8 @@ def build_threads(
     stats = inp.stats
     stats.update(raw_calls=len(raw), outside_cells=0, excluded=0, paused=0, too_deep=0, crossing=0)
 
-    tids = list(dict.fromkeys([inp.master_tid] + [c.tid for c in inp.cells] + np.unique(raw.tid).tolist()))
-    traced = set(np.unique(raw.tid).tolist()) | {c.tid for c in inp.cells} | {inp.master_tid}
+    raw_tids = np.unique(raw.tid).tolist()
+    tids = list(dict.fromkeys([inp.master_tid] + [c.tid for c in inp.cells] + raw_tids))
     order_by_tid = np.argsort(raw.tid, kind="stable")
     sorted_tid = raw.tid[order_by_tid]
     threads: list[ThreadEvents] = []
@@ -195,107 +199,102 @@ def build_threads(
         rows = order_by_tid[lo:hi]
         s, e, k = raw.start[rows], raw.end[rows], raw.key[rows]
         cells = [c for c in inp.cells if c.tid == tid]
+        mine = [x for x in inp.extras if x.tid == tid]
+        xs = np.array([x.t0 for x in mine], np.float64)
+        xe = np.array([x.t1 for x in mine], np.float64)
+        xr = np.array([regions.index(x.region) for x in mine], np.int32)
+        cs = np.array([c.t0 for c in cells], np.float64)
+        ce = np.array([c.t1 for c in cells], np.float64)
+        cr = np.array(
+            [regions.index(Region(c.label, "cell", c.code_filename or "", 0, ROLE_CELL)) for c in cells],
+            np.int32,
+        )
+        # Calls and regions still open when recording stopped (event cap, a region never
+        # closed) were closed at stop(); inside a cell they really ended with it.
+        for c in cells:
+            late = (s >= c.t0) & (s <= c.t1) & (e > c.t1)
+            if late.any():
+                e = np.where(late, c.t1, e)
+            late = (xs >= c.t0) & (xs <= c.t1) & (xe > c.t1)
+            xe = np.where(late, c.t1, xe)
 
-        # 1. On a cell's thread, only calls beneath the cell's code (or inside the cell's
-        #    span when it has no code file) - IPython's machinery around a cell stays out.
+        n_raw, n_x = len(s), len(xs)
+        S = np.concatenate([s, xs, cs])
+        E = np.concatenate([e, xe, ce])
+        R = np.concatenate([keys.region[k], xr, cr]).astype(np.int32)
+        N = len(S)
+        if N == 0:
+            continue
+        is_raw = np.zeros(N, bool)
+        is_raw[:n_raw] = True
+        is_cell = np.zeros(N, bool)
+        is_cell[n_raw + n_x:] = True
+        order, kinds = _order(S, E)
+        iv = np.where(order < N, order, order - N)
+        enter = kinds == 1
+        sign = np.where(enter, 1, -1)
+
+        # 1. On a cell's thread, only what runs beneath the cell's code (or inside the
+        #    cell, when it has no code file): IPython's machinery around a cell stays out.
         if cells:
-            # Calls still open when recording stopped (event cap) are closed by the tracer
-            # at stop(); those inside a cell really ended with it.
-            for c in cells:
-                late = (s >= c.t0) & (s <= c.t1) & (e > c.t1)
-                e[late] = c.t1
-            span_s, span_e = [], []
-            for c in cells:
+            anchor = np.zeros(N, bool)
+            for i, c in enumerate(cells):
                 if c.code_filename:
-                    m = np.isin(k, keys.of_file(c.code_filename)) & (s >= c.t0) & (e <= c.t1)
-                    span_s.append(s[m])
-                    span_e.append(e[m])
+                    anchor[:n_raw] |= np.isin(k, keys.of_file(c.code_filename)) & (s >= c.t0) & (e <= c.t1)
                 else:
-                    span_s.append(np.array([c.t0]))
-                    span_e.append(np.array([c.t1]))
-            us, ue = _union(np.concatenate(span_s), np.concatenate(span_e))
-            keep = _inside(us, ue, s, e)
-            stats["outside_cells"] += int((~keep).sum())
+                    anchor[n_raw + n_x + i] = True
+            keep = _open_at_enter(anchor, iv, sign, enter) | is_cell
+            stats["outside_cells"] += int((~keep[:n_raw]).sum())
         else:
-            us = ue = None
-            keep = np.ones(len(s), bool)
+            keep = np.ones(N, bool)
 
         # 2. Excluded modules: the call and everything below it, except included modules.
-        ex = keep & keys.excluded[k]
-        if ex.any():
-            xs, xe = _union(s[ex], e[ex])
-            drop = keep & _inside(xs, xe, s, e) & ~keys.included[k]
-            stats["excluded"] += int(drop.sum())
+        excluded = np.zeros(N, bool)
+        excluded[:n_raw] = keys.excluded[k]
+        excluded &= keep
+        if excluded.any():
+            included = np.zeros(N, bool)
+            included[:n_raw] = keys.included[k]
+            drop = _open_at_enter(excluded, iv, sign, enter) & keep & ~included & ~is_cell
+            stats["excluded"] += int(drop[:n_raw].sum())
             keep &= ~drop
 
         # 3. scorep.instrumenter.disable() / user.disable_recording() periods.
-        for pairs in (inp.instrumenter_off.get(tid, []), inp.recording_off.get(tid, [])):
-            if pairs:
-                os_, oe = _intervals(pairs)
-                i = np.searchsorted(os_, s, side="right") - 1
-                inside = (i >= 0) & (s <= oe[np.where(i >= 0, i, 0)])
-                stats["paused"] += int((keep & inside).sum())
-                keep &= ~inside
+        paused = np.zeros(N, bool)
+        paused[:n_raw] = _starts_in(inp.instrumenter_off.get(tid, []), s)
+        paused[: n_raw + n_x] |= _starts_in(inp.recording_off.get(tid, []), S[: n_raw + n_x])
+        stats["paused"] += int((keep & paused)[:n_raw].sum())
+        keep &= ~paused
 
-        rid = keys.region[k]
-        keep &= rid >= 0
-        S, E, R = [s[keep]], [e[keep]], [rid[keep]]
+        # 4. Frames that are not regions themselves (the shim's, a cell's <module>).
+        keep &= R >= 0
 
-        # Regions the session recorded itself (user regions, imports).
-        mine = [x for x in inp.extras if x.tid == tid and tid in traced]
-        if mine:
-            xs = np.array([x.t0 for x in mine])
-            xe = np.array([x.t1 for x in mine])
-            if us is None:
-                ok = np.ones(len(mine), bool)
-            else:
-                # A region left open (closed at stop) ends with the cell code it began in.
-                i = np.searchsorted(us, xs, side="right") - 1
-                j = np.where(i >= 0, i, 0)
-                within = (i >= 0) & (xs <= ue[j])
-                xe = np.where(within & (xe > ue[j]), ue[j], xe)
-                ok = _inside(us, ue, xs, xe)
-            off = inp.recording_off.get(tid, [])
-            if off:
-                os_, oe = _intervals(off)
-                i = np.searchsorted(os_, xs, side="right") - 1
-                ok &= ~((i >= 0) & (xs <= oe[np.where(i >= 0, i, 0)]))
-            S.append(xs[ok])
-            E.append(xe[ok])
-            R.append(np.array([regions.index(x.region) for x, y in zip(mine, ok) if y], np.int32))
-        n_calls = sum(len(a) for a in S)
-        for c in cells:
-            S.append(np.array([c.t0]))
-            E.append(np.array([c.t1]))
-            R.append(np.array([regions.index(Region(c.label, "cell", c.code_filename or "", 0, ROLE_CELL))], np.int32))
-        S, E, R = np.concatenate(S), np.concatenate(E), np.concatenate(R).astype(np.int32)
-        is_cell = np.zeros(len(S), bool)
-        is_cell[n_calls:] = True
-        if len(S) == 0:
-            continue
-
-        order, kinds = _order(S, E)
-        depth, nested = _depths(order, kinds, len(S))
-        if not nested:
-            bad = _drop_crossing(order, kinds, len(S)) & ~is_cell
+        # 5. Proper nesting of what is left (clock trouble would break it), then depth.
+        kept_ev = keep[iv]
+        count = np.cumsum(np.where(kept_ev, sign, 0))
+        depth = np.zeros(N, np.int64)
+        depth[iv[enter & kept_ev]] = count[enter & kept_ev]
+        leave_depth = np.zeros(N, np.int64)
+        leave_depth[iv[~enter & kept_ev]] = count[~enter & kept_ev] + 1
+        if not np.array_equal(depth[keep], leave_depth[keep]):
+            sub = np.flatnonzero(kept_ev)
+            bad = _drop_crossing_events(iv[sub], kinds[sub], N) & ~is_cell
             stats["crossing"] += int(bad.sum())
-            S, E, R, is_cell = S[~bad], E[~bad], R[~bad], is_cell[~bad]
-            order, kinds = _order(S, E)
-            depth, _ = _depths(order, kinds, len(S))
+            keep &= ~bad
+            kept_ev = keep[iv]
+            count = np.cumsum(np.where(kept_ev, sign, 0))
+            depth[iv[enter & kept_ev]] = count[enter & kept_ev]
         if cfg.max_depth is not None:
             level = depth - (1 if cells else 0)
-            deep = (level > cfg.max_depth) & ~is_cell
-            if deep.any():
-                stats["too_deep"] += int(deep.sum())
-                keep_iv = ~deep
-                n = len(S)
-                ev_keep = keep_iv[np.where(order < n, order, order - n)]
-                order, kinds = order[ev_keep], kinds[ev_keep]
+            deep = keep & (level > cfg.max_depth) & ~is_cell
+            stats["too_deep"] += int(deep.sum())
+            keep &= ~deep
+            kept_ev = keep[iv]
 
-        n = len(S)
-        iv = np.where(order < n, order, order - n)
-        t = np.concatenate([S, E])[order]
-        times = np.maximum.accumulate(to_perf(t))
+        if not kept_ev.any():
+            continue
+        sel = order[kept_ev]
+        times = np.maximum.accumulate(to_perf(np.concatenate([S, E])[sel]))
         if tid == inp.master_tid:
             name = "Master thread"
         else:
@@ -307,8 +306,8 @@ def build_threads(
                 name=name,
                 thread_id=int(tid),
                 times=times.astype(np.int64),
-                regions=R[iv].astype(np.int32),
-                kinds=np.where(kinds == 1, ENTER, LEAVE).astype(np.int8),
+                regions=R[iv[kept_ev]].astype(np.int32),
+                kinds=np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8),
             )
         )
     return regions.regions, threads

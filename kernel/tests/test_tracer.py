@@ -262,3 +262,28 @@ def test_a_thread_still_running_at_stop_is_closed_there(tmp_path):
     assert len(bg) == 1 and bg[0].thread == "Thread 1 (bg)"
     assert bg[0].end <= rec.end_ns and bg[0].end >= max(c.end for c in got if c.thread == "Master thread")
     assert sys.getprofile() is None
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_untraced(tmp_path):
+    import os
+
+    m = Measurement(tmp_path)
+    m.start()
+    code, filename = compile_cell(
+        "import os, sys, threading, builtins\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = sys.getprofile() is None and threading.getprofile() is None\n"
+        "    ok = ok and builtins.__import__.__module__ != 'scorep_kernel.measure.session'\n"
+        "    os.write(w, b'1' if ok else b'0')\n"
+        "    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "child_ok = os.read(r, 1)\n"
+    )
+    ns = {"__name__": "__main__"}
+    with m.cell("cell [1]", code_filename=filename):
+        exec(code, ns)
+    m.stop()
+    assert ns["child_ok"] == b"1"

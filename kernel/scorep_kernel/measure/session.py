@@ -78,6 +78,29 @@ def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
             m._extras.append(ExtraRegion(threading.get_native_id(), t0, m._now(), region))
 
 
+def _after_fork_in_child() -> None:
+    """A forked child (multiprocessing's fork start method) inherits the running tracer;
+    nobody would ever read its copy, so it only costs. Switch it off there."""
+    global _active
+    m = _active
+    if m is None:
+        return
+    _active = None
+    try:
+        m._tracer.halt()
+        saved = m._tracer._saved
+        sys.setprofile(saved[0] if saved else None)
+        threading.setprofile(saved[1] if saved else None)
+    except Exception:
+        sys.setprofile(None)
+    if builtins.__import__ is _import_hook:
+        builtins.__import__ = _real_import
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _ThreadState:
     __slots__ = ("open_user", "instr_off_since", "rec_off_since")
 

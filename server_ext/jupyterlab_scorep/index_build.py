@@ -116,8 +116,9 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
                 cols[name].append(arr)
             ptr_rows.append(ptr + offset)
             offset += start.size
+        dtypes = {"start": np.int64, "end": np.int64, "region": np.int32, "count": np.int32}
         for name, parts in cols.items():
-            np.save(out / f"L{i}.{name}.npy", np.concatenate(parts))
+            np.save(out / f"L{i}.{name}.npy", np.concatenate(parts).astype(dtypes[name]))
         np.save(out / f"L{i}.ptr.npy", np.vstack(ptr_rows).astype(np.int64))
         np.save(out / f"L{i}.px.npy", np.asarray(level_px, np.float64))
         if ev.metric_times.size:

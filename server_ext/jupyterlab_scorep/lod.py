@@ -8,8 +8,8 @@ groups with the same dominant region and a sub-pixel gap are joined. Per depth t
 at most about two items per pixel, whatever the trace size.
 
 To keep a zoomed-out query from touching millions of calls, the index stores the same
-merge precomputed at pixel sizes ``px_min * 4**k`` ("levels"). A query merges the coarsest
-level that is still finer than its own pixel, so it reads at most ~8 items per pixel and
+merge precomputed at pixel sizes ``px_min * 2**k`` ("levels"). A query merges the coarsest
+level that is still finer than its own pixel, so it reads at most ~4 items per pixel and
 depth. Merging a merged span again treats it as a call of its dominant region (the
 dominant region of a join is exact; of a re-merge across levels, a close approximation).
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LEVEL_FACTOR = 4
+LEVEL_FACTOR = 2
 # Coarsest level: a full-range view this many pixels wide needs nothing coarser.
 COARSEST_PIXELS = 256
 # A level is stored only when it holds at most this share of the next finer table.
@@ -40,20 +40,26 @@ class Spans:
 
 
 def _dominant(group: np.ndarray, region: np.ndarray, weight: np.ndarray, n_groups: int):
-    """Per group, the region with the largest summed weight (ties: lowest region id)."""
-    out = np.empty(n_groups, np.int32)
+    """Per group, the region with the largest summed weight (ties: lowest region id).
+    ``group`` is non-decreasing (groups are runs), so one sort by (group, region) does."""
+    out = np.zeros(n_groups, np.int32)
     if group.size == 0:
         return out
     span = np.int64(int(region.max()) + 1)
     key = group.astype(np.int64) * span + region
-    uniq, inverse = np.unique(key, return_inverse=True)
-    sums = np.bincount(inverse, weights=weight.astype(np.float64) + 1e-9)
-    u_group = uniq // span
-    # Sort by group, then by descending sum: the first entry of each group wins.
-    order = np.lexsort((-sums, u_group))
-    g_sorted = u_group[order]
-    first = np.r_[True, g_sorted[1:] != g_sorted[:-1]]
-    out[g_sorted[first]] = (uniq[order][first] % span).astype(np.int32)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sums = np.add.reduceat(weight[order].astype(np.float64) + 1e-9, first)
+    u_key = key[first]
+    u_group = u_key // span
+    g_first = np.flatnonzero(np.r_[True, u_group[1:] != u_group[:-1]])
+    best = np.maximum.reduceat(sums, g_first)
+    is_best = sums >= np.repeat(best, np.diff(np.r_[g_first, sums.size]))
+    winners = np.flatnonzero(is_best)
+    w_group = u_group[winners]
+    take = winners[np.r_[True, w_group[1:] != w_group[:-1]]]  # lowest region among ties
+    out[u_group[take]] = (u_key[take] % span).astype(np.int32)
     return out
 
 

@@ -41,7 +41,7 @@ class ScorePHandler(APIHandler):
         except ApiError as e:
             self.fail(e)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(body))
+        self.finish(json.dumps(body, separators=(",", ":")))
 
     async def computed(self, what: str, fn: Callable, *args) -> Any:
         """Run a pure function over a file's contents in a thread; whatever a damaged file

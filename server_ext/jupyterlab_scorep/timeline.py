@@ -9,8 +9,8 @@ import numpy as np
 from . import lod
 from .index_store import LoadedIndex
 
-# ~30 bytes of JSON per item: keeps a response under ~1 MB at any zoom.
-MAX_ITEMS = 30_000
+# Responses stay under ~1 MB: spans are budgeted by their JSON size (4 numbers each).
+MAX_BYTES = 900_000
 REGION_KEYS = ("name", "group", "file", "line", "role")
 
 
@@ -49,15 +49,21 @@ def _window_items(index: LoadedIndex, loc: int, t0: int, t1: int, px: float):
 
 def query(index: LoadedIndex, t0: int, t1: int, width: int) -> dict[str, Any]:
     px = max((t1 - t0) / width, 1.0)
-    raw = [_window_items(index, i, t0, t1, px) for i in range(len(index.locations))]
-    while True:
-        merged = [lod.merge(s, e, r, c, g, px, t0) for s, e, r, c, g in raw]
-        if sum(len(m) for m in merged) <= MAX_ITEMS:
-            break
-        px *= 2  # coarser than a pixel rather than a response the browser chokes on
+    # Metric locations (system metrics recorded into the trace) have no calls to draw.
+    shown = [loc for loc in index.locations if loc["kind"] != "metric" or loc["calls"]]
+    raw = [_window_items(index, loc["id"], t0, t1, px) for loc in shown]
+    merged = [lod.merge(s, e, r, c, g, px, t0) for s, e, r, c, g in raw]
+    # Per span: start and end (as many digits as t1), region, count, 4 separators.
+    max_items = MAX_BYTES // (2 * len(str(abs(t1))) + 14)
+    while sum(len(m) for m in merged) > max_items:
+        # Coarser than a pixel rather than a response the browser chokes on; merged spans
+        # merge again like calls, so each round works on the previous round's output.
+        px *= 2
+        merged = [lod.merge(m.start, m.end, m.region, m.count, m.segment, px, t0)
+                  for m in merged]
     used: set[int] = set()
     locations = []
-    for loc, spans in zip(index.locations, merged):
+    for loc, spans in zip(shown, merged):
         rows = []
         if len(spans):
             bounds = np.flatnonzero(np.r_[True, spans.segment[1:] != spans.segment[:-1]])

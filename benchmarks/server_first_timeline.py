@@ -1,0 +1,60 @@
+"""From a 1M-event run's end to its timeline served: index build in the server's (warm)
+worker process plus the first full-view query, as the server does on the first request.
+
+Peer: reading the same archive with the otf2 package's public reader alone (extrapolated
+from a 200k-event slice), i.e. before any drawing could start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+
+from _report import report
+from _server_tracegen import DATA, cached_experiment
+
+N_EVENTS = 1_000_000
+
+
+async def first_timeline(service, exp) -> float:
+    from jupyterlab_scorep import timeline
+
+    t = time.perf_counter()
+    real = service.roots.experiment(str(exp))
+    manifest = await service.manifest(real)
+    index = await service.index(real, manifest)
+    json.dumps(timeline.query(index, 0, index.meta["range"][1], 1600))
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    import otf2
+
+    from jupyterlab_scorep.service import Service
+
+    exp = cached_experiment("server-first-1M", N_EVENTS)
+    service = Service(str(DATA))
+    service.warm_up()
+    service._worker_pool().submit(int).result()  # as at server start: the worker is up
+    results = []
+    for _ in range(2):
+        shutil.rmtree(exp / ".index", ignore_errors=True)  # a run that just ended
+        results.append(asyncio.run(first_timeline(service, exp)))
+    service.shutdown()
+    seconds = min(results)
+    t, seen = time.perf_counter(), 0
+    with otf2.reader.open(str(exp / "traces.otf2")) as trace:
+        for _ in trace.events:
+            seen += 1
+            if seen >= 200_000:
+                break
+    peer = (time.perf_counter() - t) * N_EVENTS / seen
+    report("run end -> timeline served (1M events)", seconds, "s",
+           peer="public otf2 reader, reading only (extrapolated)", peer_value=peer,
+           target="-", note="index build in the warm worker + first full-view query + JSON")
+
+
+if __name__ == "__main__":
+    main()

@@ -160,23 +160,36 @@ def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]
     return verdicts
 
 
+# Filters that drop calls the user may have wanted; "outside_cells" is IPython's own
+# machinery and is always dropped, so it is not worth a word.
+FILTER_DROPS = {"excluded": "excluded by module filters", "too_deep": "deeper than max_depth",
+                "paused": "recorded while recording was paused",
+                "not_nested": "not properly nested"}
+
+
 def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict[str, Any]]:
+    """What the measurement says about itself (the builtin tracer's manifest
+    ``measurement``: cap_reached, event_cap, dropped {reason: calls}, messages)."""
     out = []
-    measurement = manifest.get("measurement") or {}
-    capped = any(("cap" in k and v is True) for k, v in measurement.items())
-    dropped = sum(int(v) for k, v in measurement.items()
-                  if "dropped" in k and isinstance(v, (int, float)) and not isinstance(v, bool))
-    if capped or dropped:
-        cap = measurement.get("event_cap")
-        text = "The event cap was reached: recording stopped early"
-        if dropped:
-            text += f" and {dropped:,} events were dropped"
-        text += ("; the timeline ends where recording stopped. Raise event_cap or filter "
-                 "regions (exclude=...) to record the whole run.")
-        numbers = {"dropped": dropped}
-        if isinstance(cap, int):
-            numbers["event_cap"] = cap
-        out.append({"kind": "trace", "level": "warning", "text": text, "numbers": numbers})
+    m = manifest.get("measurement") or {}
+    if m.get("cap_reached") is True:
+        cap = m.get("event_cap")
+        numbers = {"event_cap": cap} if isinstance(cap, int) else {}
+        if isinstance(m.get("events"), int):
+            numbers["events"] = m["events"]
+        limit = f" of {cap:,} events" if isinstance(cap, int) else ""
+        out.append({"kind": "trace", "level": "warning",
+                    "text": f"The event cap{limit} was reached: recording stopped early and "
+                            "the timeline ends there. Raise event_cap or exclude modules "
+                            "(exclude=...) to record the whole run.", "numbers": numbers})
+    dropped = m.get("dropped") if isinstance(m.get("dropped"), dict) else {}
+    filtered = {k: int(v) for k, v in dropped.items()
+                if k in FILTER_DROPS and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    if filtered:
+        parts = ", ".join(f"{n:,} {FILTER_DROPS[k]}" for k, n in filtered.items())
+        out.append({"kind": "trace", "level": "info",
+                    "text": f"{sum(filtered.values()):,} calls were left out: {parts}.",
+                    "numbers": filtered})
     status = manifest.get("status")
     if status not in (None, "ok", "running"):
         out.append({"kind": "trace", "level": "warning",

@@ -53,12 +53,17 @@ def test_waiting_gpu_idle_and_heavy_io():
 
 
 def test_event_cap_and_status():
-    v = summary.trace_verdicts({"status": "interrupted",
-                                "measurement": {"event_cap_reached": True, "event_cap": 1000,
-                                                "events_dropped": 250}})
-    assert v[0]["numbers"] == {"dropped": 250, "event_cap": 1000}
-    assert "event cap was reached" in v[0]["text"]
-    assert "interrupted" in v[1]["text"]
+    # the keys the builtin tracer writes into the manifest's "measurement"
+    v = summary.trace_verdicts({"status": "interrupted", "measurement": {
+        "cap_reached": True, "event_cap": 1000, "events": 1000,
+        "dropped": {"outside_cells": 90, "excluded": 0, "too_deep": 12, "paused": 0}}})
+    assert v[0]["numbers"] == {"event_cap": 1000, "events": 1000}
+    assert "event cap of 1,000 events was reached" in v[0]["text"]
+    assert v[1]["numbers"] == {"too_deep": 12} and "12 deeper than max_depth" in v[1]["text"]
+    assert "interrupted" in v[2]["text"]
+    quiet = summary.trace_verdicts({"status": "ok", "measurement": {
+        "cap_reached": False, "dropped": {"outside_cells": 500}}})
+    assert quiet == []
 
 
 def tree():

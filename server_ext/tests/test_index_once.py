@@ -1,0 +1,51 @@
+"""Concurrent first requests build an experiment's index once; a changed trace is
+re-indexed; a stale index from another build is replaced atomically."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+from experiment_factory import write_experiment
+
+from jupyterlab_scorep.service import Service
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_concurrent_first_requests_build_once(tmp_path):
+    exp = write_experiment(tmp_path / "scorep-experiments" / "run")
+    svc = Service(str(tmp_path))
+    submitted = []
+    real_in_worker = svc.in_worker
+
+    async def counting(what, fn, *args):
+        submitted.append(fn.__name__)
+        return await real_in_worker(what, fn, *args)
+
+    svc.in_worker = counting
+
+    async def many():
+        manifest = await svc.manifest(exp)
+        return await asyncio.gather(*(svc.index(exp, manifest) for _ in range(8)))
+
+    try:
+        indexes = asyncio.run(many())
+        assert submitted == ["ensure_index"]
+        assert len({id(i) for i in indexes}) == 1  # one loaded index, shared
+        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", "trace-v1"]
+        meta = json.loads((exp / ".index" / "trace-v1" / "meta.json").read_text())
+        # a second round finds the fresh index on disk: no new build
+        asyncio.run(many())
+        assert submitted == ["ensure_index"]
+        # touching an event file makes the index stale: rebuilt once, and the new one is served
+        evt = next((exp / "traces").glob("*.evt"))
+        os.utime(evt, ns=(evt.stat().st_atime_ns, evt.stat().st_mtime_ns + 10**9))
+        again = asyncio.run(many())
+        assert submitted == ["ensure_index", "ensure_index"]
+        assert again[0].meta["sources"] != meta["sources"]
+        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", "trace-v1"]
+    finally:
+        svc.shutdown()

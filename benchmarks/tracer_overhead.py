@@ -149,6 +149,61 @@ def main() -> None:
                peer="VizTracer incl. parse()", peer_value=round((v_trace + v_parse) / base, 2),
                target="<= VizTracer's", met=(o_trace + o_stop) <= (v_trace + v_parse))
 
+    # C functions on (c_functions=True): what recording builtins would cost by default.
+    code, filename = compiled(NUMPY, "numpy_c")
+    base_c = min(untraced(code) for _ in range(ROUNDS))
+    runs = []
+    for _ in range(ROUNDS):
+        with tempfile.TemporaryDirectory() as d:
+            m = Measurement(d, MeasureConfig(c_functions=True))
+            m.start()
+            t0 = time.perf_counter()
+            with m.cell("bench", code_filename=filename):
+                exec(code, {"__name__": "__main__"})
+            runs.append((time.perf_counter() - t0, m.stop().event_count))
+    c_trace, c_events = min(runs)
+    print(f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
+          f"{c_trace / base_c:.1f}x, {c_events:,} events")
+
+    # import sympy (pure Python, heavy) in a fresh interpreter: one region under our
+    # tracer. numpy is loaded first in every mode, as our package imports it.
+    import subprocess
+
+    script = (
+        "import sys, time, tempfile, numpy; sys.path.insert(0, %r)\n"
+        "mode = sys.argv[1]\n"
+        "if mode == 'ours':\n"
+        "    from scorep_kernel.measure import Measurement\n"
+        "    m = Measurement(tempfile.mkdtemp()); m.start(); cm = m.cell('import')\n"
+        "    cm.__enter__()\n"
+        "elif mode == 'viz':\n"
+        "    from viztracer import VizTracer\n"
+        "    v = VizTracer(tracer_entries=3_000_000, verbose=0, register_global=False, ignore_c_function=True)\n"
+        "    v.start()\n"
+        "t = time.perf_counter(); import sympy; dt = time.perf_counter() - t\n"
+        "n = 0\n"
+        "if mode == 'ours':\n"
+        "    cm.__exit__(None, None, None); n = m.stop().event_count\n"
+        "elif mode == 'viz':\n"
+        "    v.stop(); n = 2 * v.parse()\n"
+        "print(dt, n)\n"
+    ) % str(HERE.parent / "kernel")
+    res = {}
+    for mode in ("plain", "ours", "viz"):
+        best_run = None
+        for _ in range(3):
+            out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True)
+            dt, n = out.stdout.split()
+            if best_run is None or float(dt) < best_run[0]:
+                best_run = (float(dt), int(n))
+        res[mode] = best_run
+    print(f"import sympy (fresh interpreter): plain {res['plain'][0]:.3f} s; ours "
+          f"{res['ours'][0]:.3f} s, {res['ours'][1]} events (cell + one import:sympy region); VizTracer "
+          f"{res['viz'][0]:.3f} s, {res['viz'][1]:,} events")
+    report("import sympy under the tracer", round(res["ours"][0] / res["plain"][0], 2), "x",
+           peer="VizTracer", peer_value=round(res["viz"][0] / res["plain"][0], 2),
+           note=f"ours {res['ours'][1]} events, VizTracer {res['viz'][1]} events")
+
     print(f"\nbytes per event while recording: {engine_mod.NODE_BYTES} bytes per call = "
           f"{engine_mod.NODE_BYTES / 2:.0f} bytes per event (VizTracer's node, enter+leave in one)")
     report("bytes per event while recording", engine_mod.NODE_BYTES / 2, "bytes",

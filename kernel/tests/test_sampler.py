@@ -86,3 +86,40 @@ def test_rss_counts_child_processes():
         child.wait()
     rss = samples.values[:, [x["key"] for x in samples.series].index("mem.rss")]
     assert rss.max() > own + 150e6
+
+
+def test_gpu_series_through_nvml(monkeypatch):
+    """No GPU on the test machines: a stand-in pynvml with two devices checks our side of
+    NVML (series, units, values, shutdown)."""
+    import types
+
+    calls = []
+    fake = types.ModuleType("pynvml")
+    fake.nvmlInit = lambda: calls.append("init")
+    fake.nvmlShutdown = lambda: calls.append("shutdown")
+    fake.nvmlDeviceGetCount = lambda: 2
+    fake.nvmlDeviceGetHandleByIndex = lambda i: f"gpu{i}"
+    fake.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=40 if h == "gpu0" else 75)
+    fake.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=(1 if h == "gpu0" else 3) * 2**30)
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
+
+    s = MetricSampler(0.05)
+    s.start()
+    time.sleep(0.2)
+    samples = s.stop()
+    keys = [x["key"] for x in samples.series]
+    assert keys[-4:] == ["gpu0.util", "gpu0.mem", "gpu1.util", "gpu1.mem"]
+    units = {x["key"]: (x["unit"], x["group"]) for x in samples.series}
+    assert units["gpu1.util"] == ("%", "gpu") and units["gpu0.mem"] == ("bytes", "gpu")
+    assert (samples.values[:, -4:] == [40, 2**30, 75, 3 * 2**30]).all()
+    assert NO_GPU_NOTE not in samples.notes
+    assert calls == ["init", "shutdown"]
+
+
+def test_no_nvml_library_is_the_no_gpu_note(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # import fails
+    s = MetricSampler(0.05)
+    s.start()
+    samples = s.stop()
+    assert samples.notes == [NO_GPU_NOTE]
+    assert not [x for x in samples.series if x["group"] == "gpu"]

@@ -7,7 +7,6 @@ shim (``import scorep``) reaches the active Measurement through ``active()``.
 
 from __future__ import annotations
 
-import builtins
 import os
 import socket
 import sys
@@ -18,64 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from ..recording import ROLE_IMPORT, ROLE_USER, Recording, Region
-from . import engine
+from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .config import MeasureConfig
 from .sampler import MetricSampler
 
 _active: "Measurement | None" = None
-_real_import = builtins.__import__
-_importing = threading.local()
 _SHIM_DIR = str(Path(__file__).resolve().parent.parent / "shim") + os.sep
 
 
 def active() -> "Measurement | None":
     """The Measurement running in this process, or None."""
     return _active
-
-
-def _resolve(name: str, globals_: dict | None, level: int) -> str:
-    if level <= 0 or not globals_:
-        return name
-    package = globals_.get("__package__") or globals_.get("__name__", "")
-    if not globals_.get("__path__") and not globals_.get("__package__"):
-        package = package.rpartition(".")[0]
-    base = package.rsplit(".", level - 1)[0] if level > 1 else package
-    return f"{base}.{name}" if name else base
-
-
-def _in_module_body(globals_: dict | None) -> bool:
-    """Called from a module body that is being imported (importlib marks its spec), e.g.
-    below importlib.import_module(): part of that import, not a region of its own."""
-    spec = globals_.get("__spec__") if isinstance(globals_, dict) else None
-    return bool(getattr(spec, "_initializing", False))
-
-
-def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
-    # Lives in this package, so the C tracer drops this frame and everything below it:
-    # an import costs one region, not the import machinery's thousands of calls.
-    m = _active
-    if (
-        m is None
-        or (level == 0 and not fromlist and name in sys.modules)
-        or getattr(_importing, "depth", 0)  # an import inside an import: part of it
-        or _in_module_body(globals)
-    ):
-        return _real_import(name, globals, locals, fromlist, level)
-    before = len(sys.modules)
-    t0 = m._now()
-    _importing.depth = 1
-    try:
-        return _real_import(name, globals, locals, fromlist, level)
-    finally:
-        _importing.depth = 0
-        if len(sys.modules) != before:  # something was really loaded
-            try:
-                full = _resolve(name, globals, level)
-            except Exception:
-                full = name
-            region = Region(f"import:{full}", full.split(".")[0] or "import", "", 0, ROLE_IMPORT)
-            m._extras.append(ExtraRegion(threading.get_native_id(), t0, m._now(), region))
 
 
 def _after_fork_in_child() -> None:
@@ -93,8 +46,7 @@ def _after_fork_in_child() -> None:
         threading.setprofile(saved[1] if saved else None)
     except Exception:
         sys.setprofile(None)
-    if builtins.__import__ is _import_hook:
-        builtins.__import__ = _real_import
+    imports.uninstall()
 
 
 if hasattr(os, "register_at_fork"):
@@ -179,10 +131,8 @@ class Measurement:
         self._pair0 = self._tracer.clock_pair()
         self._start_perf = time.perf_counter_ns()
         self._start_tid = threading.get_native_id()
-        self._hook_installed = False
-        if self.config.imports_as_regions and builtins.__import__ is _real_import:
-            builtins.__import__ = _import_hook
-            self._hook_installed = True
+        if self.config.imports_as_regions:
+            imports.install(self)
         _active = self
         self._state = "running"
         self._tracer.start()
@@ -201,8 +151,7 @@ class Measurement:
         stop_t = self._now()
         self._notes += self._tracer.stop()
         end_perf = time.perf_counter_ns()
-        if self._hook_installed and builtins.__import__ is _import_hook:
-            builtins.__import__ = _real_import
+        imports.uninstall()
         _active = None
         self._state = "stopped"
         metrics = self._sampler.stop()
@@ -345,6 +294,10 @@ class Measurement:
                 "calls still open were closed at the end of the run"
             )
         return notes
+
+    def record_import(self, name: str, t0: float, t1: float) -> None:
+        region = Region(f"import:{name}", name.split(".")[0] or "import", "", 0, ROLE_IMPORT)
+        self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
     # --- the scorep shim's entry points ------------------------------------------------
     def user_region_begin(self, name: str, file: str = "", line: int = 0, module: str = "user") -> None:

@@ -127,15 +127,23 @@ class Measurement:
         # The sampler thread starts before the tracer, so it is not traced.
         self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._check_cap)
         self._sampler.start()
-        self._offset_ns = _clock_offset()
-        self._pair0 = self._tracer.clock_pair()
-        self._start_perf = time.perf_counter_ns()
-        self._start_tid = threading.get_native_id()
-        if self.config.imports_as_regions:
-            imports.install(self)
-        _active = self
-        self._state = "running"
-        self._tracer.start()
+        try:
+            self._offset_ns = _clock_offset()
+            self._pair0 = self._tracer.clock_pair()
+            self._start_perf = time.perf_counter_ns()
+            self._start_tid = threading.get_native_id()
+            if self.config.imports_as_regions:
+                imports.install(self)
+            _active = self
+            self._state = "running"
+            self._tracer.start()
+        except BaseException:
+            # Leave the interpreter as it was: no hook, no active measurement, no sampler.
+            imports.uninstall()
+            _active = None
+            self._state = "failed"
+            self._sampler.stop()
+            raise
 
     def cell(self, label: str, code_filename: str | None = None) -> _Cell:
         """A ROLE_CELL region around the with-block. With ``code_filename`` only calls

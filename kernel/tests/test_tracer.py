@@ -287,3 +287,31 @@ def test_a_forked_child_runs_untraced(tmp_path):
         exec(code, ns)
     m.stop()
     assert ns["child_ok"] == b"1"
+
+
+def test_threads_running_before_start_are_not_recorded(tmp_path):
+    import json
+    import threading as th
+
+    go, done = th.Event(), th.Event()
+    holder = {}
+
+    def machinery():
+        go.wait(5)
+        holder["m"]._tracer.install_here()  # traced from here on, as 3.12's sys.monitoring would
+        for _ in range(3):
+            json.dumps([1])
+        sys.setprofile(None)
+        done.set()
+
+    host = th.Thread(target=machinery, name="iopub-like")
+    host.start()
+    m = holder["m"] = Measurement(tmp_path)
+    m.start()
+    run_cell(m, "cell [1]", "started = threading.Thread(target=lambda: None, name='new'); "
+             "started.start(); started.join()\n", {"__name__": "__main__", "threading": th})
+    go.set()
+    done.wait(5)
+    rec = m.stop()
+    host.join()
+    assert [t.name for t in rec.threads] == ["Master thread", "Thread 1 (new)"]

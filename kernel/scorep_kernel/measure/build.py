@@ -48,6 +48,7 @@ class BuildInput:
     config: MeasureConfig
     master_tid: int
     drop_file_prefixes: tuple[str, ...] = ()  # e.g. the scorep shim: its frames, not callees
+    skip_tids: frozenset = frozenset()  # threads not to record (running before the start)
     stats: dict = field(default_factory=dict)
 
 
@@ -190,6 +191,7 @@ def build_threads(
 
     raw_tids = np.unique(raw.tid).tolist()
     tids = list(dict.fromkeys([inp.master_tid] + [c.tid for c in inp.cells] + raw_tids))
+    tids = [t for t in tids if t not in inp.skip_tids]
     order_by_tid = np.argsort(raw.tid, kind="stable")
     sorted_tid = raw.tid[order_by_tid]
     threads: list[ThreadEvents] = []

@@ -132,6 +132,13 @@ class Measurement:
             self._pair0 = self._tracer.clock_pair()
             self._start_perf = time.perf_counter_ns()
             self._start_tid = threading.get_native_id()
+            # Threads already running are the host's machinery (a kernel's iopub, control
+            # and heartbeat threads); only threads started from now on are recorded, and
+            # any thread that runs a cell. (3.11 cannot trace them anyway; 3.12's
+            # sys.monitoring would.)
+            self._preexisting = {
+                t.native_id for t in threading.enumerate() if t.native_id is not None
+            } - {self._start_tid}
             if self.config.imports_as_regions:
                 imports.install(self)
             _active = self
@@ -184,6 +191,7 @@ class Measurement:
             recording_off=self._rec_off,
             config=self.config,
             master_tid=master,
+            skip_tids=frozenset(self._preexisting - {c.tid for c in self._cells}),
             drop_file_prefixes=(_SHIM_DIR,),
         )
         regions, threads = build_threads(inp, to_perf)

@@ -83,13 +83,17 @@ class Service:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.build_timeout)
         except BrokenProcessPool:
             self._discard_pool(kill=False)
-            raise ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
-                                "the cell to record it again.", "Unreadable file") from None
+            error = ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
+                                  "the cell to record it again.", "Unreadable file")
         except asyncio.TimeoutError:
             self._discard_pool(kill=True)
-            raise ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} s "
-                                "and was stopped; raise c.ScorePExtension.build_timeout for "
-                                "very large traces", "Unreadable file") from None
+            error = ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} "
+                                  "s and was stopped; raise c.ScorePExtension.build_timeout "
+                                  "for very large traces", "Unreadable file")
+        # A crash or a stop also fails whatever else the worker had queued, so this error
+        # may belong to another file: not remembered, the next request tries again.
+        error.transient = True
+        raise error
 
     async def _once(self, key: tuple, signature: Any, make: Callable) -> Any:
         """Run ``make()`` once for concurrent callers with the same key; remember failures
@@ -105,7 +109,7 @@ class Service:
         try:
             result = await asyncio.shield(task)
         except ApiError as e:
-            if e.status == 422:
+            if e.status == 422 and not getattr(e, "transient", False):
                 self._failed[key] = (signature, e)
             raise
         self._failed.pop(key, None)

@@ -49,3 +49,39 @@ def test_concurrent_first_requests_build_once(tmp_path):
         assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", "trace-v1"]
     finally:
         svc.shutdown()
+
+
+def test_read_only_experiment_is_indexed_in_the_user_cache(tmp_path, monkeypatch):
+    from jupyterlab_scorep import index_store
+
+    exp = write_experiment(tmp_path / "shared" / "run")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # (the tests run as root, for whom every directory is writable)
+    monkeypatch.setattr(index_store.os, "access", lambda path, mode: False)
+    directory = index_store.ensure_index(str(exp))
+    assert directory.startswith(str(tmp_path / "cache" / "jupyterlab-scorep"))
+    assert not (exp / ".index").exists()
+    index = index_store.LoadedIndex(directory)
+    assert index.meta["events"] == 20
+
+
+def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
+    import os as _os
+
+    exp = write_experiment(tmp_path / "scorep-experiments" / "run")
+    svc = Service(str(tmp_path))
+
+    async def run():
+        manifest = await svc.manifest(exp)
+        try:
+            # the worker dies mid-job, as libotf2 would on a segfault
+            await svc.in_worker("a test job", _os._exit, 3)
+        except Exception as e:
+            assert getattr(e, "status", None) == 422 and e.transient
+        index = await svc.index(exp, manifest)  # a fresh worker serves the next request
+        return index.meta["events"]
+
+    try:
+        assert asyncio.run(run()) == 20
+    finally:
+        svc.shutdown()

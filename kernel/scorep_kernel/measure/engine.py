@@ -1,15 +1,16 @@
 """The recording engine: VizTracer's C tracer, read out without its JSON step.
 
-Chosen by measurement (``benchmarks/tracer_overhead.py`` prints the figures): on CPython
-3.11 a profile function written in Python costs 0.2 µs per event before it records
-anything (fib(25): ~7x slower with an empty hook, ~12x with the minimum a recorder needs),
-while VizTracer's C tracer (``snaptrace.Tracer``) costs ~4-5x. VizTracer's own ways out of
-its buffer (``load()``, ``dump()``) build a dict or JSON text per call, which costs more
-than the tracing (fib(25): ~0.3-0.8 s for 243k calls). So we keep VizTracer's C recorder and
-read its ring buffer directly: one 88-byte node per finished call (44 bytes per event),
-viewed as a numpy structured array. That layout is private to viztracer 1.1.x: it is checked
-when the first tracer is made (field offsets against known values, then a probe call read
-back); a mismatch raises EngineError naming the version to install.
+Chosen by measurement (``benchmarks/tracer_overhead.py`` prints the figures; fib(25), the
+same machine and run): a profile function written in Python costs ~0.2 µs per event before
+it records anything; a minimal pure-Python recorder (time, code, kind per event, no
+filtering) runs fib(25) 18-20x slower, VizTracer's C tracer (``snaptrace.Tracer``) 6-7x.
+VizTracer's own ways out of its buffer (``load()``, ``dump()``) build a dict or JSON text
+per call, which costs more than the tracing (fib(25): 0.4-1.5 s for 243k calls). So we
+keep VizTracer's C recorder and read its ring buffer directly: one 88-byte node per
+finished call (44 bytes per event), viewed as a numpy structured array. That layout is
+private to viztracer 1.1.x: it is checked when a tracer is made (field values against
+known ones, then a probe call read back); a mismatch raises EngineError naming the version
+to install. ``sys.monitoring`` (3.12+) is what VizTracer itself uses there.
 
 VizTracer drops a call it is told to ignore *with everything below it*. We use that for
 two boundaries: our own package directory (the tracer's frames, and the import hook, so

@@ -26,6 +26,7 @@ import cloudpickle
 from cloudpickle import cloudpickle as _cp
 
 from .placeholder import NotTransferredError, Placeholder, placeholder_for
+from .torch_support import TorchReducer
 
 PROTOCOL = 5
 
@@ -88,6 +89,8 @@ class NamespacePickler(cloudpickle.Pickler):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._namespace = namespace
         self._oob_min = out_of_band_min
+        torch = sys.modules.get("torch")
+        self._torch = TorchReducer(torch) if torch is not None and hasattr(torch, "storage") else None
 
     def reducer_override(self, obj):
         kind = type(obj)
@@ -105,6 +108,10 @@ class NamespacePickler(cloudpickle.Pickler):
             if obj.c_contiguous:
                 return _rebuild_memoryview, (pickle.PickleBuffer(obj), obj.format, obj.shape)
             return _rebuild_memoryview, (obj.tobytes(), obj.format, obj.shape)
+        elif self._torch is not None and kind is self._torch.typed_storage:
+            reduced = self._torch.reduce_typed_storage(obj)
+            if reduced is not NotImplemented:
+                return reduced
         return super().reducer_override(obj)
 
     def _dynamic_function_reduce(self, func):

@@ -207,7 +207,8 @@ async def test_summary_words_and_numbers(api, experiments):
     # exclusive: master f 3*200-50 = 550 ms, worker f 600 ms -> 1.15 s
     assert top["name"] == "__main__:f" and top["excl_s"] == pytest.approx(1.15)
     kinds = {v["kind"]: v for v in body["verdicts"]}
-    assert kinds["cpu"]["numbers"] == {"core0_pct": 98.0, "core1_pct": 4.0}
+    assert kinds["cpu"]["numbers"] == {"core0_pct": 98.0, "core1_pct": 4.0,
+                                       "single_core_samples_pct": 100.0}
     assert "One core saturated" in kinds["cpu"]["text"]
     assert kinds["memory"]["numbers"]["growth_bytes"] == pytest.approx(2 * 2**30)
     assert "2.00 GiB" in kinds["memory"]["text"]

@@ -34,19 +34,32 @@ def test_saturated_core_and_memory_growth():
     m = samples(cpu_core0=[99, 97, 98, 98], cpu_core1=[3, 5, 4, 4],
                 mem_rss=[GiB, 1.5 * GiB, 2.5 * GiB, 3.5 * GiB])
     v = kinds(summary.resource_verdicts({"wall_s": 2.0}, m))
-    assert v["cpu"]["numbers"] == {"core0_pct": 98.0, "core1_pct": 4.0}
+    assert v["cpu"]["numbers"] == {"core0_pct": 98.0, "core1_pct": 4.0,
+                                   "single_core_samples_pct": 100.0}
     assert "core 0 at 98%" in v["cpu"]["text"] and "core 1 at 4%" in v["cpu"]["text"]
     assert v["memory"]["numbers"]["growth_bytes"] == 2.5 * GiB
     assert v["memory"]["level"] == "warning" and "2.50 GiB" in v["memory"]["text"]
 
 
+def test_a_thread_moving_between_cores_still_counts_as_one_core():
+    # the busy thread hops between four cores: no core averages above 50%
+    hop = np.full((8, 4), 2.0)
+    hop[np.arange(8), np.arange(8) % 4] = 97.0
+    m = samples(**{f"cpu_core{i}": hop[:, i] for i in range(4)}, cpu_total=hop.mean(axis=1))
+    v = kinds(summary.resource_verdicts({"wall_s": 4.0}, m))
+    assert v["cpu"]["numbers"]["single_core_samples_pct"] == 100.0
+    assert "One core saturated" in v["cpu"]["text"]
+
+
 def test_waiting_gpu_idle_and_heavy_io():
     n = 10
-    m = samples(cpu_total=[5] * n, gpu0_util=[0] * 7 + [90] * 3,
+    m = samples(cpu_total=[5] * n, cpu_core0=[6] * n, cpu_core1=[4] * n,
+                gpu0_util=[0] * 7 + [90] * 3,
                 disk_read=[300 * 2**20] * n, disk_write=[0] * n,
                 net_recv=[0] * n, net_sent=[0] * n)
     v = kinds(summary.resource_verdicts({"wall_s": 5.0}, m))
     assert "Mostly waiting" in v["cpu"]["text"] and v["cpu"]["numbers"]["cpu_total_pct"] == 5.0
+    assert v["cpu"]["numbers"]["busy_cores"] == 0.1
     assert v["gpu"]["numbers"]["idle_pct"] == 70.0 and "GPU 0 idle 70%" in v["gpu"]["text"]
     assert v["io"]["numbers"]["disk_read_bytes"] == 10 * 300 * 2**20 * 0.5
     assert "network" not in v

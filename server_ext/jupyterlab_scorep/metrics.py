@@ -66,3 +66,37 @@ def downsample(
                    "t": [], "mean": [], "min": [], "max": []} for m in series_meta]
     return {"window": [int(t0), int(t1)], "notes": list(schema.get("notes", [])),
             "interval_s": schema.get("interval_s"), "series": series}
+
+
+def from_trace(index) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
+    """Metric events recorded in the OTF2 trace (Score-P's PAPI / rusage / plugin metrics,
+    or the builtin writer's system metrics) as ``(schema, t_ns, values)`` with times
+    already relative to the run start, or None when the trace has none. Values are as
+    recorded (accumulated counters are not turned into rates)."""
+    members = index.meta.get("metric_members", {})
+    with_metrics = [loc for loc in index.locations if loc.get("metric_events")]
+    if not with_metrics:
+        return None
+    columns: dict[tuple[int, int], int] = {}
+    series = []
+    blocks = []
+    for loc in with_metrics:
+        i = loc["id"]
+        t = np.asarray(index.array(f"L{i}.mt"))
+        m = np.asarray(index.array(f"L{i}.mm"))
+        v = np.asarray(index.array(f"L{i}.mv"))
+        for ref in np.unique(m).tolist():
+            if (i, ref) not in columns:
+                columns[(i, ref)] = len(series)
+                info = members.get(str(ref), {"name": f"metric {ref}", "unit": ""})
+                key = info["name"] if len(with_metrics) == 1 else f"{loc['name']}/{info['name']}"
+                series.append({"key": key, "label": info.get("description") or info["name"],
+                               "unit": info.get("unit", ""), "group": "trace"})
+        blocks.append((i, t, m, v))
+    times = np.unique(np.concatenate([t for _i, t, _m, _v in blocks]))
+    values = np.full((times.size, len(series)), np.nan)
+    for i, t, m, v in blocks:
+        col = np.array([columns[(i, ref)] for ref in m.tolist()], np.int64)
+        values[np.searchsorted(times, t), col] = v
+    schema = {"series": series, "notes": ["Metric samples read from the OTF2 trace."]}
+    return schema, times, values

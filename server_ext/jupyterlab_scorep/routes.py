@@ -229,11 +229,14 @@ class MetricsHandler(ScorePHandler):
         async def make():
             exp, manifest = await self.experiment()
             samples = await self.service.metrics(exp)
+            if samples is not None:
+                origin = await self._origin(exp, manifest)
+            else:
+                samples, origin = await self._trace_metrics(exp, manifest), 0
             if samples is None:
-                raise ApiError(404, "this experiment has no metric samples (metrics.json + "
-                                    "metrics.npz): system metrics were off for the run",
-                               "No metrics")
-            origin = await self._origin(exp, manifest)
+                raise ApiError(404, "this experiment has no metric samples (no metrics.json + "
+                                    "metrics.npz, no metric events in the trace): system "
+                                    "metrics were off for the run", "No metrics")
             t0 = self.int_arg("t0", None)
             t1 = self.int_arg("t1", None)
             width = self.int_arg("width", 1000, 1, 20_000)
@@ -243,6 +246,13 @@ class MetricsHandler(ScorePHandler):
                                        *samples, origin, t0, t1, width)
 
         await self.respond(make)
+
+    async def _trace_metrics(self, exp, manifest):
+        if experiment_file(exp, ex.OTF2_ANCHOR) is None:
+            return None
+        index = await self.service.index(exp, manifest)
+        return await self.computed("reading the trace's metric events", metrics.from_trace,
+                                   index)
 
     async def _origin(self, exp, manifest) -> int:
         # Times are relative to the trace's start (OTF2 global offset) when there is one.

@@ -197,6 +197,21 @@ async def test_metrics_missing_is_404(api, experiments):
     assert code == 404 and "no metric samples" in body["message"]
 
 
+async def test_metrics_from_the_trace_when_there_are_no_metric_files(api, experiments):
+    exp = experiments()
+    _, from_files = await api("metrics", path=str(exp), width=100)
+    (exp / "metrics.json").unlink()
+    (exp / "metrics.npz").unlink()
+    code, from_trace = await api("metrics", path=str(exp), width=100)
+    assert code == 200
+    assert "OTF2 trace" in from_trace["notes"][0]
+    a = {s["key"]: s for s in from_files["series"]}
+    b = {s["key"]: s for s in from_trace["series"]}
+    assert set(a) == set(b)
+    for key in a:  # the writer put the same samples into both places
+        assert b[key]["t"] == a[key]["t"] and b[key]["mean"] == pytest.approx(a[key]["mean"])
+
+
 async def test_summary_words_and_numbers(api, experiments):
     exp = experiments()
     code, body = await api("summary", path=str(exp))

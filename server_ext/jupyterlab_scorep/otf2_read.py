@@ -298,10 +298,9 @@ def _read_location(
         )
     return LocationEvents(
         ref=ref,
-        times=np.frombuffer(times, np.int64).copy() if times else np.zeros(0, np.int64),
-        signed_regions=np.frombuffer(regions, np.int64).copy()
-        if regions
-        else np.zeros(0, np.int64),
+        # frombuffer keeps the array('q') alive and shares its memory: no copy
+        times=np.frombuffer(times, np.int64) if times else np.zeros(0, np.int64),
+        signed_regions=np.frombuffer(regions, np.int64) if regions else np.zeros(0, np.int64),
         metric_times=np.asarray(m_times, np.int64),
         metric_members=np.asarray(m_members, np.int32),
         metric_values=np.asarray(m_values, np.float64),

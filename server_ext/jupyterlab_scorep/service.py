@@ -22,7 +22,7 @@ from .errors import ApiError
 from .index_build import source_files
 from .index_store import IndexCache, LoadedIndex
 from .otf2_read import TraceReadError
-from .paths import Roots, experiment_file
+from .paths import Roots, archive_files, experiment_file
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,8 @@ class Service:
 
     async def index(self, exp: Path, manifest: dict[str, Any]) -> LoadedIndex:
         self.trace_status(exp, manifest)
+        # libotf2 follows symlinks: refuse an archive with a file linking out (403).
+        await self.in_thread(archive_files, exp)
         signature = await self.in_thread(source_files, exp)
         parent = index_store.index_parent(exp)
         meta = await self.in_thread(index_store.read_meta, parent)

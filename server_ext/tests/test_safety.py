@@ -113,6 +113,19 @@ async def test_symlinked_file_inside_an_experiment_is_not_served(api, experiment
     assert b"do not serve" not in str(body).encode()
 
 
+async def test_archive_file_linking_out_is_not_read(api, experiments, tmp_path):
+    exp = experiments()
+    elsewhere = tmp_path / "elsewhere.evt"
+    evt = next((exp / "traces").glob("*.evt"))
+    elsewhere.write_bytes(evt.read_bytes())
+    evt.unlink()
+    evt.symlink_to(elsewhere)
+    for route in ("timeline", "download"):
+        code, body = await api(route, path=str(exp), what="otf2")
+        assert code == 403, route
+        assert "links outside" in body["message"]
+
+
 async def test_missing_directory_and_manifest_are_404(api, experiments, jp_root_dir):
     code, body = await api("experiment", path="scorep-experiments/nope")
     assert code == 404

@@ -151,9 +151,9 @@ def main() -> None:
 
     # C functions on (c_functions=True): what recording builtins would cost by default.
     code, filename = compiled(NUMPY, "numpy_c")
-    base_c = min(untraced(code) for _ in range(ROUNDS))
-    runs = []
+    runs, bases = [], []
     for _ in range(ROUNDS):
+        bases.append(untraced(code))
         with tempfile.TemporaryDirectory() as d:
             m = Measurement(d, MeasureConfig(c_functions=True))
             m.start()
@@ -162,6 +162,7 @@ def main() -> None:
                 exec(code, {"__name__": "__main__"})
             runs.append((time.perf_counter() - t0, m.stop().event_count))
     c_trace, c_events = min(runs)
+    base_c = min(bases)
     print(f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
           f"{c_trace / base_c:.1f}x, {c_events:,} events")
 
@@ -188,15 +189,13 @@ def main() -> None:
         "    v.stop(); n = 2 * v.parse()\n"
         "print(dt, n)\n"
     ) % str(HERE.parent / "kernel")
-    res = {}
-    for mode in ("plain", "ours", "viz"):
-        best_run = None
-        for _ in range(3):
+    res: dict = {}
+    for _ in range(ROUNDS):  # interleaved, best of each
+        for mode in ("plain", "ours", "viz"):
             out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True)
             dt, n = out.stdout.split()
-            if best_run is None or float(dt) < best_run[0]:
-                best_run = (float(dt), int(n))
-        res[mode] = best_run
+            if mode not in res or float(dt) < res[mode][0]:
+                res[mode] = (float(dt), int(n))
     print(f"import sympy (fresh interpreter): plain {res['plain'][0]:.3f} s; ours "
           f"{res['ours'][0]:.3f} s, {res['ours'][1]} events (cell + one import:sympy region); VizTracer "
           f"{res['viz'][0]:.3f} s, {res['viz'][1]:,} events")

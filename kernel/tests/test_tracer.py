@@ -315,3 +315,15 @@ def test_threads_running_before_start_are_not_recorded(tmp_path):
     rec = m.stop()
     host.join()
     assert [t.name for t in rec.threads] == ["Master thread", "Thread 1 (new)"]
+
+
+def test_a_tracer_that_stopped_by_itself_is_reported(tmp_path):
+    m = Measurement(tmp_path)
+    m.start()
+    run_cell(m, "cell [1]", "def early():\n    return 1\nearly()\n")
+    m._tracer.halt()  # what VizTracer does on a return that does not match its stack
+    run_cell(m, "cell [2]", "def late():\n    return 2\nlate()\n")
+    rec = m.stop()
+    assert "__main__:early" in names(rec) and "__main__:late" not in names(rec)
+    assert any("stopped recording before the end" in msg for msg in rec.notes["messages"])
+    assert rec.notes["cap_reached"] is False

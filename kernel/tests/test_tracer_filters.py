@@ -159,3 +159,27 @@ def test_config_from_mapping_accepts_lists_and_comma_strings():
 def test_config_rejects_bad_values_naming_the_key(settings, message):
     with pytest.raises(ValueError, match=message):
         MeasureConfig.from_mapping(settings)
+
+
+@pytest.mark.parametrize("c_functions", [False, True])
+def test_recording_goes_on_after_imports(tmp_path, fresh_package, c_functions):
+    # The import hook switches the profiler off during the import and back on after it.
+    source = (
+        "def before():\n    return 1\n"
+        "def after():\n    return 2\n"
+        "before()\n"
+        f"import {fresh_package}\n"
+        "after()\n"
+        "import importlib\n"
+        f"importlib.import_module('{fresh_package}.helpers')\n"
+        "after()\n"
+    )
+    rec = measure(tmp_path, source, MeasureConfig(c_functions=c_functions))
+    got = [(c.name, c.parent) for c in calls(rec) if c.depth == 1 and not c.name.startswith("builtins")]
+    assert got == [
+        ("__main__:before", "cell [1]"),
+        (f"import:{fresh_package}", "cell [1]"),
+        ("__main__:after", "cell [1]"),
+        ("importlib:import_module", "cell [1]"),
+        ("__main__:after", "cell [1]"),
+    ]

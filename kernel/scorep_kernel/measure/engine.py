@@ -125,7 +125,9 @@ class CTracer:
         self._check_layout()
         self.getts = tracer.getts
         self.threadtracefunc = tracer.threadtracefunc
+        self.c_object = tracer  # what sys.getprofile() returns on a thread it traces
         self._saved: tuple | None = None
+        self.c_functions = False
 
     # --- raw fields -------------------------------------------------------------------
     def _long(self, offset: int) -> ctypes.c_long:
@@ -181,6 +183,7 @@ class CTracer:
     def configure(self, *, ignore_prefix: str, c_functions: bool, exclude_files: list[str]):
         self._tracer.lib_file_path = ignore_prefix
         self._tracer.ignore_c_function = not c_functions
+        self.c_functions = c_functions
         self._tracer.exclude_files = list(exclude_files)
         self._tracer.max_stack_depth = -1
         self._tracer.clear()

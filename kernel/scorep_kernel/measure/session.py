@@ -164,6 +164,13 @@ class Measurement:
         if self._state != "running":
             raise RuntimeError(f"stop() needs a running Measurement (state {self._state})")
         stop_t = self._now()
+        if not self._tracer.collecting and self._cap_hit_ns is None:
+            # VizTracer stops by itself when a return does not match its stack (it warns
+            # "Unexpected function return"): say so rather than show a short trace.
+            self._notes.append(
+                "the tracer stopped recording before the end of the run (a function return "
+                "did not match its call stack); the trace ends there"
+            )
         self._notes += self._tracer.stop()
         end_perf = time.perf_counter_ns()
         imports.uninstall()

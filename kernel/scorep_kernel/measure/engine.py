@@ -233,7 +233,9 @@ class CTracer:
         buf_addr = ctypes.c_void_p.from_address(self._addr + _OFF_BUFFER).value
         buf = np.frombuffer((ctypes.c_char * (size * NODE_BYTES)).from_address(buf_addr), NODE_DTYPE)
         nodes = buf[head:tail] if tail >= head else np.concatenate([buf[head:], buf[:tail]])
-        nodes = nodes[nodes["ntype"] == FEE_NODE]
+        fee = nodes["ntype"] == FEE_NODE
+        if not fee.all():  # only FEE nodes without instants/counters: keep the view, no copy
+            nodes = nodes[fee]
         factor, t0_ts, t0_ns = self._factor.value, self._t0_ts.value, self._t0_ns.value
         start = t0_ns + (nodes["ts"] - t0_ts).astype(np.float64) * factor
         end = start + nodes["dur"].astype(np.float64) * factor

@@ -6,13 +6,7 @@
 import type { ICallNode } from './api';
 
 export type SortKey =
-  | 'name'
-  | 'incl_s'
-  | 'excl_s'
-  | 'pct'
-  | 'visits'
-  | 'min_s'
-  | 'max_s';
+  'name' | 'incl_s' | 'excl_s' | 'pct' | 'visits' | 'min_s' | 'max_s';
 
 export interface ISort {
   key: SortKey;

@@ -45,7 +45,10 @@ export class CallTreeView extends Widget {
     this.searchInput.type = 'search';
     this.searchInput.className = 'jp-scorep-calltree-search jp-mod-styled';
     this.searchInput.placeholder = 'Search regions…';
-    this.searchInput.setAttribute('aria-label', 'Search regions in the call tree');
+    this.searchInput.setAttribute(
+      'aria-label',
+      'Search regions in the call tree'
+    );
     this.searchInput.addEventListener('input', () => this.onSearch());
     const hot = document.createElement('button');
     hot.className = 'jp-scorep-button jp-mod-styled';
@@ -126,7 +129,11 @@ export class CallTreeView extends Widget {
       const key = th.dataset.key;
       th.setAttribute(
         'aria-sort',
-        key === this.sort.key ? (this.sort.descending ? 'descending' : 'ascending') : 'none'
+        key === this.sort.key
+          ? this.sort.descending
+            ? 'descending'
+            : 'ascending'
+          : 'none'
       );
     }
     this.body.textContent = '';
@@ -161,7 +168,9 @@ export class CallTreeView extends Widget {
     });
     const label = document.createElement('span');
     label.textContent = n.name;
-    name.title = n.file ? `${n.name} — ${n.file}${n.line ? `:${n.line}` : ''}` : n.name;
+    name.title = n.file
+      ? `${n.name} — ${n.file}${n.line ? `:${n.line}` : ''}`
+      : n.name;
     name.append(twisty, label);
     tr.appendChild(name);
     const cells = [

@@ -4,7 +4,11 @@
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import type { ICellModel } from '@jupyterlab/cells';
 import { UUID } from '@lumino/coreutils';
 import { IProfileSettings, runMetadata } from './settings';
@@ -65,7 +69,8 @@ export function registerCommands(
     isToggleable: true,
     isToggled: () => isCellProfiled(activeCell()),
     isVisible: () => activeCell()?.type === 'code',
-    isEnabled: () => tracker.currentWidget !== null && activeCell()?.type === 'code',
+    isEnabled: () =>
+      tracker.currentWidget !== null && activeCell()?.type === 'code',
     execute: async () => {
       const panel = tracker.currentWidget;
       const active = activeCell();
@@ -82,6 +87,25 @@ export function registerCommands(
         await offerKernelSwitch(panel);
         commands.notifyCommandChanged(CommandIDs.toggle);
       }
+      // Give focus back to the notebook: left on the toolbar button, the next
+      // Shift+Enter would press the button again instead of running the cell.
+      requestAnimationFrame(() => {
+        const notebook = panel.content;
+        const cell = notebook.activeCell;
+        const focused = document.activeElement;
+        if (
+          !cell ||
+          cell.model !== active ||
+          !focused?.closest('.jp-cell-toolbar')
+        ) {
+          return;
+        }
+        if (notebook.mode === 'edit') {
+          cell.editor?.focus();
+        } else {
+          cell.node.focus({ preventScroll: true });
+        }
+      });
     }
   });
 

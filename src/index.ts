@@ -8,7 +8,11 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import type { Cell } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { CommandIDs, registerCommands } from './commands';
 import { DEFAULT_SETTINGS, IProfileSettings, readSettings } from './settings';
@@ -51,10 +55,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: CommandIDs.profileRun, category });
     }
 
-    const refreshToggle = () => app.commands.notifyCommandChanged(CommandIDs.toggle);
+    const refreshToggle = () =>
+      app.commands.notifyCommandChanged(CommandIDs.toggle);
     tracker.activeCellChanged.connect(refreshToggle);
     tracker.currentChanged.connect(refreshToggle);
-    tracker.widgetAdded.connect((_, panel) => watchNotebook(panel, refreshToggle));
+    tracker.widgetAdded.connect((_, panel) =>
+      watchNotebook(panel, refreshToggle)
+    );
     tracker.forEach(panel => watchNotebook(panel, refreshToggle));
 
     // The kernel reads the settings from the cell metadata: refresh them right before a run.
@@ -84,7 +91,9 @@ function watchNotebook(panel: NotebookPanel, refreshToggle: () => void): void {
   void panel.revealed.then(scan);
   panel.content.model?.cells.changed.connect(() => requestAnimationFrame(scan));
   panel.content.modelChanged.connect(() => {
-    panel.content.model?.cells.changed.connect(() => requestAnimationFrame(scan));
+    panel.content.model?.cells.changed.connect(() =>
+      requestAnimationFrame(scan)
+    );
     requestAnimationFrame(scan);
   });
   panel.sessionContext.kernelChanged.connect(refreshToggle);

@@ -204,7 +204,10 @@ export function clampView(
   minSpan = 1000
 ): IView {
   const full = range[1] - range[0];
-  let span = Math.max(Math.min(view.t1 - view.t0, full), Math.min(minSpan, full));
+  let span = Math.max(
+    Math.min(view.t1 - view.t0, full),
+    Math.min(minSpan, full)
+  );
   if (!(span > 0)) {
     span = 1;
   }

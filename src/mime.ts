@@ -7,20 +7,28 @@ import { Widget } from '@lumino/widgets';
 import { IExperimentBundle, MIME_TYPE, ScorepAPI } from './api';
 import { ExperimentPanel } from './panel';
 
-export class ExperimentRenderer extends Widget implements IRenderMime.IRenderer {
+export class ExperimentRenderer
+  extends Widget
+  implements IRenderMime.IRenderer
+{
   constructor(private readonly api: ScorepAPI) {
     super();
     this.addClass('jp-scorep-renderer');
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const data = model.data[MIME_TYPE] as unknown as IExperimentBundle | undefined;
+    const data = model.data[MIME_TYPE] as unknown as
+      IExperimentBundle | undefined;
     if (!data || typeof data.path !== 'string') {
       this.node.textContent =
         'This Score-P output has no experiment path; rerun the cell to profile it again.';
       return;
     }
-    if (this.panel && this.panel.bundle.path === data.path && this.panel.bundle.status === data.status) {
+    if (
+      this.panel &&
+      this.panel.bundle.path === data.path &&
+      this.panel.bundle.status === data.status
+    ) {
       return;
     }
     this.panel?.dispose();
@@ -63,7 +71,8 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
 
 const extension: IRenderMime.IExtension = {
   id: 'jupyterlab-scorep:mime',
-  description: 'Shows a profiled cell’s Score-P experiment (timeline, call tree, metrics).',
+  description:
+    'Shows a profiled cell’s Score-P experiment (timeline, call tree, metrics).',
   rendererFactory,
   rank: 10,
   dataType: 'json'

@@ -166,9 +166,13 @@ export class ExperimentPanel extends Widget {
     const files = experiment.manifest.files ?? {};
     const have = Object.keys(files);
     const total = 3;
-    const done = ['otf2', 'cubex', 'metrics'].filter(k => have.includes(k)).length;
+    const done = ['otf2', 'cubex', 'metrics'].filter(k =>
+      have.includes(k)
+    ).length;
     const what =
-      experiment.manifest.status === 'running' ? 'Measuring' : 'Writing the trace and profile';
+      experiment.manifest.status === 'running'
+        ? 'Measuring'
+        : 'Writing the trace and profile';
     return `processing… ${what}: ${done} of ${total} files ready (${elapsed.toFixed(0)} s)`;
   }
 
@@ -178,6 +182,10 @@ export class ExperimentPanel extends Widget {
     );
     if (errors.length) {
       return errors.join(' ');
+    }
+    const note = experiment.manifest.measurement?.['note'];
+    if (typeof note === 'string' && note) {
+      return note;
     }
     return experiment.manifest.files_status === 'failed'
       ? 'Writing the experiment files failed; the manifest names no cause.'
@@ -204,7 +212,9 @@ export class ExperimentPanel extends Widget {
     page.textContent = '';
     if (tree.status === 'fulfilled') {
       this.calltree = new CallTreeView(tree.value, node => {
-        this.timeline?.highlightRegion(node && node.name !== tree.value.root.name ? node.name : null);
+        this.timeline?.highlightRegion(
+          node && node.name !== tree.value.root.name ? node.name : null
+        );
       });
       Widget.attach(this.calltree, page);
     } else {
@@ -226,7 +236,8 @@ export class ExperimentPanel extends Widget {
     this.timeline = new TimelineView({
       range: trace.range,
       locations: trace.locations,
-      load: (req, signal) => this.api.timeline(path, req.t0, req.t1, req.width, signal)
+      load: (req, signal) =>
+        this.api.timeline(path, req.t0, req.t1, req.width, signal)
     });
     Widget.attach(this.timeline, page);
     page.appendChild(help);
@@ -238,10 +249,6 @@ export class ExperimentPanel extends Widget {
       this.timeline.viewChanged.connect((_, view) => {
         this.metrics?.setView(view, this.timeline!.plotWidth);
       });
-      // first window once the timeline knows its width
-      requestAnimationFrame(() => {
-        this.timeline?.setView(this.timeline.view);
-      });
     }
   }
 
@@ -249,10 +256,30 @@ export class ExperimentPanel extends Widget {
     const page = this.tabs.get('export')!.page;
     page.textContent = '';
     const list = el('div', 'jp-scorep-export');
-    const downloads: [string, 'otf2' | 'cubex' | 'perfetto', boolean, string][] = [
-      ['OTF2 trace (.zip)', 'otf2', experiment.available.otf2, 'for Vampir, otf2-print, Score-P tools'],
-      ['CUBE4 profile (.cubex)', 'cubex', experiment.available.cubex, 'for Cube'],
-      ['Chrome trace JSON', 'perfetto', experiment.available.otf2, 'for ui.perfetto.dev or chrome://tracing']
+    const downloads: [
+      string,
+      'otf2' | 'cubex' | 'perfetto',
+      boolean,
+      string
+    ][] = [
+      [
+        'OTF2 trace (.zip)',
+        'otf2',
+        experiment.available.otf2,
+        'for Vampir, otf2-print, Score-P tools'
+      ],
+      [
+        'CUBE4 profile (.cubex)',
+        'cubex',
+        experiment.available.cubex,
+        'for Cube'
+      ],
+      [
+        'Chrome trace JSON',
+        'perfetto',
+        experiment.available.otf2,
+        'for ui.perfetto.dev or chrome://tracing'
+      ]
     ];
     for (const [label, what, ok, hint] of downloads) {
       const row = el('div', 'jp-scorep-export-row');
@@ -263,7 +290,9 @@ export class ExperimentPanel extends Widget {
         a.dataset.what = what;
         row.appendChild(a);
       } else {
-        row.appendChild(el('span', 'jp-scorep-unavailable', `${label} (not written)`));
+        row.appendChild(
+          el('span', 'jp-scorep-unavailable', `${label} (not written)`)
+        );
       }
       row.appendChild(el('span', 'jp-scorep-hint', hint));
       list.appendChild(row);
@@ -274,7 +303,9 @@ export class ExperimentPanel extends Widget {
     ];
     const buttons = el('div', 'jp-scorep-export-row');
     for (const [label, tool, fileOk] of tools) {
-      const found = Boolean(experiment.tools?.[tool]) || Boolean(this.version?.tools?.[tool]);
+      const found =
+        Boolean(experiment.tools?.[tool]) ||
+        Boolean(this.version?.tools?.[tool]);
       const button = el('button', 'jp-scorep-button jp-mod-styled', label);
       button.disabled = !(found && fileOk);
       button.title = found
@@ -291,7 +322,9 @@ export class ExperimentPanel extends Widget {
       buttons.appendChild(button);
     }
     list.appendChild(buttons);
-    list.appendChild(el('div', 'jp-scorep-hint', `Experiment directory: ${this.bundle.path}`));
+    list.appendChild(
+      el('div', 'jp-scorep-hint', `Experiment directory: ${this.bundle.path}`)
+    );
     page.appendChild(list);
   }
 
@@ -299,32 +332,58 @@ export class ExperimentPanel extends Widget {
     const m = this.experiment?.manifest;
     const backend = m?.backend ?? this.bundle.backend;
     const isolation = m?.isolation ?? this.bundle.isolation ?? '';
-    const wall = this.summary?.wall_s ?? m?.wall_s ?? this.bundle.summary?.wall_s;
+    const wall =
+      this.summary?.wall_s ?? m?.wall_s ?? this.bundle.summary?.wall_s;
     const status = this.summary?.status ?? m?.status ?? this.bundle.status;
     const events =
-      this.summary?.events ?? this.experiment?.trace?.events ?? this.bundle.summary?.events;
+      this.summary?.events ??
+      this.experiment?.trace?.events ??
+      this.bundle.summary?.events;
     this.facts.textContent = '';
     const title = el('span', 'jp-scorep-title', 'Score-P');
     this.facts.appendChild(title);
     const items: [string, string, string][] = [
-      ['backend', 'Backend', backend === 'scorep' ? 'Score-P' : 'builtin tracer'],
+      [
+        'backend',
+        'Backend',
+        backend === 'scorep' ? 'Score-P' : 'builtin tracer'
+      ],
       ['isolation', 'Isolation', isolation || '–'],
-      ['wall', 'Wall time', wall !== undefined && wall !== null ? formatSeconds(wall) : '–'],
+      [
+        'wall',
+        'Wall time',
+        wall !== undefined && wall !== null ? formatSeconds(wall) : '–'
+      ],
       ['status', 'Status', status],
-      ['events', 'Events', events !== undefined && events !== null ? events.toLocaleString() : '–']
+      [
+        'events',
+        'Events',
+        events !== undefined && events !== null ? events.toLocaleString() : '–'
+      ]
     ];
     for (const [key, label, value] of items) {
       const item = el('span', `jp-scorep-fact jp-scorep-fact-${key}`);
       item.dataset.key = key;
-      item.append(el('span', 'jp-scorep-fact-label', `${label}: `), el('b', '', value));
+      item.append(
+        el('span', 'jp-scorep-fact-label', `${label}: `),
+        el('b', '', value)
+      );
       if (key === 'status') {
         item.dataset.status = status;
       }
       this.facts.appendChild(item);
     }
-    if (m?.measurement && typeof m.measurement['dropped'] === 'number' && m.measurement['dropped']) {
+    if (
+      m?.measurement &&
+      typeof m.measurement['dropped'] === 'number' &&
+      m.measurement['dropped']
+    ) {
       this.facts.appendChild(
-        el('span', 'jp-scorep-fact jp-scorep-warn', `${(m.measurement['dropped'] as number).toLocaleString()} events dropped (event cap)`)
+        el(
+          'span',
+          'jp-scorep-fact jp-scorep-warn',
+          `${(m.measurement['dropped'] as number).toLocaleString()} events dropped (event cap)`
+        )
       );
     }
   }
@@ -334,16 +393,25 @@ export class ExperimentPanel extends Widget {
     for (const v of summary.verdicts) {
       const li = el('li', `jp-scorep-verdict jp-scorep-verdict-${v.level}`);
       li.dataset.kind = v.kind;
-      li.append(el('span', 'jp-scorep-verdict-kind', v.kind.toUpperCase()), document.createTextNode(v.text));
+      li.append(
+        el('span', 'jp-scorep-verdict-kind', v.kind.toUpperCase()),
+        document.createTextNode(v.text)
+      );
       this.verdicts.appendChild(li);
     }
     if (summary.top_regions.length) {
       const top = summary.top_regions
         .slice(0, 3)
-        .map(r => `${r.name} ${r.pct.toFixed(0)} % (${formatDuration(r.excl_s * 1e9)}, ${r.visits}×)`)
+        .map(
+          r =>
+            `${r.name} ${r.pct.toFixed(0)} % (${formatDuration(r.excl_s * 1e9)}, ${r.visits}×)`
+        )
         .join(' · ');
       const li = el('li', 'jp-scorep-verdict jp-scorep-verdict-top');
-      li.append(el('span', 'jp-scorep-verdict-kind', 'TOP'), document.createTextNode(top));
+      li.append(
+        el('span', 'jp-scorep-verdict-kind', 'TOP'),
+        document.createTextNode(top)
+      );
       this.verdicts.appendChild(li);
     }
   }
@@ -395,7 +463,10 @@ export class ExperimentPanel extends Widget {
   private readonly verdicts: HTMLUListElement;
   private readonly tabBar: HTMLDivElement;
   private readonly body: HTMLDivElement;
-  private readonly tabs = new Map<TabId, { tab: HTMLButtonElement; page: HTMLDivElement }>();
+  private readonly tabs = new Map<
+    TabId,
+    { tab: HTMLButtonElement; page: HTMLDivElement }
+  >();
   private experiment: IExperiment | null = null;
   private summary: ISummary | null = null;
   private version: IVersion | null = null;

@@ -33,7 +33,7 @@ export interface IScorepMetadata {
   last?: boolean;
   backend?: BackendSetting;
   isolation?: IsolationSetting;
-  metric_interval_s?: number;
+  metric_interval?: number;
   experiment_dir?: string;
   event_cap?: number;
   [key: string]: unknown;
@@ -84,7 +84,7 @@ export function settingsToMetadata(s: IProfileSettings): IScorepMetadata {
   if (s.isolation !== 'auto') {
     meta.isolation = s.isolation;
   }
-  meta.metric_interval_s = s.metricInterval;
+  meta.metric_interval = s.metricInterval;
   if (s.experimentDirectory.trim()) {
     meta.experiment_dir = s.experimentDirectory.trim();
   }
@@ -97,7 +97,7 @@ export function settingsToMetadata(s: IProfileSettings): IScorepMetadata {
 const SETTING_KEYS = [
   'backend',
   'isolation',
-  'metric_interval_s',
+  'metric_interval',
   'experiment_dir',
   'event_cap'
 ];

@@ -19,13 +19,21 @@ export const SCOREP_KERNEL_NAME = 'scorep-python';
 export const SCOREP_KERNEL_DISPLAY = 'Python 3 (Score-P)';
 export const PROFILED_CLASS = 'jp-scorep-profiled';
 
-export function getScorepMetadata(model: ICellModel): IScorepMetadata | undefined {
+export function getScorepMetadata(
+  model: ICellModel
+): IScorepMetadata | undefined {
   const value = model.getMetadata(METADATA_KEY);
-  return value && typeof value === 'object' ? (value as IScorepMetadata) : undefined;
+  return value && typeof value === 'object'
+    ? (value as IScorepMetadata)
+    : undefined;
 }
 
 export function isCellProfiled(model: ICellModel | null | undefined): boolean {
-  return !!model && model.type === 'code' && isProfiled(model.getMetadata(METADATA_KEY));
+  return (
+    !!model &&
+    model.type === 'code' &&
+    isProfiled(model.getMetadata(METADATA_KEY))
+  );
 }
 
 /** Turn profiling on (with the settings) or off (removing the key) for one code cell. */
@@ -46,7 +54,10 @@ export function setCellProfiled(
 }
 
 /** Write the current settings into a profiled cell just before it is executed. */
-export function refreshBeforeRun(model: ICellModel, settings: IProfileSettings): void {
+export function refreshBeforeRun(
+  model: ICellModel,
+  settings: IProfileSettings
+): void {
   const meta = getScorepMetadata(model);
   if (model.type === 'code' && meta && isProfiled(meta)) {
     const next = refreshedMetadata(meta, settings);
@@ -65,24 +76,33 @@ export function markCell(cell: Cell): void {
     if (on) {
       prompt.setAttribute('title', 'This cell is profiled with Score-P');
       prompt.setAttribute('aria-label', 'Profiled with Score-P');
-    } else if (prompt.getAttribute('title') === 'This cell is profiled with Score-P') {
+    } else if (
+      prompt.getAttribute('title') === 'This cell is profiled with Score-P'
+    ) {
       prompt.removeAttribute('title');
       prompt.removeAttribute('aria-label');
     }
   }
 }
 
-export function kernelIsScorep(panel: NotebookPanel | null | undefined): boolean {
+export function kernelIsScorep(
+  panel: NotebookPanel | null | undefined
+): boolean {
   const session = panel?.sessionContext;
   if (!session) {
     return false;
   }
   const name = session.session?.kernel?.name ?? session.kernelPreference?.name;
-  return name === SCOREP_KERNEL_NAME || session.kernelDisplayName === SCOREP_KERNEL_DISPLAY;
+  return (
+    name === SCOREP_KERNEL_NAME ||
+    session.kernelDisplayName === SCOREP_KERNEL_DISPLAY
+  );
 }
 
 /** Offer to switch the notebook to the Score-P kernel; resolves true when switched. */
-export async function offerKernelSwitch(panel: NotebookPanel): Promise<boolean> {
+export async function offerKernelSwitch(
+  panel: NotebookPanel
+): Promise<boolean> {
   const current = panel.sessionContext.kernelDisplayName || 'no kernel';
   const result = await showDialog({
     title: 'Switch to the Score-P kernel?',

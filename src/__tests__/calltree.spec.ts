@@ -41,12 +41,12 @@ describe('call tree', () => {
     expect(
       sortedChildIndices(tree, { key: 'incl_s', descending: true })
     ).toEqual([1, 0]);
-    expect(sortedChildIndices(tree, { key: 'name', descending: false })).toEqual(
-      [1, 0]
+    expect(
+      sortedChildIndices(tree, { key: 'name', descending: false })
+    ).toEqual([1, 0]);
+    expect(sortedChildIndices(tree, { key: 'name', descending: true })).toEqual(
+      [0, 1]
     );
-    expect(sortedChildIndices(tree, { key: 'name', descending: true })).toEqual([
-      0, 1
-    ]);
   });
 
   it('flattens only expanded nodes, depth first, in sort order', () => {

@@ -4,7 +4,9 @@ describe('group colours', () => {
   it('are the same for the same group whatever the order groups are seen in', () => {
     const groups = ['__main__', 'numpy', 'os.path', 'json', 'mymodule', 're'];
     const first = groups.map(g => groupColor(g, 'light').fill);
-    const reversed = [...groups].reverse().map(g => groupColor(g, 'light').fill);
+    const reversed = [...groups]
+      .reverse()
+      .map(g => groupColor(g, 'light').fill);
     expect(reversed.reverse()).toEqual(first);
   });
   it('keep the hue across themes and change only lightness', () => {

@@ -29,7 +29,7 @@ describe('settings → metadata', () => {
 
   it('writes only non-default choices (and the interval) for the kernel', () => {
     expect(settingsToMetadata(DEFAULT_SETTINGS)).toEqual({
-      metric_interval_s: 0.1
+      metric_interval: 0.1
     });
     expect(
       settingsToMetadata({
@@ -42,7 +42,7 @@ describe('settings → metadata', () => {
     ).toEqual({
       backend: 'scorep',
       isolation: 'subprocess',
-      metric_interval_s: 0.25,
+      metric_interval: 0.25,
       experiment_dir: 'runs',
       event_cap: 1000000
     });
@@ -58,7 +58,7 @@ describe('settings → metadata', () => {
       other: 1,
       profile: true,
       isolation: 'inprocess',
-      metric_interval_s: 0.1
+      metric_interval: 0.1
     });
     expect(isProfiled(on)).toBe(true);
     expect(toggledMetadata(on, false, DEFAULT_SETTINGS)).toBeUndefined();
@@ -75,7 +75,7 @@ describe('settings → metadata', () => {
       profile: true,
       run: 'r1',
       last: true,
-      metric_interval_s: 0.1,
+      metric_interval: 0.1,
       event_cap: 10
     });
   });

@@ -45,6 +45,7 @@ export class MetricsView extends Widget {
       const row = document.createElement('div');
       row.className = 'jp-scorep-metric-row';
       row.dataset.group = g.key;
+      row.hidden = true;
       const label = document.createElement('div');
       label.className = 'jp-scorep-metric-label';
       label.textContent = g.title;
@@ -112,12 +113,21 @@ export class MetricsView extends Widget {
   private drawChart(
     canvas: HTMLCanvasElement,
     series: IMetricSeries[],
-    c: { theme: 'light' | 'dark'; bg: string; grid: string; text: string; font: string }
+    c: {
+      theme: 'light' | 'dark';
+      bg: string;
+      grid: string;
+      text: string;
+      font: string;
+    }
   ): void {
     const width = this.width;
     const height = CHART_HEIGHT;
     const dpr = window.devicePixelRatio || 1;
-    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+    if (
+      canvas.width !== Math.round(width * dpr) ||
+      canvas.height !== Math.round(height * dpr)
+    ) {
       canvas.width = Math.round(width * dpr);
       canvas.height = Math.round(height * dpr);
       canvas.style.width = `${width}px`;
@@ -150,7 +160,11 @@ export class MetricsView extends Widget {
       ctx.beginPath();
       for (let j = 0; j < s.t.length; j++) {
         const px = x(s.t[j]);
-        j === 0 ? ctx.moveTo(px, y(s.max[j])) : ctx.lineTo(px, y(s.max[j]));
+        if (j === 0) {
+          ctx.moveTo(px, y(s.max[j]));
+        } else {
+          ctx.lineTo(px, y(s.max[j]));
+        }
       }
       for (let j = s.t.length - 1; j >= 0; j--) {
         ctx.lineTo(x(s.t[j]), y(s.min[j]));
@@ -163,18 +177,29 @@ export class MetricsView extends Widget {
       ctx.beginPath();
       for (let j = 0; j < s.t.length; j++) {
         const px = x(s.t[j]);
-        j === 0 ? ctx.moveTo(px, y(s.mean[j])) : ctx.lineTo(px, y(s.mean[j]));
+        if (j === 0) {
+          ctx.moveTo(px, y(s.mean[j]));
+        } else {
+          ctx.lineTo(px, y(s.mean[j]));
+        }
       }
       ctx.stroke();
     });
-    ctx.fillStyle = c.text;
+    // legend: each series' label in its line colour
     ctx.font = `10px ${c.font}`;
     ctx.textBaseline = 'top';
-    const legend = same
-      .slice(0, 4)
-      .map(s => s.label)
-      .join(' · ');
-    ctx.fillText(`${legend}${same.length > 4 ? ` +${same.length - 4}` : ''}`, 4, 2);
+    let lx = 4;
+    same.slice(0, 6).forEach((s, i) => {
+      const label = i === 0 ? s.label : `· ${s.label}`;
+      ctx.fillStyle = groupColor(`${s.group}:${i}`, c.theme).fill;
+      ctx.fillText(label, lx, 2);
+      lx += ctx.measureText(label).width + 6;
+    });
+    if (same.length > 6) {
+      ctx.fillStyle = c.text;
+      ctx.fillText(`+${same.length - 6}`, lx, 2);
+    }
+    ctx.fillStyle = c.text;
     const topLabel = formatValue(top, unit);
     ctx.fillText(topLabel, width - ctx.measureText(topLabel).width - 4, 2);
   }

@@ -24,7 +24,11 @@ export interface IThemeColors {
 export function readThemeColors(el: Element, theme: ThemeKind): IThemeColors {
   return {
     theme,
-    background: cssVar('--jp-layout-color0', theme === 'dark' ? '#111' : '#fff', el),
+    background: cssVar(
+      '--jp-layout-color0',
+      theme === 'dark' ? '#111' : '#fff',
+      el
+    ),
     text: cssVar('--jp-ui-font-color1', theme === 'dark' ? '#eee' : '#222', el),
     muted: cssVar('--jp-ui-font-color2', '#888', el),
     grid: cssVar('--jp-border-color2', '#ccc', el),
@@ -49,6 +53,11 @@ export interface IPaintState {
   measure: [number, number] | null;
   hover: number;
   colors: IThemeColors;
+}
+
+/** Leave a 1 px gap after spans wide enough, so back-to-back calls stay distinguishable. */
+function spanWidth(w: number): number {
+  return w > 3 ? w - 1 : w;
 }
 
 function shortName(name: string): string {
@@ -78,7 +87,10 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
   ctx.stroke();
   ctx.fillStyle = colors.muted;
   for (const t of tickList) {
-    ctx.fillText(t.label, t.x + 3, AXIS_HEIGHT / 2 - 1);
+    // a label that would be cut at the right edge is left out
+    if (t.x + 3 + ctx.measureText(t.label).width <= width) {
+      ctx.fillText(t.label, t.x + 3, AXIS_HEIGHT / 2 - 1);
+    }
   }
 
   // lane titles
@@ -111,13 +123,13 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
       if (dimmed && s.highlight.has(list.region[k])) {
         continue;
       }
-      ctx.fillRect(list.x[k], list.y[k] + 1, list.w[k], rh - 2);
+      ctx.fillRect(list.x[k], list.y[k] + 1, spanWidth(list.w[k]), rh - 2);
     }
     ctx.globalAlpha = 1;
     if (dimmed) {
       for (const k of ks) {
         if (s.highlight.has(list.region[k])) {
-          ctx.fillRect(list.x[k], list.y[k] + 1, list.w[k], rh - 2);
+          ctx.fillRect(list.x[k], list.y[k] + 1, spanWidth(list.w[k]), rh - 2);
         }
       }
     }
@@ -127,7 +139,12 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
     ctx.lineWidth = 2;
     for (let k = 0; k < list.n; k++) {
       if (s.highlight.has(list.region[k])) {
-        ctx.strokeRect(list.x[k], list.y[k] + 1, Math.max(list.w[k], 1), rh - 2);
+        ctx.strokeRect(
+          list.x[k],
+          list.y[k] + 1,
+          Math.max(list.w[k], 1),
+          rh - 2
+        );
       }
     }
   }
@@ -152,7 +169,10 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
       continue;
     }
     if (ctx.measureText(label).width > room) {
-      const fit = Math.max(1, Math.floor((room / ctx.measureText(label).width) * label.length) - 1);
+      const fit = Math.max(
+        1,
+        Math.floor((room / ctx.measureText(label).width) * label.length) - 1
+      );
       label = label.slice(0, fit) + '…';
     }
     ctx.fillText(label, x, list.y[k] + rh / 2);

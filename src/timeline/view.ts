@@ -43,8 +43,14 @@ export class TimelineView extends Widget {
     super();
     this.addClass('jp-scorep-timeline');
     this.range = options.range;
-    this.layout_ = layoutLanes(options.locations);
-    this._view = { t0: options.range[0], t1: Math.max(options.range[1], options.range[0] + 1) };
+    // metric locations (OTF2 METRIC kind) carry samples, not calls: the metrics charts show them
+    this.layout_ = layoutLanes(
+      options.locations.filter(l => (l.kind ?? 'thread') !== 'metric')
+    );
+    this._view = {
+      t0: options.range[0],
+      t1: Math.max(options.range[1], options.range[0] + 1)
+    };
 
     this.canvas = document.createElement('canvas');
     this.canvas.className = 'jp-scorep-timeline-canvas';
@@ -161,9 +167,6 @@ export class TimelineView extends Widget {
 
   private setData(data: ITimeline): void {
     this._data = data;
-    if (data.locations.some(l => !this.layout_.lanes.find(x => x.id === l.id))) {
-      this.layout_ = layoutLanes(data.locations);
-    }
     this.updateHighlight();
     this.updateLegend(data.regions);
     this.setStatus('');
@@ -225,6 +228,8 @@ export class TimelineView extends Widget {
     this.cssWidth = width;
     this.draw();
     this.requestWindow();
+    // the metrics charts share the axis: they need the new width too
+    this._viewChanged.emit(this._view);
   }
 
   private scheduleDraw(): void {
@@ -364,7 +369,8 @@ export class TimelineView extends Widget {
     }
     if (this.dragMode === 'measure' && this.measure) {
       const [a, b] = this.measure;
-      const dt = (Math.abs(b - a) / this.cssWidth) * (this._view.t1 - this._view.t0);
+      const dt =
+        (Math.abs(b - a) / this.cssWidth) * (this._view.t1 - this._view.t0);
       this.setStatus(`Measured: ${formatDuration(dt)}`);
     }
     this.dragMode = null;
@@ -388,10 +394,16 @@ export class TimelineView extends Widget {
     const center = this.cssWidth / 2;
     switch (e.key) {
       case 'ArrowLeft':
-        this.setView({ t0: this._view.t0 - span * 0.1, t1: this._view.t1 - span * 0.1 });
+        this.setView({
+          t0: this._view.t0 - span * 0.1,
+          t1: this._view.t1 - span * 0.1
+        });
         break;
       case 'ArrowRight':
-        this.setView({ t0: this._view.t0 + span * 0.1, t1: this._view.t1 + span * 0.1 });
+        this.setView({
+          t0: this._view.t0 + span * 0.1,
+          t1: this._view.t1 + span * 0.1
+        });
         break;
       case '+':
       case '=':
@@ -423,8 +435,9 @@ export class TimelineView extends Widget {
     const info = this._data?.regions[String(this.list.region[k])];
     const count = this.list.count[k];
     const dur = this.list.end[k] - this.list.start[k];
-    const where =
-      info?.file ? `${info.file}${info.line ? `:${info.line}` : ''}` : '';
+    const where = info?.file
+      ? `${info.file}${info.line ? `:${info.line}` : ''}`
+      : '';
     this.tooltip.textContent = '';
     const title = document.createElement('div');
     title.className = 'jp-scorep-tooltip-title';
@@ -444,7 +457,8 @@ export class TimelineView extends Widget {
     }
     this.tooltip.hidden = false;
     const tw = this.tooltip.offsetWidth;
-    const left = x + 14 + tw > this.cssWidth ? Math.max(0, x - tw - 10) : x + 14;
+    const left =
+      x + 14 + tw > this.cssWidth ? Math.max(0, x - tw - 10) : x + 14;
     this.tooltip.style.left = `${left}px`;
     this.tooltip.style.top = `${y + 14}px`;
   }

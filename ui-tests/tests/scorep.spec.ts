@@ -1,0 +1,286 @@
+/**
+ * The Score-P frontend against the real kernel ("Python 3 (Score-P)") and server extension:
+ * toggle a cell, run it, and look at the panel (timeline, call tree, metrics, export).
+ */
+import { expect, galata, test } from '@jupyterlab/galata';
+import * as fs from 'fs';
+
+// Galata's user mock routes /.*\/api\/me.*/, which also swallows our /scorep/api/metrics:
+// use the real /api/me instead.
+test.use({ mockUser: false });
+
+const TOGGLE = '.jp-cell-toolbar [data-command="scorep:toggle-profile"]';
+
+const CODE = `def f(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def g():
+    return [f(700_000) for _ in range(3)]
+
+result = g()
+print("done", len(result))`;
+
+/** The active notebook cell's `scorep` metadata, read from the model in the page. */
+async function cellMetadata(page: any, index: number): Promise<any> {
+  return page.evaluate((i: number) => {
+    const nb = (window as any).jupyterapp.shell.currentWidget;
+    return nb.content.widgets[i].model.getMetadata('scorep') ?? null;
+  }, index);
+}
+
+test.describe('Score-P cell toggle', () => {
+  test('toggle, command and metadata', async ({ page }) => {
+    await page.notebook.createNew('toggle.ipynb', { kernel: 'scorep-python' });
+    await page.notebook.setCell(0, 'code', 'x = 1');
+    await page.notebook.selectCells(0);
+    const toggle = page.locator(TOGGLE).first();
+    await expect(toggle).toBeVisible();
+    await expect(toggle).toHaveAttribute('aria-pressed', 'false');
+
+    await toggle.click();
+    await expect(toggle).toHaveAttribute('aria-pressed', 'true');
+    const meta = await cellMetadata(page, 0);
+    expect(meta.profile).toBe(true);
+    expect(meta.metric_interval).toBe(0.1);
+    // the profiled mark in the prompt area
+    await expect(page.locator('.jp-Notebook .jp-Cell').first()).toHaveClass(
+      /jp-scorep-profiled/
+    );
+
+    // the same command from the palette turns it off again and removes the key
+    await page.keyboard.press('Control+Shift+C');
+    await page.locator('.lm-CommandPalette-input').fill('Profile with Score-P');
+    await page.keyboard.press('Enter');
+    await expect(toggle).toHaveAttribute('aria-pressed', 'false');
+    expect(await cellMetadata(page, 0)).toBeNull();
+
+    // the keyboard shortcut in command mode
+    await page.notebook.selectCells(0);
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Alt+p');
+    await expect(toggle).toHaveAttribute('aria-pressed', 'true');
+
+    // markdown cells get no toggle
+    await page.notebook.addCell('markdown', '# notes');
+    await page.notebook.selectCells(1);
+    await expect(
+      page.locator('.jp-Notebook .jp-Cell').nth(1).locator(TOGGLE)
+    ).toBeHidden();
+  });
+
+  test('settings reach the cell metadata', async ({ page }) => {
+    await page.evaluate(async () => {
+      const app = (window as any).jupyterapp;
+      const registry = await app.serviceManager.settings; // ensure loaded
+      void registry;
+      await app.commands.execute('settingeditor:open', { query: 'Score-P' });
+    });
+    // set through the registry API, as the settings editor does
+    await page.evaluate(async () => {
+      const app = (window as any).jupyterapp;
+      const reg = app.pluginRegistry ? undefined : undefined;
+      void reg;
+      await app.serviceManager.settings.save(
+        'jupyterlab-scorep:plugin',
+        JSON.stringify({
+          backend: 'builtin',
+          isolation: 'subprocess',
+          eventCap: 5000
+        })
+      );
+    });
+    await page.reload();
+    await page.notebook.createNew('settings.ipynb', {
+      kernel: 'scorep-python'
+    });
+    await page.notebook.setCell(0, 'code', 'y = 2');
+    await page.notebook.selectCells(0);
+    await page.locator(TOGGLE).first().click();
+    const meta = await cellMetadata(page, 0);
+    expect(meta).toEqual({
+      profile: true,
+      backend: 'builtin',
+      isolation: 'subprocess',
+      metric_interval: 0.1,
+      event_cap: 5000
+    });
+    await page.evaluate(async () => {
+      const app = (window as any).jupyterapp;
+      await app.serviceManager.settings.save('jupyterlab-scorep:plugin', '{}');
+    });
+  });
+
+  test('a non-Score-P kernel: the toggle says so and offers to switch', async ({
+    page
+  }) => {
+    await page.notebook.createNew('plain.ipynb', { kernel: 'python3' });
+    await page.notebook.setCell(0, 'code', 'z = 3');
+    await page.notebook.selectCells(0);
+    const toggle = page.locator(TOGGLE).first();
+    await expect(toggle).toHaveAttribute(
+      'title',
+      /needs the "Python 3 \(Score-P\)" kernel/
+    );
+    await toggle.click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText('Switch to the Score-P kernel?');
+    await dialog.getByRole('button', { name: 'Switch kernel' }).click();
+    await expect
+      .poll(() =>
+        page.evaluate(
+          () =>
+            (window as any).jupyterapp.shell.currentWidget.sessionContext
+              .session?.kernel?.name
+        )
+      )
+      .toBe('scorep-python');
+    await expect(toggle).toHaveAttribute('aria-pressed', 'true');
+  });
+});
+
+test.describe('Score-P experiment panel', () => {
+  test.use({ viewport: { width: 1280, height: 1100 } });
+
+  test('profile a cell and explore the panel', async ({ page }, testInfo) => {
+    await page.notebook.createNew('profiled.ipynb', {
+      kernel: 'scorep-python'
+    });
+    await page.notebook.setCell(0, 'code', CODE);
+    await page.notebook.selectCells(0);
+    await page.locator(TOGGLE).first().click();
+    await expect(page.locator(TOGGLE).first()).toHaveAttribute(
+      'aria-pressed',
+      'true'
+    );
+
+    const timelines: any[] = [];
+    const metrics: any[] = [];
+    page.on('response', async r => {
+      if (r.url().includes('/scorep/api/metrics') && r.ok()) {
+        metrics.push(await r.json());
+      }
+    });
+    page.on('response', async r => {
+      if (r.url().includes('/scorep/api/timeline') && r.ok()) {
+        timelines.push(await r.json());
+      }
+    });
+    await page.notebook.runCell(0);
+    const panel = page.locator('.jp-scorep-panel').first();
+    await expect(panel).toHaveAttribute('data-state', 'ready', {
+      timeout: 90_000
+    });
+    await expect(panel.locator('.jp-scorep-fact-backend')).toContainText(
+      'builtin'
+    );
+    await expect(panel.locator('.jp-scorep-fact-status')).toContainText('ok');
+
+    // the timeline holds the cell's functions
+    await expect.poll(() => timelines.length).toBeGreaterThan(0);
+    const timeline = timelines[timelines.length - 1];
+    const names = timelines.flatMap(t =>
+      Object.values(t.regions).map((r: any) => r.name)
+    );
+    expect(names.some(n => /(^|[:.])f$/.test(n))).toBe(true);
+    expect(names.some(n => /(^|[:.])g$/.test(n))).toBe(true);
+    const canvas = panel.locator('.jp-scorep-timeline-canvas');
+    await expect(canvas).toBeVisible();
+    await expect
+      .poll(async () =>
+        Number(
+          await panel.locator('.jp-scorep-timeline').getAttribute('data-spans')
+        )
+      )
+      .toBeGreaterThan(0);
+
+    // metrics on the same axis: CPU and memory charts drawn
+    await expect.poll(() => metrics.length).toBeGreaterThan(0);
+    const groups = new Set(metrics[0].series.map((m: any) => m.group));
+    expect(groups.has('cpu')).toBe(true);
+    await expect(
+      panel.locator('.jp-scorep-metric-row[data-group="cpu"]')
+    ).toBeVisible();
+    await expect(
+      panel.locator('.jp-scorep-metric-row[data-group="memory"]')
+    ).toBeVisible();
+
+    // wheel zoom asks the server for a narrower window
+    const box = (await canvas.boundingBox())!;
+    const [t0, t1] = timeline.window;
+    const zoomed = page.waitForRequest(r => {
+      if (!r.url().includes('/scorep/api/timeline')) {
+        return false;
+      }
+      const u = new URL(r.url());
+      const a = Number(u.searchParams.get('t0'));
+      const b = Number(u.searchParams.get('t1'));
+      return b - a < (t1 - t0) * 0.8;
+    });
+    await page.mouse.move(box.x + box.width / 2, box.y + 40);
+    for (let i = 0; i < 3; i++) {
+      await page.mouse.wheel(0, -200);
+    }
+    const req = await zoomed;
+    expect(Number(new URL(req.url()).searchParams.get('width'))).toBe(
+      Math.round(box.width)
+    );
+    await canvas.focus();
+    await page.keyboard.press('0');
+
+    // the call tree: f called 3 times
+    await panel.getByRole('tab', { name: 'Call tree' }).click();
+    const fRow = panel
+      .locator('.jp-scorep-calltree-table tbody tr')
+      .filter({
+        has: page.locator('.jp-scorep-calltree-name', { hasText: /(^|[:.])f$/ })
+      })
+      .first();
+    await panel.getByRole('button', { name: 'Expand hottest path' }).click();
+    await expect(fRow).toBeVisible();
+    await expect(fRow.locator('td[data-col="visits"]')).toHaveText('3');
+    await panel.locator('.jp-scorep-calltree-search').fill('g');
+    await expect(panel.locator('tr.jp-scorep-match').first()).toBeVisible();
+    // selecting the root clears the timeline highlight again
+    await panel.locator('.jp-scorep-calltree-table tbody tr').first().click();
+
+    // export: the OTF2 archive downloads as a non-empty zip
+    await panel.getByRole('tab', { name: 'Export' }).click();
+    const download = page.waitForEvent('download');
+    await panel.locator('a.jp-scorep-download[data-what="otf2"]').click();
+    const file = await (await download).path();
+    const bytes = fs.readFileSync(file!);
+    expect(bytes.length).toBeGreaterThan(100);
+    expect(bytes.subarray(0, 2).toString()).toBe('PK');
+    expect((await download).suggestedFilename()).toMatch(/\.zip$/);
+
+    // screenshots, light and dark (times vary between runs: numbers are masked)
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
+    await page.waitForTimeout(400);
+    await panel.scrollIntoViewIfNeeded();
+    // unmasked, for a look by eye (not compared)
+    await panel.screenshot({ path: testInfo.outputPath('panel-unmasked.png') });
+    const mask = [
+      panel.locator('.jp-scorep-facts'),
+      panel.locator('.jp-scorep-message'),
+      panel.locator('.jp-scorep-verdicts')
+    ];
+    await expect(panel).toHaveScreenshot('panel-light.png', {
+      mask,
+      maxDiffPixelRatio: 0.08
+    });
+    await page.theme.setDarkTheme();
+    await page.waitForTimeout(400);
+    await expect(panel).toHaveScreenshot('panel-dark.png', {
+      mask,
+      maxDiffPixelRatio: 0.08
+    });
+    const bg = await panel.evaluate(el => getComputedStyle(el).backgroundColor);
+    expect(bg).not.toBe('rgb(255, 255, 255)');
+    await page.theme.setLightTheme();
+    void testInfo;
+    void galata;
+  });
+});

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import sys
 import tempfile
-import threading
 import time
 from array import array
 from pathlib import Path

@@ -136,3 +136,11 @@ def test_notes_say_what_was_filtered(exp_dir):
     assert set(notes["dropped"]) == {"outside_cells", "excluded", "paused", "too_deep", "not_nested"}
     assert notes["events"] == rec.event_count
     json.dumps(notes)  # goes into the manifest as is
+
+
+def test_write_files_into_a_directory_without_manifest_does_not_raise(tmp_path):
+    m, rec = measured(tmp_path)
+    thread = m.write_files(rec)
+    thread.join(60)
+    assert (tmp_path / "traces.otf2").exists() and (tmp_path / "profile.cubex").exists()
+    assert not (tmp_path / "manifest.json").exists()

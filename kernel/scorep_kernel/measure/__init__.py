@@ -12,7 +12,6 @@ an experiment directory. Used when Score-P is absent, or chosen by the user.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 

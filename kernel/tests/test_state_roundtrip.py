@@ -89,6 +89,17 @@ CASES = [
      "scale = 10\nassert p.norm() == 40"),
     ("class-new-in-worker", "", "class W:\n    def hi(self): return 'hi'\nw = W()",
      "assert type(w) is W and w.hi() == 'hi'"),
+    ("lru-cache", "import functools\n@functools.lru_cache(maxsize=None)\ndef fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)",
+     "r = fib(30)\ninfo = fib.cache_info().currsize",
+     "assert r == 832040 and info == 31 and fib(10) == 55 and fib.cache_info().maxsize is None"),
+    ("decorated-function", "import functools\ndef logged(fn):\n    @functools.wraps(fn)\n    def wrapper(*a):\n        calls.append(fn.__name__)\n        return fn(*a)\n    return wrapper\ncalls = []\n@logged\ndef sq(v): return v * v",
+     "r = sq(3)", "assert r == 9 and calls == ['sq'] and sq(2) == 4 and calls == ['sq', 'sq'] and sq.__name__ == 'sq'"),
+    ("dataclass-enum-namedtuple",
+     "import dataclasses, enum, typing\n@dataclasses.dataclass\nclass P:\n    x: int\n    y: int = 0\n"
+     "class Color(enum.Enum):\n    RED = 1\n    BLUE = 2\nclass Pair(typing.NamedTuple):\n    a: int\n    b: str\n"
+     "p = P(1)\nc = Color.RED\npr = Pair(1, 'x')",
+     "p.y = 5\nc2 = Color.BLUE\nsame = c is Color.RED\npr2 = pr._replace(a=2)",
+     "assert p == P(1, 5) and same and c is Color.RED and c2 is Color.BLUE and pr2 == Pair(2, 'x')"),
     ("modules", "import numpy as np\nimport os.path as osp", "import json",
      "import numpy, os\nassert np is numpy and osp is os.path and json is __import__('json')"),
     ("environ", "import os\nos.environ['SKST_GONE'] = 'x'",

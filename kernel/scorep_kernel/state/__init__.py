@@ -25,7 +25,8 @@ from .apply import Changes, apply
 from .names import is_bookkeeping
 from .packet import OUT_OF_BAND_MIN, Packet, Unpacked, pack, unpack
 from .placeholder import NotTransferredError, placeholder_for
-from .transport import StateTransferError, allow_reader, choose_transport
+from .errors import StateTransferError
+from .transport import allow_reader, choose_transport
 
 __all__ = [
     "Changes", "NotTransferredError", "OUT_OF_BAND_MIN", "Packet", "StateTransferError", "Unpacked",

@@ -16,6 +16,7 @@ with protocol 5 (large buffers out of band), plus:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import pickle
@@ -82,6 +83,13 @@ class LargeBytes:
 _FILE_TYPES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO)
 
 
+def _rebuild_lru_cache(function, maxsize, typed):
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(function)
+
+
+_LRU_CACHE_WRAPPER = type(functools.lru_cache()(lambda: None))
+
+
 class NamespacePickler(cloudpickle.Pickler):
     """cloudpickle.Pickler that knows which dict is the travelling namespace."""
 
@@ -108,6 +116,11 @@ class NamespacePickler(cloudpickle.Pickler):
             if obj.c_contiguous:
                 return _rebuild_memoryview, (pickle.PickleBuffer(obj), obj.format, obj.shape)
             return _rebuild_memoryview, (obj.tobytes(), obj.format, obj.shape)
+        elif kind is _LRU_CACHE_WRAPPER and getattr(obj.__wrapped__, "__globals__", None) is self._namespace:
+            # @functools.cache / lru_cache in the notebook: pickles itself by name, which the other
+            # side cannot look up. Rebuild the wrapper around the function (the cache starts empty).
+            parameters = obj.cache_parameters()
+            return _rebuild_lru_cache, (obj.__wrapped__, parameters["maxsize"], parameters["typed"])
         elif self._torch is not None and kind is self._torch.typed_storage:
             reduced = self._torch.reduce_typed_storage(obj)
             if reduced is not NotImplemented:

@@ -15,6 +15,8 @@ Needs torch (`make bench` installs the CPU build).
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,6 +30,7 @@ from _report import report  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 THINK_TIME_S = 3.0  # a person reads the previous output before running the next cell
+ROUNDS = int(os.environ.get("PAPER_OVERHEAD_ROUNDS", "3"))  # interleaved; medians reported
 
 PAPER_PLAIN_S, PAPER_PROFILED_S = 1.44, 13.99
 
@@ -78,17 +81,22 @@ def main() -> None:
         ("(c) profiled, in-process", "scorep-python",
          {"profile": True, "backend": "builtin", "isolation": "inprocess"}),
     ]
-    results = {}
-    for label, kname, profile in cases:
-        total, parts, manifests = run_case(label, kname, profile)
-        results[label] = total
-        print(f"{label}: {total:.2f} s  (corpus {parts[0]:.2f} s, training setup {parts[1]:.2f} s)")
-        for m in manifests:
-            timings = m.get("timings") or {}
-            events = (m.get("measurement") or {}).get("events")
-            if timings or events is not None:
+    totals: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+    # Rounds interleave the cases so that load from elsewhere on the machine hits all alike.
+    for round_no in range(1, ROUNDS + 1):
+        for label, kname, profile in cases:
+            total, parts, manifests = run_case(label, kname, profile)
+            totals[label].append(total)
+            print(f"round {round_no} {label}: {total:.2f} s  "
+                  f"(corpus {parts[0]:.2f} s, training setup {parts[1]:.2f} s)", flush=True)
+            for m in manifests:
+                timings = m.get("timings") or {}
+                events = (m.get("measurement") or {}).get("events")
                 parts_s = ", ".join(f"{k} {v:.3f} s" for k, v in timings.items())
                 print(f"    run {m['id']}: {events} events; {parts_s}")
+    results = {label: statistics.median(v) for label, v in totals.items()}
+    print(f"medians over {ROUNDS} rounds: "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in results.items()))
     base = results["(a) standard ipykernel"]
     sub = results["(b) profiled, subprocess"] - base
     inproc = results["(c) profiled, in-process"] - base

@@ -53,7 +53,7 @@ def test_samples_are_plausible_and_follow_the_documented_series():
     assert samples.values.shape == (n, len(keys))
     assert (np.diff(samples.times) > 0).all()
     assert t0 < samples.times[0] and samples.times[-1] <= t1
-    assert len(ticks) == n - 1  # the cap check runs once per interval; stop() adds one sample
+    assert n - 1 <= len(ticks) <= n  # the cap check runs once per interval; stop() may add one
     col = {k: samples.values[:, i] for i, k in enumerate(keys)}
     assert ((col["cpu.total"] >= 0) & (col["cpu.total"] <= 100)).all()
     assert col["cpu.total"][1:].max() > 10  # this process kept a core busy

@@ -139,6 +139,13 @@ class ScorePKernel(IPythonKernel):
             self.cell_output.error("ProfilingProcessDied", e.message, [e.message])
             self.active_run = None
             reply = error_reply("ProfilingProcessDied", e.message, [e.message], self.shell.execution_count)
+        except Exception as e:  # a bug of ours must cost one cell, not the kernel's answer
+            self.log.exception("profiling failed")
+            message = (f"The Score-P kernel failed to run this cell ({type(e).__name__}: {e}). "
+                       "Please report this with the kernel's log.")  # fmt: skip
+            self.cell_output.error("ScorePKernelError", message, [message])
+            self.active_run = None
+            reply = error_reply("ScorePKernelError", message, [message], self.shell.execution_count)
         self._prepare_spare()
         return reply
 

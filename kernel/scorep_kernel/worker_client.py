@@ -219,10 +219,8 @@ class WorkerPool:
         """A worker for ``key``: the spare if it matches and lives, else a fresh one.
         Returns (worker, was_spare)."""
         if self._starting is not None:
-            try:
-                await self._starting
-            except Exception:
-                pass
+            # asyncio.wait never raises, even for a start that was cancelled or failed
+            await asyncio.wait([self._starting])
             self._starting = None
         spare, self.spare = self.spare, None
         if spare is not None and spare.key == key and spare.alive() and spare.ready is not None:
@@ -260,10 +258,15 @@ class WorkerPool:
         old, self.spare = self.spare, None
         if old is not None:
             await old.close(graceful=False)
+        worker = None
         try:
             worker = await WorkerProcess.spawn(key, env, cwd, reserved)
             await worker.wait_ready()
-        except Exception as e:
+        except BaseException as e:  # cancelled by close(), or the start failed
+            if worker is not None:
+                worker.kill()
+            if not isinstance(e, Exception):
+                raise
             log.warning("could not start a spare profiling worker: %s", e)
             return
         self.spare = worker
@@ -285,6 +288,8 @@ class WorkerPool:
     async def close(self) -> None:
         if self._starting is not None:
             self._starting.cancel()
+            await asyncio.wait([self._starting])
+            self._starting = None
         if self.spare is not None:
             await self.spare.close(graceful=False)
             self.spare = None

@@ -246,3 +246,15 @@ def test_inline_matplotlib_figure(kernels):
     figures = [c for c in result.of("display_data") if "image/png" in c["data"]]
     assert len(figures) == 1
     assert figures[0]["data"]["image/png"][:8]  # base64 text of a PNG
+
+
+def test_spare_worker_switched_off_while_it_starts(kernels):
+    profiled, _ = kernels
+    assert profiled.run("spare_a = 1", PROFILE_SUB).status == "ok"  # a spare starts now
+    try:
+        assert profiled.run("%scorep spare_worker=false").status == "ok"  # cancels that start
+        result = profiled.run("spare_b = spare_a + 1", PROFILE_SUB, timeout=60)
+        assert result.status == "ok", result.reply
+        assert profiled.value("spare_b") == 2
+    finally:
+        assert profiled.run("%scorep spare_worker=true").status == "ok"

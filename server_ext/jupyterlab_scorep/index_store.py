@@ -104,6 +104,16 @@ class IndexCache:
         self._items: OrderedDict[tuple[str, str], LoadedIndex] = OrderedDict()
         self._lock = threading.Lock()
 
+    def peek(self, directory: str) -> LoadedIndex | None:
+        """The most recently loaded index of ``directory``, without touching the disk;
+        the caller checks that it is still fresh."""
+        with self._lock:
+            for key in reversed(self._items):
+                if key[0] == directory:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+        return None
+
     def get(self, directory: str) -> LoadedIndex:
         # The meta's mtime tells a rebuilt index from the one we hold.
         stamp = str(os.stat(Path(directory) / "meta.json").st_mtime_ns)

@@ -140,23 +140,38 @@ class Service:
             raise ApiError(409, "the trace is still being written; try again in a moment",
                            "Not ready")
 
+    def _lookup(self, exp: Path):
+        """``(signature, loaded index or None)``, in one trip to a thread: the archive's
+        files' identity, and the index if one as fresh as them is loaded or on disk."""
+        archive_files(exp)  # libotf2 follows symlinks: refuse files linking out (403)
+        signature = source_files(exp)
+        parent = index_store.index_parent(exp)
+        directory = str(parent / index_store.INDEX_NAME)
+        loaded = self.indexes.peek(directory)
+        if loaded is not None and loaded.meta.get("sources") == signature:
+            return signature, loaded
+        meta = index_store.read_meta(parent)
+        if meta is not None and meta.get("sources") == signature:
+            return signature, self.indexes.get(directory)
+        return signature, None
+
     async def index(self, exp: Path, manifest: dict[str, Any]) -> LoadedIndex:
         self.trace_status(exp, manifest)
-        # libotf2 follows symlinks: refuse an archive with a file linking out (403).
-        await self.in_thread(archive_files, exp)
-        signature = await self.in_thread(source_files, exp)
-        parent = index_store.index_parent(exp)
-        meta = await self.in_thread(index_store.read_meta, parent)
-        if meta is not None and meta.get("sources") == signature:
-            directory = str(parent / index_store.INDEX_NAME)
-        else:
-            directory = await self._once(("index", str(exp)), signature,
-                                         lambda: self._build(exp))
+        try:
+            signature, loaded = await self.in_thread(self._lookup, exp)
+            if loaded is not None:
+                return loaded
+        except (OSError, ValueError, KeyError) as e:
+            raise ApiError(422, f"the trace index of this experiment is unreadable ({e}); "
+                                "delete its .index folder to rebuild it",
+                           "Unreadable index") from None
+        directory = await self._once(("index", str(exp)), signature, lambda: self._build(exp))
         try:
             return await self.in_thread(self.indexes.get, directory)
         except (OSError, ValueError, KeyError) as e:
             raise ApiError(422, f"the trace index of this experiment is unreadable ({e}); "
-                                f"delete {parent} to rebuild it", "Unreadable index") from None
+                                f"delete {directory} to rebuild it", "Unreadable index") \
+                from None
 
     async def _build(self, exp: Path) -> str:
         try:

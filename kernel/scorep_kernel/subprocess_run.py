@@ -18,8 +18,9 @@ log = logging.getLogger("scorep_kernel")
 
 # After an interrupt, how long the cell may take to stop before its process is killed.
 INTERRUPT_GRACE_S = 3.0
-# How long stopping the measurement (not writing the files) may take.
-STOP_TIMEOUT_S = 120.0
+# How long stopping the measurement (not writing the files) may take: building the
+# recording of a capped run (millions of events) takes seconds, never minutes.
+STOP_TIMEOUT_S = 600.0
 
 
 class WorkerDied(Exception):

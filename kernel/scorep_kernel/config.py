@@ -115,6 +115,7 @@ class CellSettings:
     measure: dict[str, Any]
     run: str | None = None  # multi-cell run id
     last: bool = False
+    experiment_parent: str | None = None  # where run directories go (None: <cwd>/scorep-experiments)
 
 
 @dataclass
@@ -230,12 +231,16 @@ class KernelSettings:
         run = cell.get("run")
         if run is not None and not isinstance(run, (str, int)):
             raise SettingsError(f"run must be a string naming the multi-cell run, not {run!r}")
+        parent = cell.get("experiment_dir") or None
+        if parent is not None and not isinstance(parent, str):
+            raise SettingsError(f"experiment_dir must be a directory path, not {parent!r}")
         return CellSettings(
             backend=backend,
             isolation=isolation,
             measure=measure,
             run=None if run is None else str(run),
             last=bool(cell.get("last", False)),
+            experiment_parent=parent,
         )
 
     def describe(self, available: Availability) -> str:

@@ -25,7 +25,7 @@ from scorep_kernel import __version__, transfer
 from scorep_kernel.config import Availability, KernelSettings, SettingsError, detect
 from scorep_kernel.inprocess_run import InprocessRun
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
-from scorep_kernel.runs import RunBase, error_reply
+from scorep_kernel.runs import RunBase, error_reply, reserve_experiment
 from scorep_kernel.subprocess_run import SubprocessRun, WorkerDied
 from scorep_kernel.worker_client import WorkerPool
 
@@ -304,9 +304,11 @@ class ScorePKernel(IPythonKernel):
         recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
         names = transfer.user_names(self.shell.user_ns)
         modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
-        from scorep_kernel.runs import reserve_experiment
-
-        reserved = reserve_experiment(s.scorep_env) if recipe.backend == "scorep" else None
+        reserved = (
+            reserve_experiment(s.scorep_env, recipe.settings.experiment_parent)
+            if recipe.backend == "scorep"
+            else None
+        )
         self.pool.prepare(recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved)
 
     def do_shutdown(self, restart):

@@ -47,14 +47,22 @@ def experiment_location(scorep_env: dict[str, str]) -> str | None:
     ) or None  # fmt: skip
 
 
-def reserve_experiment(scorep_env: dict[str, str]) -> tuple[str, Path]:
+def experiment_parent(parent: str | None) -> Path:
+    """Where run directories go: the user's choice (absolute, or relative to the kernel's
+    working directory), else ``<cwd>/scorep-experiments``."""
+    if parent:
+        return Path(parent).expanduser().absolute()
+    return experiment.default_parent().absolute()
+
+
+def reserve_experiment(scorep_env: dict[str, str], parent: str | None = None) -> tuple[str, Path]:
     """An (id, path) not yet created: Score-P must be told its directory when its process
     starts, and creates it itself."""
     exp_id = experiment.new_experiment_id()
     explicit = experiment_location(scorep_env)
     if explicit:
         return exp_id, Path(explicit).expanduser().absolute()
-    return exp_id, experiment.default_parent().absolute() / exp_id
+    return exp_id, experiment_parent(parent) / exp_id
 
 
 class RunBase:
@@ -84,10 +92,13 @@ class RunBase:
         if reserved is not None:
             self.exp_id, self.exp_dir = reserved
             self.exp_dir.mkdir(parents=True, exist_ok=True)
-        else:
+        elif experiment_location(self.scorep_env) or not self.settings.experiment_parent:
             self.exp_id, self.exp_dir = experiment.create_experiment_dir(
                 explicit=experiment_location(self.scorep_env)
             )
+        else:
+            self.exp_id, self.exp_dir = reserve_experiment({}, self.settings.experiment_parent)
+            self.exp_dir.mkdir(parents=True, exist_ok=False)
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
         manifest = experiment.new_manifest(

@@ -11,7 +11,13 @@ from typing import Any
 from scorep_kernel import experiment, transfer
 from scorep_kernel.faults import describe_exit
 from scorep_kernel.protocol import ChannelClosed
-from scorep_kernel.runs import CellOutput, RunBase, error_reply
+from scorep_kernel.runs import (
+    CellOutput,
+    RunBase,
+    error_reply,
+    experiment_parent,
+    reserve_experiment,
+)
 from scorep_kernel.worker_client import WorkerKey, WorkerPool, WorkerProcess
 
 log = logging.getLogger("scorep_kernel")
@@ -43,9 +49,12 @@ class SubprocessRun(RunBase):
         self.interrupt_requested = False
 
     def key(self) -> WorkerKey:
-        env = tuple(sorted(self.scorep_env.items())) if self.backend == "scorep" else ()
-        args = tuple(self.binding_args) if self.backend == "scorep" else ()
-        return WorkerKey(self.backend, env, args)
+        if self.backend != "scorep":
+            return WorkerKey(self.backend, (), ())
+        # Score-P fixes its environment, arguments and experiment directory at start.
+        env = tuple(sorted(self.scorep_env.items()))
+        parent = str(experiment_parent(self.settings.experiment_parent))
+        return WorkerKey(self.backend, env, tuple(self.binding_args), exp_parent=parent)
 
     def worker_env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
@@ -53,9 +62,11 @@ class SubprocessRun(RunBase):
         return env
 
     async def begin(self, pool: WorkerPool, base_env: dict[str, str], cwd: str) -> None:
-        from scorep_kernel.runs import reserve_experiment
-
-        reserved = reserve_experiment(self.scorep_env) if self.backend == "scorep" else None
+        reserved = (
+            reserve_experiment(self.scorep_env, self.settings.experiment_parent)
+            if self.backend == "scorep"
+            else None
+        )
         self.worker, self.used_spare = await pool.take(
             self.key(), self.worker_env(base_env), cwd, reserved
         )

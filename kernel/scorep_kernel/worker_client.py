@@ -35,6 +35,7 @@ class WorkerKey:
     env: tuple[tuple[str, str], ...]  # SCOREP_* set by the user (fixed at Score-P's start)
     binding_args: tuple[str, ...]
     python: str = sys.executable
+    exp_parent: str = ""  # Score-P only: where its experiment directory will be
 
     def command(self, fd: int) -> list[str]:
         if self.backend == "scorep":

@@ -264,3 +264,14 @@ def test_spare_worker_switched_off_while_it_starts(kernels):
         assert profiled.value("spare_b") == 2
     finally:
         assert profiled.run("%scorep spare_worker=true").status == "ok"
+
+
+@pytest.mark.parametrize("meta", [PROFILE_SUB, PROFILE_IN], ids=["subprocess", "inprocess"])
+def test_experiment_dir_setting_from_the_frontend(kernels, workdir, meta):
+    profiled, _ = kernels
+    cell_meta = {"scorep": {**meta["scorep"], "experiment_dir": "my-experiments"}}
+    result = profiled.run("chosen_parent = 1", cell_meta)
+    assert result.status == "ok", result.reply
+    path = Path(result.bundle()["path"])
+    assert path.parent == workdir / "my-experiments"
+    assert result.manifest()["status"] == "ok"

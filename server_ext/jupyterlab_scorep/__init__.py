@@ -7,7 +7,7 @@ except ImportError:
     # Running from a source checkout that was never pip-installed.
     import warnings
 
-    warnings.warn("Importing 'jupyterlab_scorep' outside a proper installation.")
+    warnings.warn("Importing 'jupyterlab_scorep' outside a proper installation.", stacklevel=2)
     __version__ = "dev"
 
 from traitlets import Float, Int, List, Unicode

@@ -90,3 +90,28 @@ def archive_files(exp: Path) -> list[tuple[str, Path]]:
             if real is not None and real.is_file():
                 out.append((f"{ex.OTF2_EVENTS_DIR}/{entry.name}", real))
     return out
+
+
+def list_experiments(roots: Roots, parents) -> list[tuple[str, dict]]:
+    """Like ``experiment.list_experiments`` over several parents, skipping what is not
+    readable (that helper lets a non-UTF-8 manifest raise) or lies outside the roots."""
+    seen, out = set(), []
+    for parent in parents:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            real = os.path.realpath(entry.path)
+            if real in seen or not roots.allowed(real):
+                continue
+            try:
+                manifest = ex.read_manifest(entry.path)
+            except (ex.ExperimentError, ValueError):
+                continue
+            seen.add(real)
+            out.append((real, manifest))
+    out.sort(key=lambda pm: (pm[1].get("start_ns") or 0, pm[1]["id"]), reverse=True)
+    return out

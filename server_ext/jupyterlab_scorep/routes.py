@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from typing import Any, Callable
 
@@ -18,7 +17,7 @@ from tornado.iostream import StreamClosedError
 
 from . import calltree, export, metrics, summary, timeline, tools
 from .errors import ApiError
-from .paths import archive_files, experiment_file
+from .paths import archive_files, experiment_file, list_experiments
 from .service import Service
 
 AUTH_RESOURCE = "scorep"
@@ -119,35 +118,10 @@ class ExperimentsHandler(ScorePHandler):
             else:
                 parents = [roots.server_root, *roots.extra]
                 parents = [f"{p}/{ex.DEFAULT_PARENT}" for p in parents] + roots.extra
-            found = await self.service.in_thread(_list_experiments, roots, parents)
+            found = await self.service.in_thread(list_experiments, roots, parents)
             return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
 
         await self.respond(make)
-
-
-def _list_experiments(roots, parents) -> list:
-    """Like ``experiment.list_experiments`` over several parents, skipping what is not
-    readable (that helper lets a non-UTF-8 manifest raise) or lies outside the roots."""
-    seen, out = set(), []
-    for parent in parents:
-        try:
-            entries = list(os.scandir(parent))
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            real = os.path.realpath(entry.path)
-            if real in seen or not roots.allowed(real):
-                continue
-            try:
-                manifest = ex.read_manifest(entry.path)
-            except (ex.ExperimentError, ValueError):
-                continue
-            seen.add(real)
-            out.append((real, manifest))
-    out.sort(key=lambda pm: (pm[1].get("start_ns") or 0, pm[1]["id"]), reverse=True)
-    return out
 
 
 class ExperimentHandler(ScorePHandler):

@@ -57,8 +57,9 @@ class Service:
         return self._pool
 
     def warm_up(self) -> None:
-        """Start the worker now, so the first profiled cell's timeline is not delayed."""
-        self._worker_pool()
+        """Start the worker now (the pool spawns lazily, on the first job), so the first
+        profiled cell's timeline is not delayed by its start-up and imports."""
+        self._worker_pool().submit(int)
 
     def _discard_pool(self, kill: bool) -> None:
         pool, self._pool = self._pool, None

@@ -9,9 +9,8 @@ import os
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
-from experiment_factory import EPOCH_BASE, MONO_BASE, MS, many_calls_thread
+from experiment_factory import EPOCH_BASE, MS, many_calls_thread
 from pycubexr import CubexParser
 
 pytestmark = pytest.mark.timeout(120)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from jupyterlab_scorep import metrics, summary
 from jupyterlab_scorep.calltree import CallTree

@@ -144,3 +144,19 @@ def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
 def test_input_in_a_profiled_cell_says_why_not(kernel):
     result = kernel.run("answer = input('name? ')", PROFILE_SUB)
     assert result.status == "error" and "unprofiled cell" in result.reply["evalue"]
+
+
+def test_inprocess_interrupt_and_error_are_recorded(kernel):
+    inproc = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
+    msg_id = kernel.send("import time\nin_partial = 1\ntime.sleep(30)", inproc)
+    time.sleep(1.5)
+    sent = time.monotonic()
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert time.monotonic() - sent < 3
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert result.manifest()["status"] == "interrupted"
+    assert kernel.value("in_partial") == 1
+    failed = kernel.run("in_err = 1\nraise RuntimeError('in-process boom')", inproc)
+    assert failed.reply["ename"] == "RuntimeError" and failed.manifest()["status"] == "error"
+    assert kernel.value("in_err") == 1

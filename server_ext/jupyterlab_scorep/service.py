@@ -8,10 +8,8 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
-import multiprocessing
 import os
 from collections import OrderedDict
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,15 +21,9 @@ from .index_build import source_files
 from .index_store import IndexCache, LoadedIndex
 from .otf2_read import TraceReadError
 from .paths import Roots, archive_files, experiment_file
+from .worker import WorkerCrashed, WorkerProcess, WorkerTimeout
 
 log = logging.getLogger(__name__)
-
-
-def _worker_warmup() -> None:
-    # Imported once per worker, so the first real build does not pay for it.
-    import numpy  # noqa: F401
-    import otf2  # noqa: F401
-    import pycubexr  # noqa: F401
 
 
 class Service:
@@ -40,7 +32,10 @@ class Service:
         self.roots = Roots(server_root, experiment_roots)
         self.build_timeout = build_timeout
         self.indexes = IndexCache(cache_size)
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._worker = WorkerProcess()
+        # Threads that wait on the worker, apart from the default pool that handlers use
+        # for quick work, so queued parses never starve other requests.
+        self._waiters = concurrent.futures.ThreadPoolExecutor(4, "scorep-worker-wait")
         self._inflight: dict[tuple, asyncio.Future] = {}
         # Failures keyed by the files' identity: a broken file is not re-parsed per request.
         self._failed: dict[tuple, tuple[Any, ApiError]] = {}
@@ -48,51 +43,32 @@ class Service:
 
     # -- execution -------------------------------------------------------------------
 
-    def _worker_pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_warmup,
-            )
-        return self._pool
-
     def warm_up(self) -> None:
-        """Start the worker now (the pool spawns lazily, on the first job), so the first
-        profiled cell's timeline is not delayed by its start-up and imports."""
-        self._worker_pool().submit(int)
-
-    def _discard_pool(self, kill: bool) -> None:
-        pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if kill:
-            # A hung parse: stop the worker (private ``_processes``: 3.11 has no public way).
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+        """Start the worker now, so the first profiled cell's timeline does not wait for
+        its start-up and imports."""
+        self._waiters.submit(self._worker.start)
 
     def shutdown(self) -> None:
-        self._discard_pool(kill=True)
+        self._worker.stop()
+        self._waiters.shutdown(wait=False, cancel_futures=True)
 
     async def in_thread(self, fn: Callable, *args) -> Any:
         return await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(fn, *args))
 
     async def in_worker(self, what: str, fn: Callable, *args) -> Any:
-        future = self._worker_pool().submit(fn, *args)
+        call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.build_timeout)
-        except BrokenProcessPool:
-            self._discard_pool(kill=False)
+            return await asyncio.get_running_loop().run_in_executor(self._waiters, call)
+        except WorkerCrashed:
             error = ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
                                   "the cell to record it again.", "Unreadable file")
-        except asyncio.TimeoutError:
-            self._discard_pool(kill=True)
+        except WorkerTimeout:
             error = ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} "
                                   "s and was stopped; raise c.ScorePExtension.build_timeout "
                                   "for very large traces", "Unreadable file")
-        # A crash or a stop also fails whatever else the worker had queued, so this error
-        # may belong to another file: not remembered, the next request tries again.
+        # A crash may come from an earlier job's damage, and a stop from an overloaded
+        # machine: not remembered against the file, the next request tries again.
         error.transient = True
         raise error
 

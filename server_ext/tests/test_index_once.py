@@ -75,7 +75,7 @@ def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
         manifest = await svc.manifest(exp)
         try:
             # the worker dies mid-job, as libotf2 would on a segfault
-            await svc.in_worker("a test job", _os._exit, 3)
+            await svc.in_worker("a test job", _os._exit, 3)  # os._exit in the worker
         except Exception as e:
             assert getattr(e, "status", None) == 422 and e.transient
         index = await svc.index(exp, manifest)  # a fresh worker serves the next request

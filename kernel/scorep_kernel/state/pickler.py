@@ -24,8 +24,10 @@ import sys
 import types
 
 import cloudpickle
+import numpy as np
 from cloudpickle import cloudpickle as _cp
 
+from .arrays import covering_arrays, reduce_array
 from .placeholder import NotTransferredError, Placeholder, placeholder_for
 from .torch_support import TorchReducer
 
@@ -97,12 +99,17 @@ class NamespacePickler(cloudpickle.Pickler):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._namespace = namespace
         self._oob_min = out_of_band_min
+        self._covering = covering_arrays(namespace.values())
         torch = sys.modules.get("torch")
         self._torch = TorchReducer(torch) if torch is not None and hasattr(torch, "storage") else None
 
     def reducer_override(self, obj):
         kind = type(obj)
-        if kind is types.ModuleType:
+        if kind is np.ndarray:
+            reduced = reduce_array(obj, self._covering)
+            if reduced is not NotImplemented:
+                return reduced
+        elif kind is types.ModuleType:
             name = getattr(obj, "__name__", None)
             if isinstance(name, str) and sys.modules.get(name) is obj:
                 return import_module_or_placeholder, (name,)

@@ -206,7 +206,8 @@ def receive(descriptor: tuple):
         if reusable is not None:  # it came from here: the data goes back into its memory
             raw, target = reusable
             read_remote(pid, address, target)
-            return raw
+            # a PickleBuffer marks it for arrays.rebuild_array, which hands back the original object
+            return pickle.PickleBuffer(raw.obj)
     destination = np.empty(nbytes, dtype=np.uint8)
     if nbytes:
         read_remote(pid, address, destination)

@@ -1,6 +1,10 @@
 """Timeline queries on a 10M-event trace: p50 / p95 latency over random windows at every
 zoom level (full view down to ~1 µs windows) and the largest response, measured as the
-handler computes it (index query + JSON encoding, index memory-mapped and warm).
+handler computes it (index query + JSON encoding, index memory-mapped and warm), then the
+same windows over HTTP through a real jupyter server.
+
+Latency is given in CPU time of the query (this machine is shared by several busy
+processes, so wall time mostly measures them) and in wall time.
 
 Peer: the same merge over the raw call table without the stored levels (what a server
 without precomputed levels does), on the same windows.
@@ -42,13 +46,15 @@ def main() -> None:
         t0 = int(rng.integers(0, max(full - span, 1)))
         windows.append((t0, t0 + span))
     windows[0] = (0, full)
-    times, sizes = [], []
+    times, cpu, sizes = [], [], []
     for t0, t1 in windows:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         body = json.dumps(timeline.query(index, t0, t1, WIDTH), separators=(",", ":"))
+        cpu.append(time.thread_time() - c)
         times.append(time.perf_counter() - t)
         sizes.append(len(body))
-    p50, p95 = np.percentile(times, 50) * 1e3, np.percentile(times, 95) * 1e3
+    p50, p95 = np.percentile(cpu, 50) * 1e3, np.percentile(cpu, 95) * 1e3
+    wall50, wall95 = np.percentile(times, 50) * 1e3, np.percentile(times, 95) * 1e3
 
     # Peer: merge straight from the raw calls (level 0 only), on the first 40 windows.
     def raw_query(t0, t1):
@@ -71,16 +77,19 @@ def main() -> None:
 
     peer_times = []
     for t0, t1 in windows[:40]:
-        t = time.perf_counter()
+        c = time.thread_time()
         raw_query(t0, t1)
-        peer_times.append(time.perf_counter() - t)
+        peer_times.append(time.thread_time() - c)
     peer_p95 = np.percentile(peer_times, 95) * 1e3
     note = (f"{index.meta['events']:,} events, {len(index.locations)} locations, "
             f"{QUERIES} windows at {WIDTH} px, index built in {build:.1f} s "
             f"({index.meta['build_s']['total']:.1f} s when first built); peer on 40 windows")
-    report("timeline query p50 (10M events)", p50, "ms", target="-", note=note)
-    report("timeline query p95 (10M events)", p95, "ms", peer="raw calls, no levels",
-           peer_value=peer_p95, target="<= 50", met=bool(p95 <= 50), note=note)
+    report("timeline query p50 (10M events, CPU time)", p50, "ms", target="-", note=note)
+    report("timeline query p95 (10M events, CPU time)", p95, "ms",
+           peer="raw calls, no levels", peer_value=peer_p95, target="<= 50",
+           met=bool(p95 <= 50), note=note)
+    report("timeline query p95 (10M events, wall time)", wall95, "ms", target="<= 50",
+           met=bool(wall95 <= 50), note=f"p50 {wall50:.1f} ms; includes waiting for the CPU")
     report("timeline largest response (10M events)", max(sizes) / 1e6, "MB",
            target="<= 1", met=bool(max(sizes) <= 1_000_000))
     http_p50, http_p95, cpu_ms = over_http(exp, windows[:100])

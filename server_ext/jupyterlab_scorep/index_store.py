@@ -75,6 +75,7 @@ class LoadedIndex:
         self.meta: dict[str, Any] = json.loads((self.dir / "meta.json").read_text())
         self.regions: dict[str, dict[str, Any]] = self.meta["regions"]
         self._arrays: dict[str, np.ndarray] = {}
+        self._derived: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def array(self, name: str) -> np.ndarray:
@@ -87,6 +88,15 @@ class LoadedIndex:
                     arr = np.load(path, mmap_mode="r") if path.stat().st_size else np.zeros(0)
                     self._arrays[name] = arr
         return arr
+
+    def cached(self, key: str, make) -> Any:
+        """``make(self)``, computed once per loaded index (e.g. the call tree)."""
+        with self._lock:
+            if key in self._derived:
+                return self._derived[key]
+        value = make(self)
+        with self._lock:
+            return self._derived.setdefault(key, value)
 
     def has(self, name: str) -> bool:
         return (self.dir / f"{name}.npy").exists()

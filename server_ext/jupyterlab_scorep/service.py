@@ -170,7 +170,8 @@ class Service:
         """The call tree from profile.cubex, else from the trace."""
         cubex = experiment_file(exp, ex.CUBEX)
         if cubex is None or manifest.get("files_status") == "pending":
-            return await self.in_thread(calltree.from_index, await self.index(exp, manifest))
+            index = await self.index(exp, manifest)
+            return await self.in_thread(index.cached, "calltree", calltree.from_index)
         st = os.stat(cubex)
         signature = (st.st_mtime_ns, st.st_size)
         key = ("cubex", str(cubex))

@@ -26,7 +26,7 @@ import numpy as np
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernel"
 sys.path.insert(0, str(KERNEL_DIR))
 
-from scorep_kernel.state import apply, pack, unpack  # noqa: E402
+from scorep_kernel.state import apply, pack, unpack
 
 
 def read(stream) -> bytes:

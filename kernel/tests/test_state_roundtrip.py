@@ -13,14 +13,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import scorep_kernel
 from scorep_kernel.state import apply, pack, unpack
 
 HARNESS = Path(__file__).with_name("state_worker_harness.py")
 KERNEL_DIR = str(Path(scorep_kernel.__file__).resolve().parent.parent)
 sys.path.insert(0, str(Path(__file__).parent))
-from state_worker_harness import read, write  # noqa: E402
+from state_worker_harness import read, write
 
 
 def run_in_worker(namespace: dict, cell: str, *, transport: str | None = None):

@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from scorep_kernel.state import apply, pack, unpack  # noqa: E402
-from test_state_roundtrip import kernel_ns, run_in_worker  # noqa: E402,F401
+from scorep_kernel.state import apply, pack, unpack
+from test_state_roundtrip import kernel_ns, run_in_worker  # noqa: F401
 
 
 def local_round_trip(namespace: dict) -> tuple[dict, int]:
@@ -70,7 +70,7 @@ tied = model.head.weight is model.embed.weight
 """
 
 
-def test_model_defined_in_the_notebook_trains_in_the_worker(kernel_ns):
+def test_model_defined_in_the_notebook_trains_in_the_worker(kernel_ns):  # noqa: F811 - the fixture
     exec(MODEL, kernel_ns)
     initial = kernel_ns["model"].embed.weight.detach().clone()
     # the same training step, done here on a copy, is what the worker must bring back

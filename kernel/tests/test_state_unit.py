@@ -13,9 +13,14 @@ import types
 
 import numpy as np
 import pytest
-
 from scorep_kernel.state import (
-    NotTransferredError, StateTransferError, apply, is_bookkeeping, pack, placeholder_for, unpack,
+    NotTransferredError,
+    StateTransferError,
+    apply,
+    is_bookkeeping,
+    pack,
+    placeholder_for,
+    unpack,
 )
 
 

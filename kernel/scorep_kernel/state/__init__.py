@@ -22,13 +22,24 @@ worker binds a placeholder for it that explains itself when used.
 """
 
 from .apply import Changes, apply
+from .errors import StateTransferError
 from .names import is_bookkeeping
 from .packet import OUT_OF_BAND_MIN, Packet, Unpacked, pack, unpack
 from .placeholder import NotTransferredError, placeholder_for
-from .errors import StateTransferError
 from .transport import allow_reader, choose_transport
 
 __all__ = [
-    "Changes", "NotTransferredError", "OUT_OF_BAND_MIN", "Packet", "StateTransferError", "Unpacked",
-    "allow_reader", "apply", "choose_transport", "is_bookkeeping", "pack", "placeholder_for", "unpack",
+    "OUT_OF_BAND_MIN",
+    "Changes",
+    "NotTransferredError",
+    "Packet",
+    "StateTransferError",
+    "Unpacked",
+    "allow_reader",
+    "apply",
+    "choose_transport",
+    "is_bookkeeping",
+    "pack",
+    "placeholder_for",
+    "unpack",
 ]

@@ -51,9 +51,9 @@ def covering_arrays(namespace_values) -> dict[int, np.ndarray]:
                 value.flags.c_contiguous or value.flags.f_contiguous):
             continue
         root = _root(value)
-        if value is root or (_address(value) == _address(root) and value.nbytes == root.nbytes):
-            if id(root) not in found or value is root:
-                found[id(root)] = value
+        covers_root = value is root or (_address(value) == _address(root) and value.nbytes == root.nbytes)
+        if covers_root and (id(root) not in found or value is root):
+            found[id(root)] = value
     return found
 
 

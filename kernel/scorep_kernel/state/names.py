@@ -35,9 +35,8 @@ def is_bookkeeping(name: str, value: object = None) -> bool:
         return True
     if name in IPYTHON_BOOKKEEPING or _HISTORY_NAME.match(name):
         return True
-    if name == "open" and getattr(value, "__wrapped__", None) is io.open:
-        return True  # IPython's wrapper of builtins.open; a user's own `open` still travels
-    return False
+    # IPython's wrapper of builtins.open; a user's own `open` still travels
+    return name == "open" and getattr(value, "__wrapped__", None) is io.open
 
 
 def travelling_names(namespace: dict, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:

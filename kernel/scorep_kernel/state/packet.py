@@ -27,7 +27,7 @@ from .pickler import LargeBytes, NamespacePickler, NamespaceUnpickler
 from .placeholder import describe_unpicklable, is_placeholder, known_unpicklable
 from .transport import Exporter, StateTransferError, choose_transport, import_buffers
 
-__all__ = ["OUT_OF_BAND_MIN", "Packet", "Unpacked", "pack", "unpack", "capture_process_state"]
+__all__ = ["OUT_OF_BAND_MIN", "Packet", "Unpacked", "capture_process_state", "pack", "unpack"]
 
 MAGIC = b"SKST"
 VERSION = 1
@@ -91,7 +91,7 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
         out = io.BytesIO()
         buffers: list[pickle.PickleBuffer] = []
 
-        def keep_large(buffer: pickle.PickleBuffer) -> bool:
+        def keep_large(buffer: pickle.PickleBuffer, buffers=buffers) -> bool:
             if buffer.raw().nbytes < oob_min:
                 return True  # in band
             buffers.append(buffer)

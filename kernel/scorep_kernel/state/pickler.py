@@ -51,7 +51,7 @@ def import_module_or_placeholder(name: str):
         return module
     try:
         return importlib.import_module(name)
-    except Exception as exc:  # ImportError, or whatever the module's import raises
+    except Exception as exc:  # noqa: BLE001 - ImportError, or whatever the module's import raises
         return placeholder_for(name, f"a module that cannot be imported here: {type(exc).__name__}: {exc}")
 
 

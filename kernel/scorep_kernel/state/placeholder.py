@@ -15,7 +15,7 @@ import socket
 import threading
 import types
 
-__all__ = ["NotTransferredError", "Placeholder", "placeholder_for", "describe_unpicklable", "is_placeholder"]
+__all__ = ["NotTransferredError", "Placeholder", "describe_unpicklable", "is_placeholder", "placeholder_for"]
 
 
 class NotTransferredError(RuntimeError):
@@ -122,7 +122,7 @@ def _describe_type(value: object) -> str | None:
         return "an open file" if not value.closed else "a closed file"
     if isinstance(value, socket.socket):
         return "a socket"
-    if isinstance(value, _LOCK_TYPES) or isinstance(value, (threading.Condition, threading.Semaphore)):
+    if isinstance(value, (*_LOCK_TYPES, threading.Condition, threading.Semaphore)):
         return "a lock"
     if isinstance(value, threading.Thread):
         return "a thread"

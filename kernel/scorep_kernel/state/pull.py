@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import ENV_TRANSPORT, StateTransferError
 
-__all__ = ["allow_reader", "pull_permitted", "PullLender", "receive"]
+__all__ = ["PullLender", "allow_reader", "pull_permitted", "receive"]
 
 
 class _IoVec(ctypes.Structure):

@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import StateTransferError
 
-__all__ = ["SegmentWriter", "SegmentReader"]
+__all__ = ["SegmentReader", "SegmentWriter"]
 
 _OWN_SEGMENT = 64 << 20
 _SEGMENT = 256 << 20

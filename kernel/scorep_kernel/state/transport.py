@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 
 from .errors import ENV_TRANSPORT, StateTransferError
-from .pull import PullLender, allow_reader, pull_permitted, receive as pull_receive
+from .pull import PullLender, allow_reader, pull_permitted
+from .pull import receive as pull_receive
 from .shm import SegmentReader, SegmentWriter
 
-__all__ = ["StateTransferError", "allow_reader", "choose_transport", "Exporter", "import_buffers"]
+__all__ = ["Exporter", "StateTransferError", "allow_reader", "choose_transport", "import_buffers"]
 
 
 def choose_transport(requested: str | None = None) -> str:

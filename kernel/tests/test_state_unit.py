@@ -294,3 +294,53 @@ def test_pandas_frames_travel_out_of_band():
     apply(t, unpack(packet.header))
     packet.release()
     assert t["df"].equals(frame)
+
+
+class _RaisesOnPickle:
+    def __reduce__(self):
+        raise ValueError("refuses to be pickled")
+
+
+class _StateFails:
+    def __getstate__(self):
+        raise RuntimeError("state is not available")
+
+
+def test_odd_objects_never_fail_the_pack():
+    deep: list = []
+    node = deep
+    for _ in range(100_000):
+        node.append([])
+        node = node[0]
+    ns = {"reduce": _RaisesOnPickle(), "state": _StateFails(), "deep": deep, "fine": {"a": (1, 2.0, "x")}}
+    packet = pack(ns, process_state=False)
+    assert set(packet.skipped) == {"reduce", "state", "deep"}
+    assert "refuses to be pickled" in packet.skipped["reduce"]
+    assert "recursion" in packet.skipped["deep"]
+    t = {}
+    apply(t, unpack(packet.header))
+    packet.release()
+    assert t == {"fine": {"a": (1, 2.0, "x")}}
+
+
+def test_large_bytes_alias_stays_one_object():
+    blob = bytes(3 << 20)
+    packet = pack({"blob": blob, "same": blob}, process_state=False)
+    assert len(packet.header) < 4096
+    t = {}
+    apply(t, unpack(packet.header))
+    packet.release()
+    assert t["blob"] is t["same"] and len(t["blob"]) == 3 << 20
+
+
+def test_transport_choice(monkeypatch):
+    from scorep_kernel.state import choose_transport
+
+    monkeypatch.delenv("SCOREP_KERNEL_STATE_TRANSPORT", raising=False)
+    assert choose_transport("shm") == "shm" and choose_transport("pull") == "pull"
+    assert choose_transport() in ("pull", "shm")
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "shm")
+    assert choose_transport() == "shm"
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "carrier-pigeon")
+    with pytest.raises(ValueError, match="SCOREP_KERNEL_STATE_TRANSPORT"):
+        choose_transport()

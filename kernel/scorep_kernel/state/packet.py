@@ -150,10 +150,16 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
 
     transport = choose_transport(transport)
     exporter = Exporter(transport)
+    raws = [buffer.raw() for buffer in buffers]
     try:
-        raws = [buffer.raw() for buffer in buffers]
         descriptors = [exporter.export(raw) for raw in raws]
         exporter.seal()
+    except OSError as exc:
+        exporter.release()
+        total = sum(raw.nbytes for raw in raws)
+        raise StateTransferError(
+            f"could not put {total} bytes of arrays into shared memory ({exc.strerror or exc}): free "
+            "memory (or space in /dev/shm), or let the transport be chosen automatically") from exc
     except BaseException:
         exporter.release()
         raise

@@ -170,11 +170,13 @@ def read_manifest(exp_dir: str | os.PathLike) -> dict[str, Any]:
     """The manifest, checked for the fields everything else relies on."""
     path = Path(exp_dir) / MANIFEST
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ExperimentError(f"{exp_dir} is not an experiment: it has no {MANIFEST}") from None
     except OSError as e:
         raise ExperimentError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ExperimentError(f"{path} is not UTF-8 text") from None
     try:
         manifest = json.loads(text)
     except ValueError as e:
@@ -260,7 +262,7 @@ def read_metrics(exp_dir: str | os.PathLike) -> tuple[dict[str, Any], Any, Any]:
 
     exp_dir = Path(exp_dir)
     try:
-        schema = json.loads((exp_dir / METRICS_SCHEMA).read_text())
+        schema = json.loads((exp_dir / METRICS_SCHEMA).read_text(encoding="utf-8"))
         with np.load(exp_dir / METRICS_DATA, allow_pickle=False) as data:
             t, v = data["t_ns"], data["values"]
     except FileNotFoundError:

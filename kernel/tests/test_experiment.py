@@ -1,0 +1,92 @@
+"""The experiment directory contract: ids, manifest life cycle, refusals with reasons."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from scorep_kernel import experiment as ex
+
+
+def test_ids_are_unique_and_sortable():
+    ids = [ex.new_experiment_id() for _ in range(200)]
+    assert len(set(ids)) == 200
+    assert sorted(ids) == sorted(ids, key=lambda i: i.split("-")[0])
+
+
+def test_create_uses_explicit_directory_or_default_parent(tmp_path):
+    exp_id, path = ex.create_experiment_dir(cwd=tmp_path)
+    assert path == tmp_path / "scorep-experiments" / exp_id and path.is_dir()
+    _, explicit = ex.create_experiment_dir(cwd=tmp_path, explicit=tmp_path / "mine")
+    assert explicit == tmp_path / "mine" and explicit.is_dir()
+
+
+def test_manifest_life_cycle_merges_files_and_appends_errors(tmp_path):
+    m = ex.new_manifest("x1", backend="builtin", isolation="subprocess",
+                        cells=[{"cell_id": "c", "execution_count": 3, "code": "f()"}])
+    ex.write_manifest(tmp_path, m)
+    assert ex.read_manifest(tmp_path)["status"] == "running"
+    ex.update_manifest(tmp_path, files={"otf2": "traces.otf2"}, errors=["first"])
+    new = ex.update_manifest(tmp_path, files={"cubex": "profile.cubex"}, errors=["second"],
+                             status="ok")
+    assert new["files"] == {"otf2": "traces.otf2", "cubex": "profile.cubex"}
+    assert new["errors"] == ["first", "second"] and new["status"] == "ok"
+    assert ex.read_manifest(tmp_path) == new
+
+
+def test_concurrent_updates_lose_nothing(tmp_path):
+    ex.write_manifest(tmp_path, ex.new_manifest("x", backend="builtin", isolation="inprocess"))
+
+    def add(i):
+        ex.update_manifest(tmp_path, files={f"f{i}": str(i)})
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ex.read_manifest(tmp_path)["files"]) == 20
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "has no manifest.json"),
+    (b"{not json", "not valid JSON"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (b"[1, 2]", "does not hold a JSON object"),
+    (json.dumps({"format_version": 99, "id": "a", "backend": "b", "status": "ok"}).encode(),
+     "format version 99"),
+    (json.dumps({"format_version": 1, "backend": "b", "status": "ok"}).encode(), "'id'"),
+])
+def test_bad_manifests_are_refused_with_the_reason(tmp_path, content, reason):
+    if content is not None:
+        (tmp_path / ex.MANIFEST).write_bytes(content)
+    with pytest.raises(ex.ExperimentError, match=reason):
+        ex.read_manifest(tmp_path)
+
+
+def test_list_experiments_newest_first_skipping_broken(tmp_path):
+    parent = tmp_path / "scorep-experiments"
+    for i, start in enumerate((10, 30, 20)):
+        d = parent / f"e{i}"
+        d.mkdir(parents=True)
+        ex.write_manifest(d, ex.new_manifest(f"e{i}", backend="builtin",
+                                             isolation="inprocess", start_ns=start))
+    (parent / "broken").mkdir()
+    (parent / "broken" / ex.MANIFEST).write_bytes(b"\xff")
+    assert [m["id"] for _, m in ex.list_experiments(parent)] == ["e1", "e2", "e0"]
+
+
+def test_metrics_round_trip_and_mismatch(tmp_path):
+    series = [{"key": "cpu.total", "label": "CPU", "unit": "%", "group": "cpu"},
+              {"key": "mem.rss", "label": "RSS", "unit": "B", "group": "memory"}]
+    t = np.arange(5, dtype=np.int64) * 100_000_000
+    v = np.arange(10, dtype=np.float64).reshape(5, 2)
+    ex.write_metrics(tmp_path, series, t, v, interval_s=0.1, notes=["no GPU"])
+    schema, t2, v2 = ex.read_metrics(tmp_path)
+    assert schema["series"] == series and schema["notes"] == ["no GPU"]
+    assert np.array_equal(t, t2) and np.array_equal(v, v2)
+    schema["series"].pop()
+    (tmp_path / ex.METRICS_SCHEMA).write_text(json.dumps(schema))
+    with pytest.raises(ex.ExperimentError, match="do not match"):
+        ex.read_metrics(tmp_path)

@@ -131,23 +131,28 @@ class ScorePKernel(IPythonKernel):
         try:
             reply = await self._dispatch(code, args)
         except SettingsError as e:
-            message = str(e)
-            self.cell_output.error("ScorePSettingsError", message, [f"ScorePSettingsError: {message}"])
-            reply = error_reply("ScorePSettingsError", message, [f"ScorePSettingsError: {message}"],
-                                self.shell.execution_count)  # fmt: skip
+            reply = self._failed(args, "ScorePSettingsError", str(e), f"ScorePSettingsError: {e}")
         except WorkerDied as e:
-            self.cell_output.error("ProfilingProcessDied", e.message, [e.message])
             self.active_run = None
-            reply = error_reply("ProfilingProcessDied", e.message, [e.message], self.shell.execution_count)
+            reply = self._failed(args, "ProfilingProcessDied", e.message)
         except Exception as e:  # a bug of ours must cost one cell, not the kernel's answer
             self.log.exception("profiling failed")
+            self.active_run = None
             message = (f"The Score-P kernel failed to run this cell ({type(e).__name__}: {e}). "
                        "Please report this with the kernel's log.")  # fmt: skip
-            self.cell_output.error("ScorePKernelError", message, [message])
-            self.active_run = None
-            reply = error_reply("ScorePKernelError", message, [message], self.shell.execution_count)
+            reply = self._failed(args, "ScorePKernelError", message)
         self._prepare_spare()
         return reply
+
+    def _failed(self, args: dict[str, Any], ename: str, message: str, shown: str | None = None):
+        """An error reply for a cell that never ran; it still takes its execution count, as a
+        cell with a syntax error does."""
+        traceback = [shown or message]
+        self.cell_output.error(ename, message, traceback)
+        count = self.shell.execution_count
+        if args.get("store_history") and not args.get("silent"):
+            self.shell.execution_count += 1
+        return error_reply(ename, message, traceback, count)
 
     async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
         meta = (args.get("cell_meta") or {}).get("scorep") or {}

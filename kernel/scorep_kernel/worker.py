@@ -64,6 +64,7 @@ class Worker:
         self.measurement: Any = None
         self.measure_error: str | None = None
         self.in_cell = False
+        self.interrupt_pending = False
         self.pending_packet: Any = None
         self.sent_names: tuple[str, ...] = ()
         if self.scorep is not None:
@@ -74,9 +75,11 @@ class Worker:
     # --- signals -------------------------------------------------------------------
 
     def on_sigint(self, signum: int, frame: Any) -> None:
-        # The kernel forwards the user's interrupt; it only means something inside a cell.
+        # The kernel forwards the user's interrupt only while a cell of ours is under way;
+        # one that arrives while the cell is being set up stops it before it starts.
         if self.in_cell:
             raise KeyboardInterrupt
+        self.interrupt_pending = True
 
     # --- messages ------------------------------------------------------------------
 
@@ -200,11 +203,14 @@ class Worker:
             with self._region(payload.get("label") or f"cell [{count}]", code_filename):
                 self.in_cell = True
                 try:
+                    if self.interrupt_pending:
+                        raise KeyboardInterrupt
                     result = shell.run_cell(code, store_history=True, cell_id=payload.get("cell_id"))
                 finally:
                     self.in_cell = False
         except KeyboardInterrupt:
             interrupted = True
+        self.interrupt_pending = False
         wall = time.perf_counter() - start
         flush_streams()
         error = shell.last_error

@@ -54,9 +54,13 @@ def test_worker_death_leaves_namespace_unchanged(kernel, death):
 
 
 def test_interrupt_stops_cell_quickly_and_keeps_partial_state(kernel):
-    msg_id = kernel.send("import time\npartial = 'reached'\ntime.sleep(30)\npartial = 'finished'", PROFILE_SUB)
     t0 = time.monotonic()
-    time.sleep(1.5)  # the cell is asleep in the worker by now
+    msg_id = kernel.send(
+        "import time\npartial = 'reached'\nprint('asleep', flush=True)\ntime.sleep(30)\n"
+        "partial = 'finished'", PROFILE_SUB,
+    )  # fmt: skip
+    kernel.wait_output(msg_id, "asleep")
+    time.sleep(0.3)
     sent = time.monotonic()
     kernel.km.interrupt_kernel()
     result = kernel.collect(msg_id, timeout=30, t0=t0)
@@ -72,9 +76,10 @@ def test_interrupt_that_cannot_stop_the_cell_kills_the_worker(kernel):
     # The cell blocks SIGINT (as native code stuck in a system call effectively does): the
     # kernel kills the worker after its grace period and keeps the namespace as it was.
     code = ("stuck = 'in worker'\nimport signal, time\n"
-            "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\ntime.sleep(30)")
+            "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
+            "print('blocked', flush=True)\ntime.sleep(30)")
     msg_id = kernel.send(code, PROFILE_SUB)
-    time.sleep(1.5)
+    kernel.wait_output(msg_id, "blocked")
     sent = time.monotonic()
     kernel.km.interrupt_kernel()
     result = kernel.collect(msg_id, timeout=30)
@@ -148,8 +153,9 @@ def test_input_in_a_profiled_cell_says_why_not(kernel):
 
 def test_inprocess_interrupt_and_error_are_recorded(kernel):
     inproc = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
-    msg_id = kernel.send("import time\nin_partial = 1\ntime.sleep(30)", inproc)
-    time.sleep(1.5)
+    msg_id = kernel.send("import time\nin_partial = 1\nprint('asleep', flush=True)\ntime.sleep(30)", inproc)
+    kernel.wait_output(msg_id, "asleep")
+    time.sleep(0.3)
     sent = time.monotonic()
     kernel.km.interrupt_kernel()
     result = kernel.collect(msg_id, timeout=30)

@@ -70,6 +70,7 @@ class KernelHandle:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
+        self._early: dict[str, list] = {}
 
     def send(self, code: str, metadata: dict[str, Any] | None = None,
              user_expressions: dict[str, str] | None = None) -> str:  # fmt: skip
@@ -85,17 +86,29 @@ class KernelHandle:
         self.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 
-    def collect(self, msg_id: str, timeout: float = 60.0, t0: float | None = None) -> CellResult:
-        t0 = time.monotonic() if t0 is None else t0
-        messages = []
+    def wait_output(self, msg_id: str, text: str, timeout: float = 60.0) -> None:
+        """Read the cell's iopub messages until its output contains ``text`` (the cell is
+        then surely running); ``collect`` sees these messages too."""
+        seen = self._early.setdefault(msg_id, [])
         deadline = time.monotonic() + timeout
         while True:
             m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
             if m["parent_header"].get("msg_id") != msg_id:
                 continue
+            seen.append((time.monotonic(), m))
+            if m["msg_type"] == "stream" and text in m["content"]["text"]:
+                return
+
+    def collect(self, msg_id: str, timeout: float = 60.0, t0: float | None = None) -> CellResult:
+        t0 = time.monotonic() if t0 is None else t0
+        messages = [(t - t0, m) for t, m in self._early.pop(msg_id, [])]
+        deadline = time.monotonic() + timeout
+        while not (messages and messages[-1][1]["msg_type"] == "status"
+                   and messages[-1][1]["content"]["execution_state"] == "idle"):  # fmt: skip
+            m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
             messages.append((time.monotonic() - t0, m))
-            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-                break
         while True:
             reply = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
             if reply["parent_header"].get("msg_id") == msg_id:

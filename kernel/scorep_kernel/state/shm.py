@@ -97,6 +97,7 @@ class SegmentWriter:
 
 
 _mmap_fns = None
+_MADV_POPULATE_READ = 22
 
 
 def _map_private(fd: int, nbytes: int, offset: int) -> np.ndarray:
@@ -114,12 +115,17 @@ def _map_private(fd: int, nbytes: int, offset: int) -> np.ndarray:
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                               ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        _mmap_fns = libc.mmap, libc.munmap
-    map_fn, unmap_fn = _mmap_fns
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        _mmap_fns = libc.mmap, libc.munmap, libc.madvise
+    map_fn, unmap_fn, madvise_fn = _mmap_fns
     address = map_fn(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd, offset)
     if address is None or address == ctypes.c_void_p(-1).value:
         raise StateTransferError(f"could not map {nbytes} bytes of shared memory: "
                                  f"{os.strerror(ctypes.get_errno())}")
+    # Map all pages now, read-only until written (no copy): one call instead of a page fault per
+    # 64 KiB on first read, which made reading a received gigabyte ~10x slower. Linux >= 5.14;
+    # elsewhere the call fails harmlessly.
+    madvise_fn(address, nbytes, _MADV_POPULATE_READ)
     memory = (ctypes.c_ubyte * nbytes).from_address(address)
     weakref.finalize(memory, unmap_fn, address, nbytes)
     return np.frombuffer(memory, dtype=np.uint8)

@@ -1,7 +1,8 @@
 """Profiling settings: kernel-wide defaults (environment, ``%scorep``) and per-cell metadata.
 
 Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
-(subprocess | inprocess), changed with ``%scorep key=value ...``. Per cell, the metadata
+(subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (0 to start no spare worker ahead
+of time), changed with ``%scorep key=value ...``. Per cell, the metadata
 ``"scorep": {"profile": true, "backend": ..., "isolation": ..., "include": [...], ...}``
 overrides them for that cell. Default isolation: scorep -> subprocess, builtin -> inprocess.
 """
@@ -142,6 +143,9 @@ class KernelSettings:
                 )
         except SettingsError:
             pass  # reported by %scorep; a bad variable must not stop the kernel
+        spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip().lower()
+        if spare in ("0", "false", "no", "off"):
+            settings.spare_worker = False
         return settings
 
     def update_from_line(self, line: str) -> list[str]:

@@ -95,6 +95,7 @@ class ScorePKernel(IPythonKernel):
         super().__init__(**kwargs)
         self.scorep_settings = KernelSettings.from_environ()
         self.pool = WorkerPool()
+        self.pool.enabled = self.scorep_settings.spare_worker
         self.active_run: RunBase | None = None
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
         self._run_ids = itertools.count(1)

@@ -135,7 +135,7 @@ def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
     assert kernel.run("%scorep spare_worker=false").status == "ok"
     try:
         msg_id = kernel.send("never_ran = 1", PROFILE_SUB)
-        time.sleep(0.3)  # a fresh interpreter takes well over a second to be ready
+        time.sleep(0.15)  # the kernel has the request; a fresh interpreter needs ~0.5 s or more
         kernel.km.interrupt_kernel()
         result = kernel.collect(msg_id, timeout=60)
     finally:

@@ -54,6 +54,8 @@ def test_environment_defaults():
     s = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "builtin", "SCOREP_KERNEL_ISOLATION": "subprocess"})
     assert (s.backend, s.isolation) == ("builtin", "subprocess")
     assert KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "nonsense"}).backend == "auto"
+    assert KernelSettings.from_environ({}).spare_worker is True
+    assert KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_WORKER": "0"}).spare_worker is False
 
 
 def test_bad_settings_say_what_to_do():

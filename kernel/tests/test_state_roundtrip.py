@@ -243,3 +243,14 @@ def test_nothing_left_behind(kernel_ns, transport, monkeypatch):
     if os.path.isdir("/dev/shm"):
         assert set(os.listdir("/dev/shm")) == shm_before
     assert kernel_ns["a"][0] == 2 and kernel_ns["c"][0] == 2
+
+
+def test_two_arrays_over_one_returned_memory_stay_shared(kernel_ns, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "pull")
+    original = np.zeros(1 << 20)
+    kernel_ns["arr"] = original
+    run_in_worker(kernel_ns, "arr[0] = 4\nsquare = arr.reshape(1024, 1024)")
+    assert kernel_ns["arr"] is original and original[0] == 4
+    assert np.shares_memory(kernel_ns["square"], original) and kernel_ns["square"][0, 0] == 4

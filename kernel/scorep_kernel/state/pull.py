@@ -117,10 +117,11 @@ def allow_reader(pid: int) -> bool:
 # --- buffers lent and received ---------------------------------------------------------------
 
 _serials = itertools.count()
-#: token -> (weakref to the exporting object, address, nbytes): buffers this process lent.
+#: token -> (weakref to the exporting object, address, nbytes): the buffers of the packet this
+#: process lent last. Only those may take data back in place: the other side has applied that
+#: packet, and an array it still holds from an older one (IPython's Out history, say) may differ
+#: from what the same memory got later.
 _lent: dict[tuple, tuple] = {}
-_lent_packets: list[int] = []
-_KEEP_LENT_PACKETS = 8
 #: address -> (token, nbytes, weakref to the local copy): buffers this process received.
 _received: dict[int, tuple] = {}
 
@@ -133,11 +134,7 @@ class PullLender:
         self._count = 0
         self._keepalive: list = []
         self._ranges: list[tuple[int, int, tuple]] = []
-        _lent_packets.append(self.serial)
-        while len(_lent_packets) > _KEEP_LENT_PACKETS:  # an answer refers to one of the last packets
-            old = _lent_packets.pop(0)
-            for token in [t for t in _lent if t[1] == old]:
-                _lent.pop(token, None)
+        _lent.clear()
 
     def lend(self, raw: memoryview) -> tuple:
         nbytes = raw.nbytes
@@ -181,7 +178,7 @@ def _origin_of(address: int, nbytes: int):
 
 def _reusable_memory(token: tuple, nbytes: int):
     """The original memory of a buffer this process lent, if it can take the data back."""
-    entry = _lent.get(token)
+    entry = _lent.get(token)  # twice for two arrays over the same memory: same bytes, kept shared
     if entry is None:
         return None
     ref, address, size = entry

@@ -152,7 +152,7 @@ export class CallTreeView extends Widget {
       tr.setAttribute('aria-expanded', String(row.expanded));
     }
     tr.setAttribute('aria-selected', String(row.key === this.selected));
-    tr.classList.toggle('jp-mod-selected', row.key === this.selected);
+    tr.classList.toggle('jp-scorep-row-selected', row.key === this.selected);
     tr.classList.toggle('jp-scorep-match', row.match);
     const n = row.node;
     const name = document.createElement('td');

@@ -25,6 +25,8 @@ export interface IGroupColor {
   fill: string;
   /** text colour readable on `fill` */
   text: string;
+  /** the same hue with more contrast against the background: lines and legend text */
+  line: string;
 }
 
 /** Slot in {@link PALETTE_HUES} for a group; well-known groups get fixed slots. */
@@ -51,7 +53,8 @@ export function groupColor(group: string, theme: ThemeKind): IGroupColor {
   const light = theme === 'dark' ? 42 + variant * 4 : 62 + variant * 5;
   const fill = `hsl(${hue}, ${sat}%, ${light}%)`;
   const text = theme === 'dark' ? '#f5f5f5' : '#111111';
-  return { fill, text };
+  const line = `hsl(${hue}, ${sat + 10}%, ${theme === 'dark' ? 68 : 38}%)`;
+  return { fill, text, line };
 }
 
 /** The current JupyterLab theme kind, read from the body attribute JupyterLab sets. */

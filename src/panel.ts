@@ -436,7 +436,7 @@ export class ExperimentPanel extends Widget {
       const on = key === id;
       tab.setAttribute('aria-selected', String(on));
       tab.tabIndex = on ? 0 : -1;
-      tab.classList.toggle('jp-mod-current', on);
+      tab.classList.toggle('jp-scorep-tab-current', on);
       page.hidden = !on;
     }
   }

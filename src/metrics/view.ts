@@ -154,7 +154,7 @@ export class MetricsView extends Widget {
     const y = (v: number) => height - 2 - (v / top) * (height - 14);
     same.forEach((s, i) => {
       // the total first and strongest; per-core and secondary series lighter
-      const color = groupColor(`${s.group}:${i}`, c.theme).fill;
+      const color = groupColor(`${s.group}:${i}`, c.theme).line;
       ctx.fillStyle = color;
       ctx.globalAlpha = 0.18;
       ctx.beginPath();
@@ -191,7 +191,7 @@ export class MetricsView extends Widget {
     let lx = 4;
     same.slice(0, 6).forEach((s, i) => {
       const label = i === 0 ? s.label : `· ${s.label}`;
-      ctx.fillStyle = groupColor(`${s.group}:${i}`, c.theme).fill;
+      ctx.fillStyle = groupColor(`${s.group}:${i}`, c.theme).line;
       ctx.fillText(label, lx, 2);
       lx += ctx.measureText(label).width + 6;
     });

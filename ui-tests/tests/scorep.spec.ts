@@ -23,6 +23,24 @@ def g():
 result = g()
 print("done", len(result))`;
 
+/**
+ * Put source into a cell through its model: typing multi-line Python into the editor lets
+ * auto-indentation change the code.
+ */
+async function setSource(
+  page: any,
+  index: number,
+  code: string
+): Promise<void> {
+  await page.evaluate(
+    ([i, src]: [number, string]) => {
+      const nb = (window as any).jupyterapp.shell.currentWidget;
+      nb.content.widgets[i].model.sharedModel.setSource(src);
+    },
+    [index, code]
+  );
+}
+
 /** The active notebook cell's `scorep` metadata, read from the model in the page. */
 async function cellMetadata(page: any, index: number): Promise<any> {
   return page.evaluate((i: number) => {
@@ -50,6 +68,10 @@ test.describe('Score-P cell toggle', () => {
       /jp-scorep-profiled/
     );
 
+    await expect(
+      page.locator('.jp-Notebook .jp-Cell').first()
+    ).toHaveScreenshot('toggle-on-cell.png');
+
     // the same command from the palette turns it off again and removes the key
     await page.keyboard.press('Control+Shift+C');
     await page.locator('.lm-CommandPalette-input').fill('Profile with Score-P');
@@ -72,18 +94,16 @@ test.describe('Score-P cell toggle', () => {
   });
 
   test('settings reach the cell metadata', async ({ page }) => {
+    // the settings editor lists the plugin with its fields
     await page.evaluate(async () => {
-      const app = (window as any).jupyterapp;
-      const registry = await app.serviceManager.settings; // ensure loaded
-      void registry;
-      await app.commands.execute('settingeditor:open', { query: 'Score-P' });
+      await (window as any).jupyterapp.commands.execute('settingeditor:open', {
+        query: 'Score-P'
+      });
     });
-    // set through the registry API, as the settings editor does
+    await expect(page.getByText('Score-P profiling').first()).toBeVisible();
+    // saved the way the settings editor saves them
     await page.evaluate(async () => {
-      const app = (window as any).jupyterapp;
-      const reg = app.pluginRegistry ? undefined : undefined;
-      void reg;
-      await app.serviceManager.settings.save(
+      await (window as any).jupyterapp.serviceManager.settings.save(
         'jupyterlab-scorep:plugin',
         JSON.stringify({
           backend: 'builtin',
@@ -99,8 +119,7 @@ test.describe('Score-P cell toggle', () => {
     await page.notebook.setCell(0, 'code', 'y = 2');
     await page.notebook.selectCells(0);
     await page.locator(TOGGLE).first().click();
-    const meta = await cellMetadata(page, 0);
-    expect(meta).toEqual({
+    expect(await cellMetadata(page, 0)).toEqual({
       profile: true,
       backend: 'builtin',
       isolation: 'subprocess',
@@ -108,9 +127,40 @@ test.describe('Score-P cell toggle', () => {
       event_cap: 5000
     });
     await page.evaluate(async () => {
-      const app = (window as any).jupyterapp;
-      await app.serviceManager.settings.save('jupyterlab-scorep:plugin', '{}');
+      await (window as any).jupyterapp.serviceManager.settings.save(
+        'jupyterlab-scorep:plugin',
+        '{}'
+      );
     });
+  });
+
+  test('profile selected cells as one run', async ({ page }) => {
+    await page.notebook.createNew('run.ipynb', { kernel: 'scorep-python' });
+    await page.notebook.addCell('code', 'b = 1');
+    await setSource(
+      page,
+      0,
+      'def h():\n    return sum(range(10000))\n\na = h()'
+    );
+    await setSource(page, 1, 'b = h() + a\nprint(b)');
+    await page.notebook.selectCells(0, 1);
+    await page.evaluate(async () => {
+      await (window as any).jupyterapp.commands.execute(
+        'scorep:profile-selected-as-run'
+      );
+    });
+    const first = await cellMetadata(page, 0);
+    const second = await cellMetadata(page, 1);
+    expect(first.profile).toBe(true);
+    expect(first.run).toMatch(/^[0-9a-f-]{36}$/);
+    expect(second.run).toBe(first.run);
+    expect(first.last).toBeUndefined();
+    expect(second.last).toBe(true);
+    await page.notebook.waitForRun(1);
+    // the last cell of the run shows the run's experiment
+    await expect(
+      page.locator('.jp-Notebook .jp-Cell').nth(1).locator('.jp-scorep-panel')
+    ).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
   });
 
   test('a non-Score-P kernel: the toggle says so and offers to switch', async ({
@@ -148,7 +198,7 @@ test.describe('Score-P experiment panel', () => {
     await page.notebook.createNew('profiled.ipynb', {
       kernel: 'scorep-python'
     });
-    await page.notebook.setCell(0, 'code', CODE);
+    await setSource(page, 0, CODE);
     await page.notebook.selectCells(0);
     await page.locator(TOGGLE).first().click();
     await expect(page.locator(TOGGLE).first()).toHaveAttribute(
@@ -184,7 +234,10 @@ test.describe('Score-P experiment panel', () => {
     const names = timelines.flatMap(t =>
       Object.values(t.regions).map((r: any) => r.name)
     );
-    expect(names.some(n => /(^|[:.])f$/.test(n))).toBe(true);
+    expect(
+      names.some(n => /(^|[:.])f$/.test(n)),
+      JSON.stringify(timelines).slice(0, 3000)
+    ).toBe(true);
     expect(names.some(n => /(^|[:.])g$/.test(n))).toBe(true);
     const canvas = panel.locator('.jp-scorep-timeline-canvas');
     await expect(canvas).toBeVisible();
@@ -243,6 +296,9 @@ test.describe('Score-P experiment panel', () => {
     await expect(fRow.locator('td[data-col="visits"]')).toHaveText('3');
     await panel.locator('.jp-scorep-calltree-search').fill('g');
     await expect(panel.locator('tr.jp-scorep-match').first()).toBeVisible();
+    await panel.screenshot({
+      path: testInfo.outputPath('calltree-unmasked.png')
+    });
     // selecting the root clears the timeline highlight again
     await panel.locator('.jp-scorep-calltree-table tbody tr').first().click();
 
@@ -272,6 +328,8 @@ test.describe('Score-P experiment panel', () => {
       maxDiffPixelRatio: 0.08
     });
     await page.theme.setDarkTheme();
+    await canvas.focus();
+    await page.keyboard.press('0');
     await page.waitForTimeout(400);
     await expect(panel).toHaveScreenshot('panel-dark.png', {
       mask,
@@ -280,7 +338,24 @@ test.describe('Score-P experiment panel', () => {
     const bg = await panel.evaluate(el => getComputedStyle(el).backgroundColor);
     expect(bg).not.toBe('rgb(255, 255, 255)');
     await page.theme.setLightTheme();
-    void testInfo;
+
+    // reopened from disk, the panel reloads from the experiment path in the output
+    await page.notebook.save();
+    await page.notebook.close();
+    await page.notebook.open('profiled.ipynb');
+    const reopened = page.locator('.jp-scorep-panel').first();
+    await expect(reopened).toHaveAttribute('data-state', 'ready', {
+      timeout: 30_000
+    });
+    await expect
+      .poll(async () =>
+        Number(
+          await reopened
+            .locator('.jp-scorep-timeline')
+            .getAttribute('data-spans')
+        )
+      )
+      .toBeGreaterThan(0);
     void galata;
   });
 });

@@ -254,3 +254,16 @@ def test_two_arrays_over_one_returned_memory_stay_shared(kernel_ns, monkeypatch)
     run_in_worker(kernel_ns, "arr[0] = 4\nsquare = arr.reshape(1024, 1024)")
     assert kernel_ns["arr"] is original and original[0] == 4
     assert np.shares_memory(kernel_ns["square"], original) and kernel_ns["square"][0, 0] == 4
+
+
+def test_arrays_inside_objects_come_back_as_copies(kernel_ns, monkeypatch):
+    """Only arrays bound to names take data back in place: a library holding arrays (pandas'
+    copy-on-write tracks who shares a block) must not see them change behind its back."""
+    import numpy as np
+
+    monkeypatch.setenv("SCOREP_KERNEL_STATE_TRANSPORT", "pull")
+    inner = np.zeros(1 << 20)
+    kernel_ns["box"] = {"x": inner}
+    run_in_worker(kernel_ns, "box['x'] += 1")
+    assert inner[0] == 0 and kernel_ns["box"]["x"][0] == 1
+    assert not np.shares_memory(kernel_ns["box"]["x"], inner)

@@ -22,6 +22,8 @@ import struct
 import sys
 from collections.abc import Iterable
 
+import numpy as np
+
 from .names import travelling_names
 from .pickler import LargeBytes, NamespacePickler, NamespaceUnpickler
 from .placeholder import describe_unpicklable, is_placeholder, known_unpicklable
@@ -149,7 +151,10 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
     payload, entries, buffers = _pickle_names(namespace, candidates, skipped, out_of_band_min)
 
     transport = choose_transport(transport)
-    exporter = Exporter(transport)
+    # plain numpy arrays bound to names (np.memmap and other subclasses excluded: never write
+    # back into a file) may take their data back in place, see pull.py
+    returnable = {id(namespace[n]) for n in candidates if type(namespace[n]) is np.ndarray}
+    exporter = Exporter(transport, returnable)
     raws = [buffer.raw() for buffer in buffers]
     try:
         descriptors = [exporter.export(raw) for raw in raws]

@@ -129,7 +129,12 @@ _received: dict[int, tuple] = {}
 class PullLender:
     """The sender's side for one Packet: descriptors, and the objects kept alive until release."""
 
-    def __init__(self):
+    def __init__(self, returnable: set[int] = frozenset()):
+        #: ids of the objects whose memory may take data back in place: the arrays that are names
+        #: of the namespace themselves. Arrays inside other objects (pandas blocks, lists) come back
+        #: as copies, as with plain pickle: a library may track who shares that memory (pandas'
+        #: copy-on-write does) and must not see it change behind its back.
+        self._returnable = returnable
         self.serial = next(_serials)
         self._count = 0
         self._keepalive: list = []
@@ -142,7 +147,7 @@ class PullLender:
         address = np.frombuffer(raw, dtype=np.uint8).ctypes.data if nbytes else 0
         token = (os.getpid(), self.serial, self._count)
         self._count += 1
-        if not raw.readonly and not isinstance(raw.obj, np.memmap):  # never write back into a file
+        if id(raw.obj) in self._returnable and not raw.readonly:
             try:
                 ref = weakref.ref(raw.obj, lambda _r, t=token: _lent.pop(t, None))
             except TypeError:

@@ -37,9 +37,10 @@ def choose_transport(requested: str | None = None) -> str:
 class Exporter:
     """The sender's side of one Packet's buffers, held until release()."""
 
-    def __init__(self, transport: str):
+    def __init__(self, transport: str, returnable: set[int] = frozenset()):
+        """returnable: ids of the objects that may take their data back in place (pull)."""
         self.transport = transport
-        self._side = PullLender() if transport == "pull" else SegmentWriter()
+        self._side = PullLender(returnable) if transport == "pull" else SegmentWriter()
 
     def export(self, raw: memoryview) -> tuple:
         """A descriptor for one contiguous buffer (raw: PickleBuffer.raw())."""

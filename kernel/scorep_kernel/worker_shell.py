@@ -22,22 +22,26 @@ from traitlets import Any as AnyTrait
 # Batch writes for this long: a print loop must not become one message per print, and a
 # progress bar must still move while the cell runs.
 FLUSH_INTERVAL_S = 0.05
-FLUSH_BYTES = 64 * 1024
 
 
 class ForwardingStream(io.TextIOBase):
-    """``sys.stdout`` / ``sys.stderr`` of the worker: buffered, flushed to the kernel every
-    FLUSH_INTERVAL_S by one flusher thread, and at once before displays and at cell end.
-    Carriage returns pass through untouched (tqdm-style progress bars)."""
+    """``sys.stdout`` / ``sys.stderr`` of the worker: collected in a list, sent to the
+    kernel every FLUSH_INTERVAL_S by one flusher thread, and at once before displays and at
+    cell end. Carriage returns pass through untouched (tqdm-style progress bars).
+
+    ``write`` is the list's own ``append`` (an instance attribute, so ``print`` calls C
+    directly): no Python frame per write, which keeps a traced cell that prints in a loop
+    from paying the tracer for our plumbing. Like ipykernel's streams it accepts what it is
+    given; the flush makes text of it. It returns None rather than a count."""
 
     def __init__(self, name: str, channel: Any, fileno: int):
         super().__init__()
         self.name = name
         self._channel = channel
         self._fileno = fileno
-        self._parts: list[str] = []
-        self._size = 0
-        self._lock = threading.Lock()
+        self._parts: list[Any] = []
+        self.write = self._parts.append  # type: ignore[method-assign]
+        self._lock = threading.Lock()  # one flush at a time (flusher thread vs. main thread)
 
     # file protocol
     def writable(self) -> bool:
@@ -54,44 +58,38 @@ class ForwardingStream(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
 
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        if not text:
-            return 0
-        with self._lock:
-            self._parts.append(text)
-            self._size += len(text)
-            big = self._size >= FLUSH_BYTES
-        if big:
-            self.flush()
-        else:
-            _pending.set()
-        return len(text)
+    def writelines(self, lines: Any) -> None:
+        self._parts.extend(lines)
 
     def flush(self) -> None:
         with self._lock:
-            if not self._parts:
+            parts = self._parts
+            n = len(parts)
+            if not n:
                 return
-            text = "".join(self._parts)
-            self._parts.clear()
-            self._size = 0
+            # Take the first n without swapping the list: write() may append meanwhile.
+            chunk = parts[:n]
+            del parts[:n]
+            try:
+                text = "".join(chunk)
+            except TypeError:
+                text = "".join(
+                    p if isinstance(p, str) else p.decode("utf-8", "replace")
+                    if isinstance(p, (bytes, bytearray)) else str(p)
+                    for p in chunk
+                )  # fmt: skip
             try:
                 self._channel.send("stream", {"name": self.name, "text": text})
             except OSError:
                 pass  # the kernel is gone; the worker ends when its main loop notices
 
 
-_pending = threading.Event()
-
-
 def _flusher() -> None:
-    # One thread for the worker's life, started before any measurement: a thread made per
-    # flush would show up in the cell's trace.
+    # One thread for the worker's life, started before any measurement (a thread made per
+    # flush would show up in the cell's trace), polling: write() stays a few C calls, which
+    # matters when a traced cell prints in a loop.
     while True:
-        _pending.wait()
         time.sleep(FLUSH_INTERVAL_S)
-        _pending.clear()
         flush_streams()
 
 

@@ -275,3 +275,25 @@ def test_experiment_dir_setting_from_the_frontend(kernels, workdir, meta):
     path = Path(result.bundle()["path"])
     assert path.parent == workdir / "my-experiments"
     assert result.manifest()["status"] == "ok"
+
+
+def test_prints_and_displays_keep_their_order(kernels):
+    profiled, _ = kernels
+    result = profiled.run(
+        "from IPython.display import display, Markdown\nimport sys\n"
+        "print('one')\ndisplay(Markdown('two'))\nprint('three', file=sys.stderr)\n"
+        "for i in range(20000):\n    print(i)\nprint('end')",
+        PROFILE_SUB,
+    )
+    assert result.status == "ok", result.reply
+    seq = []
+    for _, m in result.messages:
+        if m["msg_type"] == "stream":
+            seq.append(("stream", m["content"]["name"], m["content"]["text"]))
+        elif m["msg_type"] == "display_data" and "text/markdown" in m["content"]["data"]:
+            seq.append(("display", "", "two"))
+    kinds = [k for k, _, _ in seq]
+    assert seq[0][2].startswith("one") and kinds[1] == "display"
+    assert ("stream", "stderr", "three\n") in seq
+    numbers = "".join(t for k, name, t in seq if k == "stream" and name == "stdout")
+    assert numbers == "one\n" + "".join(f"{i}\n" for i in range(20000)) + "end\n"

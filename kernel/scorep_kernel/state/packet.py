@@ -135,6 +135,7 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
     Packet.skipped ({name: reason}). `transport`: "pull" | "shm" | None (automatic, see
     transport.py). Keep the Packet until the receiver's unpack() has returned, then release().
     """
+    transport = choose_transport(transport)
     names, left_out = travelling_names(namespace, skip)
     skipped: dict[str, str] = {name: "left out on request" for name in left_out}
     candidates = []
@@ -150,7 +151,6 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
         candidates.append(name)
     payload, entries, buffers = _pickle_names(namespace, candidates, skipped, out_of_band_min)
 
-    transport = choose_transport(transport)
     # plain numpy arrays bound to names (np.memmap and other subclasses excluded: never write
     # back into a file) may take their data back in place, see pull.py
     returnable = {id(namespace[n]) for n in candidates if type(namespace[n]) is np.ndarray}

@@ -134,3 +134,18 @@ def test_two_kernels_in_one_directory_profile_at_once(workdir):
     finally:
         a.shutdown()
         b.shutdown()
+
+
+def test_multicell_inprocess_via_metadata(kernel):
+    meta = {"profile": True, "backend": "builtin", "isolation": "inprocess", "run": "run-in"}
+    a = kernel.run("def inproc_fn():\n    return 1\ninproc_fn()", {"scorep": meta})
+    b = kernel.run("inproc_fn() + 1", {"scorep": {**meta, "last": True}})
+    for r in (a, b):
+        assert r.status == "ok", r.reply
+    assert b.of("execute_result")[0]["data"]["text/plain"] == "2"
+    assert [x["isolation"] for x in a.bundles() + b.bundles()] == ["inprocess", "inprocess"]
+    path = check_run([a, b], [a.reply["execution_count"], b.reply["execution_count"]])
+    with otf2.reader.open(str(path / "traces.otf2")) as trace:
+        calls = [e.region.name for _, e in trace.events
+                 if isinstance(e, otf2.events.Enter) and "inproc_fn" in e.region.name]  # fmt: skip
+    assert len(calls) == 2

@@ -7,22 +7,26 @@ can clash between kernels. The namespace itself travels as the opaque header fro
 ``state.pack`` inside a payload (large buffers go through shared memory, not this socket).
 
 Kinds, kernel -> worker:
-    preload      {"modules": [names]}            import ahead of the next cell
-    start_run    {"exp_dir", "measure", "env"}   begin one measured run
-    cell         {"code", "label", "execution_count", "cell_id", "state", ...}
-    finish_run   {}                              stop measuring, write the files, exit
-    shutdown     {}
+    preload        {"modules": [names]}            import ahead of the next cell
+    start_run      {"exp_dir", "measure", "env"}   begin one measured run
+    cell           {"code", "label", "execution_count", "cell_id", "state", "colors"}
+    state_received {}                              the worker may release its state packet
+    finish_run     {}                              stop measuring, write the files, exit
+    shutdown       {}
 Kinds, worker -> kernel:
-    ready        {"pid", "measure", "message"}
-    stream       {"name", "text"}
-    display      {"data", "metadata", "transient", "update"}
+    ready          {"pid", "measure", "message", "backend"}
+    run_started    {"error", "measured"}
+    state_received {}                              the kernel may release its state packet
+    stream         {"name", "text"}
+    display        {"data", "metadata", "transient", "update"}
     execute_result {"execution_count", "data", "metadata"}
-    clear_output {"wait"}
-    error        {"ename", "evalue", "traceback"}
-    cell_done    {"status", "ename", "evalue", "traceback", "state", "skipped", "interrupted"}
-    run_stopped  {"events", "notes", "measured"}
-    files_done   {"status", "errors"}
-    preloaded    {"modules", "failed"}
+    clear_output   {"wait"}
+    error          {"ename", "evalue", "traceback"}
+    cell_done      {"status", "ename", "evalue", "traceback", "state", "skipped",
+                    "interrupted", "wall_s"}
+    run_stopped    {"measured", "events", "top", "notes", "error"}
+    files_done     {"status", "errors"}
+    preloaded      {"modules", "failed"}
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
  * cells as one multi-cell run.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { Notification } from '@jupyterlab/apputils';
 import { LabIcon } from '@jupyterlab/ui-components';
 import {
   INotebookTracker,
@@ -68,13 +69,23 @@ export function registerCommands(
     icon: scorepIcon,
     isToggleable: true,
     isToggled: () => isCellProfiled(activeCell()),
-    isVisible: () => activeCell()?.type === 'code',
-    isEnabled: () =>
-      tracker.currentWidget !== null && activeCell()?.type === 'code',
+    // hidden on markdown/raw cells' toolbars; listed (disabled) in the palette without a notebook
+    isVisible: () => {
+      const cell = activeCell();
+      return cell === null || cell.type === 'code';
+    },
+    isEnabled: () => {
+      const cell = activeCell();
+      return cell === null || cell.type === 'code';
+    },
     execute: async () => {
       const panel = tracker.currentWidget;
       const active = activeCell();
       if (!panel || !active || active.type !== 'code') {
+        Notification.info(
+          'Profile with Score-P works on a code cell: open a notebook and select one.',
+          { autoClose: 5000 }
+        );
         return;
       }
       const on = !isCellProfiled(active);

@@ -242,6 +242,8 @@ class ScorePKernel(IPythonKernel):
             self.active_run = run if settings.run is not None else None
         count = shell.execution_count
         if isinstance(run, SubprocessRun):
+            self._allow_stdin = bool(args.get("allow_stdin"))
+            run.read_input = self._read_input if self._allow_stdin else None
             reply = await run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
             if args.get("store_history") and not args.get("silent"):
                 try:
@@ -275,6 +277,11 @@ class ScorePKernel(IPythonKernel):
         loop = asyncio.get_running_loop()
 
         def forward(signum: int, frame: Any) -> None:
+            if run.awaiting_input:
+                # The loop is blocked in the stdin request: act now, and end the request
+                # the way ipykernel's own input() ends on an interrupt.
+                run.interrupt()
+                raise KeyboardInterrupt
             loop.call_soon_threadsafe(run.interrupt)
 
         saved = signal.signal(signal.SIGINT, forward)
@@ -282,6 +289,9 @@ class ScorePKernel(IPythonKernel):
             yield
         finally:
             signal.signal(signal.SIGINT, saved)
+
+    def _read_input(self, prompt: str, password: bool) -> str:
+        return self.getpass(prompt) if password else self.raw_input(prompt)
 
     async def _finish_run(self, note: str | None = None) -> None:
         run, self.active_run = self.active_run, None

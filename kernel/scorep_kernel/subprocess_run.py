@@ -47,6 +47,9 @@ class SubprocessRun(RunBase):
         self.used_spare = False
         self.in_cell = False
         self.interrupt_requested = False
+        # set by the kernel for each cell: (prompt, password) -> text, or None without stdin
+        self.read_input: Any = None
+        self.awaiting_input = False
 
     def key(self) -> WorkerKey:
         if self.backend != "scorep":
@@ -239,10 +242,29 @@ class SubprocessRun(RunBase):
                 output.clear_output(payload.get("wait", False))
             elif kind == "error":
                 output.error(payload["ename"], payload["evalue"], payload["traceback"])
+            elif kind == "input_request":
+                await self._answer_input(payload)
             elif kind == "state_received":
                 packet.release()  # the worker has its copy
             elif kind == "cell_done":
                 return payload
+
+    async def _answer_input(self, request: dict[str, Any]) -> None:
+        """input() in the cell: ask the notebook (blocking, as ipykernel's own input does)."""
+        assert self.worker is not None
+        if self.read_input is None:
+            reply = {"error": "input was called, but this frontend does not support input requests."}
+        else:
+            self.awaiting_input = True
+            try:
+                reply = {"value": self.read_input(request.get("prompt", ""), bool(request.get("password")))}
+            except KeyboardInterrupt:
+                return  # the worker got the SIGINT too; its input() raises there
+            except Exception as e:
+                reply = {"error": str(e) or type(e).__name__}
+            finally:
+                self.awaiting_input = False
+        await self.worker.send("input_reply", reply)
 
     async def _crashed(self, output: CellOutput, message: str, execution_count: int,
                        index: int, cell_start: float) -> dict[str, Any]:  # fmt: skip

@@ -99,7 +99,9 @@ class Worker:
                 kind, payload = self.channel.recv()
             except ChannelClosed:
                 return
-            if self.pending_packet is not None and kind != "preload":
+            # Release the namespace packet only once the kernel has it: a late reply (an
+            # input_reply for an interrupted input()) must not free it under the kernel.
+            if self.pending_packet is not None and kind in _RELEASING:
                 self.pending_packet.release()
                 self.pending_packet = None
             if kind == "preload":
@@ -285,11 +287,27 @@ def _top(recording: Any) -> list:
         return []
 
 
-def _no_input(prompt: str = "") -> str:
-    raise RuntimeError(
-        "input() cannot read from the notebook inside a profiled cell (the profiling process "
-        "has no stdin). Ask for the value in an unprofiled cell and use the variable here."
-    )
+_RELEASING = ("state_received", "cell", "finish_run", "shutdown")
+
+
+def _make_input(channel: BlockingChannel, password: bool):
+    """input() / getpass() of the worker: asked of the notebook through the kernel, as in a
+    plain kernel (the kernel forwards the request on its stdin channel)."""
+
+    def ask(prompt: Any = "", *args: Any, **kwargs: Any) -> str:
+        flush_streams()
+        channel.send("input_request", {"prompt": str(prompt), "password": password})
+        while True:
+            kind, payload = channel.recv()
+            if kind == "input_reply":
+                break
+        if payload.get("error"):
+            from IPython.core.error import StdinNotImplementedError
+
+            raise StdinNotImplementedError(payload["error"])
+        return payload["value"]
+
+    return ask
 
 
 _writing_files = threading.Event()
@@ -318,7 +336,10 @@ def main(argv: list[str] | None = None) -> None:
     start_flusher()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
-    builtins.input = _no_input
+    import getpass
+
+    builtins.input = _make_input(channel, password=False)
+    getpass.getpass = _make_input(channel, password=True)
     worker = Worker(channel, backend)
     signal.signal(signal.SIGINT, worker.on_sigint)
     try:

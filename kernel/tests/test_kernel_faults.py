@@ -146,9 +146,27 @@ def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
     assert kernel.run("ok_again = 1", PROFILE_SUB).status == "ok"
 
 
-def test_input_in_a_profiled_cell_says_why_not(kernel):
-    result = kernel.run("answer = input('name? ')", PROFILE_SUB)
-    assert result.status == "error" and "unprofiled cell" in result.reply["evalue"]
+def test_input_in_a_profiled_cell_is_asked_of_the_notebook(kernel):
+    result, asked = kernel.run_answering("answer = input('name? ')\nprint('hi', answer)", PROFILE_SUB, "Ada")
+    assert result.status == "ok", result.reply
+    assert asked == {"prompt": "name? ", "password": False}
+    assert "hi Ada" in result.stdout()
+    assert kernel.value("answer") == "Ada"
+    # a frontend without stdin gets the stock kernel's error
+    refused = kernel.run("answer2 = input('name? ')", PROFILE_SUB)
+    assert refused.status == "error" and refused.reply["ename"] == "StdinNotImplementedError"
+
+
+def test_interrupt_while_input_waits(kernel):
+    msg_id = kernel.send("before_input = 1\nnever = input('? ')", PROFILE_SUB, allow_stdin=True)
+    kernel.kc.get_stdin_msg(timeout=60)  # the request reached the notebook
+    sent = time.monotonic()
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=30)
+    assert time.monotonic() - sent < 5
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert kernel.value("before_input") == 1 and kernel.value("'never' in globals()") is False
+    assert kernel.run("after_input = 1", PROFILE_SUB).status == "ok"
 
 
 def test_inprocess_interrupt_and_error_are_recorded(kernel):

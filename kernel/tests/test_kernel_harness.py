@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -73,13 +74,13 @@ class KernelHandle:
         self._early: dict[str, list] = {}
 
     def send(self, code: str, metadata: dict[str, Any] | None = None,
-             user_expressions: dict[str, str] | None = None) -> str:  # fmt: skip
+             user_expressions: dict[str, str] | None = None, allow_stdin: bool = False) -> str:  # fmt: skip
         content = {
             "code": code,
             "silent": False,
             "store_history": True,
             "user_expressions": user_expressions or {},
-            "allow_stdin": False,
+            "allow_stdin": allow_stdin,
             "stop_on_error": False,
         }
         msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
@@ -118,6 +119,23 @@ class KernelHandle:
             user_expressions: dict[str, str] | None = None) -> CellResult:  # fmt: skip
         t0 = time.monotonic()
         return self.collect(self.send(code, metadata, user_expressions), timeout, t0)
+
+    def run_answering(self, code: str, metadata: dict[str, Any], answer: str) -> tuple[CellResult, dict]:
+        """Run a cell that asks for input; answer its first input_request with ``answer``.
+        Returns the result and the request's content."""
+        asked: dict = {}
+
+        def reply() -> None:
+            msg = self.kc.get_stdin_msg(timeout=60)
+            asked.update(msg["content"])
+            self.kc.input(answer)
+
+        thread = threading.Thread(target=reply, daemon=True)
+        thread.start()
+        t0 = time.monotonic()
+        result = self.collect(self.send(code, metadata, allow_stdin=True), 60.0, t0)
+        thread.join(5)
+        return result, asked
 
     def value(self, expression: str) -> Any:
         """An expression's value in the kernel's namespace (via user_expressions): the value

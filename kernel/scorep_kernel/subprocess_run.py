@@ -214,7 +214,8 @@ class SubprocessRun(RunBase):
         else:
             status = "ok"
         self.note_status(status)
-        self.last_cell_wall = time.perf_counter() - cell_start
+        # The cell's own run time as the worker measured it (without the transfers).
+        self.last_cell_wall = float(done.get("wall_s") or (time.perf_counter() - cell_start))
         self.last_cell_index = index
         if status == "ok":
             return {"status": "ok", "execution_count": execution_count, "user_expressions": {},

@@ -251,6 +251,11 @@ class ScorePKernel(IPythonKernel):
                 except Exception:
                     pass
                 shell.execution_count += 1
+                if run.last_result is not None:
+                    try:  # Out[n], _, __, ___ as a plain cell leaves them
+                        shell.displayhook.update_user_ns(run.last_result)
+                    except Exception:
+                        self.log.debug("could not store the cell's result", exc_info=True)
         else:
             reply = await run.run_cell(
                 shell, lambda: super(ScorePKernel, self).do_execute(code, **args), code,

@@ -50,6 +50,7 @@ class SubprocessRun(RunBase):
         # set by the kernel for each cell: (prompt, password) -> text, or None without stdin
         self.read_input: Any = None
         self.awaiting_input = False
+        self.last_result: Any = None  # the last cell's result, for Out / _
 
     def key(self) -> WorkerKey:
         if self.backend != "scorep":
@@ -150,6 +151,7 @@ class SubprocessRun(RunBase):
         self.output = output
         self.interrupted_at = None
         self.killed_after_interrupt = False
+        self.last_result = None
         packet = transfer.pack(shell.user_ns)
         for name, reason in packet.skipped.items():
             output.stream(
@@ -199,9 +201,9 @@ class SubprocessRun(RunBase):
             await self.worker.send("state_received")
         except ChannelClosed:
             pass
-        transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
+        self.last_result = transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
         for name, reason in (done.get("skipped") or {}).items():
-            if name not in packet.skipped:
+            if name not in packet.skipped and name != transfer.RESULT_NAME:
                 output.stream(
                     "stderr",
                     f"Warning: {name!r} was made in the profiled cell but cannot be brought "

@@ -18,6 +18,8 @@ from scorep_kernel import state as _state
 from scorep_kernel.state import NotTransferredError, Packet, Unpacked, is_bookkeeping  # noqa: F401
 
 ENVIRON_IGNORE = ("SCOREP_",)
+# The worker's last expression value rides in the namespace under this name.
+RESULT_NAME = "_scorep_kernel_cell_result"
 
 
 def user_names(namespace: dict[str, Any]) -> list[str]:
@@ -35,10 +37,10 @@ def unpack(header: bytes) -> Unpacked:
 
 def apply_in_kernel(namespace: dict[str, Any], unpacked: Unpacked, sent: Packet) -> Any:
     """The worker's namespace after a cell, into the kernel's: names the worker deleted go,
-    names that could not come back keep the kernel's value."""
-    return _state.apply(
-        namespace, unpacked, previous_names=sent.names, environ_ignore=ENVIRON_IGNORE
-    )
+    names that could not come back keep the kernel's value. Returns the value of the cell's
+    last expression (None when it had none), taken out of the namespace again."""
+    _state.apply(namespace, unpacked, previous_names=sent.names, environ_ignore=ENVIRON_IGNORE)
+    return namespace.pop(RESULT_NAME, None)
 
 
 def apply_in_worker(namespace: dict[str, Any], unpacked: Unpacked, previous: tuple[str, ...]) -> Any:

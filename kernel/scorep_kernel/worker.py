@@ -223,9 +223,16 @@ class Worker:
             interrupted = True
         if interrupted and error is None:
             error = {"ename": "KeyboardInterrupt", "evalue": "", "traceback": []}
-        packet = transfer.pack(ns)
+        # The last expression's value travels with the namespace (so `_ is x` holds in the
+        # kernel when the cell ended with `x`); the kernel moves it into Out / _.
+        if result is not None and result.result is not None:
+            ns[transfer.RESULT_NAME] = result.result
+        try:
+            packet = transfer.pack(ns)
+        finally:
+            ns.pop(transfer.RESULT_NAME, None)
         self.pending_packet = packet
-        self.sent_names = packet.names
+        self.sent_names = tuple(n for n in packet.names if n != transfer.RESULT_NAME)
         self.channel.send(
             "cell_done",
             {

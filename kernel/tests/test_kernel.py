@@ -297,3 +297,17 @@ def test_prints_and_displays_keep_their_order(kernels):
     assert ("stream", "stderr", "three\n") in seq
     numbers = "".join(t for k, name, t in seq if k == "stream" and name == "stdout")
     assert numbers == "one\n" + "".join(f"{i}\n" for i in range(20000)) + "end\n"
+
+
+def test_last_value_lands_in_out_and_underscore(kernels):
+    profiled, _ = kernels
+    result = profiled.run("res_list = [1, 2]\nres_list", PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    count = result.reply["execution_count"]
+    assert profiled.value("_ is res_list") is True
+    assert profiled.value(f"Out[{count}] is res_list") is True
+    assert profiled.value("'_scorep_kernel_cell_result' in globals()") is False
+    # a result that cannot travel is simply not kept, without a warning about our plumbing
+    gen = profiled.run("(i for i in range(3))", PROFILE_SUB)
+    assert gen.status == "ok" and "_scorep_kernel" not in gen.stderr()
+    assert "generator" in gen.of("execute_result")[0]["data"]["text/plain"]

@@ -1,3 +1,4 @@
+import { metricsWindow } from '../metrics/view';
 import { formatBytes, formatValue, yMax } from '../metrics/format';
 
 describe('metric formatting', () => {
@@ -18,5 +19,21 @@ describe('metric formatting', () => {
     expect(yMax([130], '%')).toBe(130);
     expect(yMax([3.2e6], 'bytes')).toBe(5e6);
     expect(yMax([], 'bytes')).toBe(1);
+  });
+});
+
+describe('metricsWindow', () => {
+  it('pads a narrow view so the samples around it are fetched', () => {
+    const w = metricsWindow({ t0: 1e9, t1: 1e9 + 1e6 }, 500);
+    expect(w.t0).toBe(1e9 - 250e6);
+    expect(w.t1).toBe(1e9 + 1e6 + 250e6);
+    expect(w.width).toBe(2000); // capped at 4 × the plot width
+  });
+  it('pads a wide view by half its span and keeps one point per pixel', () => {
+    const w = metricsWindow({ t0: 2e9, t1: 4e9 }, 800);
+    expect(w).toEqual({ t0: 1e9, t1: 5e9, width: 1600 });
+  });
+  it('never asks before the run start', () => {
+    expect(metricsWindow({ t0: 0, t1: 1e9 }, 100).t0).toBe(0);
   });
 });

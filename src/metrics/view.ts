@@ -72,7 +72,7 @@ export class MetricsView extends Widget {
     this.width = width;
     this.render();
     if (width > 0) {
-      this.fetcher.request({ t0: view.t0, t1: view.t1, width });
+      this.fetcher.request(metricsWindow(view, width));
     }
   }
 
@@ -214,6 +214,24 @@ export class MetricsView extends Widget {
   private readonly notes: HTMLDivElement;
   private readonly fetcher: WindowFetcher<IMetrics>;
   private readonly themeObserver: MutationObserver;
+}
+
+/**
+ * The window to ask for: the view plus a margin on both sides, so that a view narrower than
+ * the sampling interval still has the samples around it and the lines run through the chart
+ * instead of leaving it empty. The width grows with the window to keep one point per pixel.
+ */
+export function metricsWindow(
+  view: IView,
+  width: number,
+  minMarginNs = 250e6
+): IWindowRequest {
+  const span = Math.max(1, view.t1 - view.t0);
+  const margin = Math.max(span * 0.5, minMarginNs);
+  const t0 = Math.max(0, view.t0 - margin);
+  const t1 = view.t1 + margin;
+  const scaled = Math.round((width * (t1 - t0)) / span);
+  return { t0, t1, width: Math.max(1, Math.min(scaled, 4 * width)) };
 }
 
 function mean(values: number[]): number {

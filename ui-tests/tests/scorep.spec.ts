@@ -280,7 +280,31 @@ test.describe('Score-P experiment panel', () => {
     expect(Number(new URL(req.url()).searchParams.get('width'))).toBe(
       Math.round(box.width)
     );
+    // keyboard: 0 shows everything, + zooms in (a new, narrower window is fetched),
+    // ArrowRight pans
     await canvas.focus();
+    await page.keyboard.press('0');
+    const keyZoom = page.waitForRequest(r => {
+      if (!r.url().includes('/scorep/api/timeline')) {
+        return false;
+      }
+      const u = new URL(r.url());
+      return (
+        Number(u.searchParams.get('t1')) - Number(u.searchParams.get('t0')) <
+        (t1 - t0) * 0.9
+      );
+    });
+    await page.keyboard.press('+');
+    await keyZoom;
+    const before = await panel
+      .locator('.jp-scorep-timeline')
+      .getAttribute('data-window');
+    await page.keyboard.press('ArrowRight');
+    await expect
+      .poll(() =>
+        panel.locator('.jp-scorep-timeline').getAttribute('data-window')
+      )
+      .not.toBe(before);
     await page.keyboard.press('0');
 
     // the call tree: f called 3 times
@@ -311,6 +335,13 @@ test.describe('Score-P experiment panel', () => {
     expect(bytes.length).toBeGreaterThan(100);
     expect(bytes.subarray(0, 2).toString()).toBe('PK');
     expect((await download).suggestedFilename()).toMatch(/\.zip$/);
+    // no vampir/cube on this machine: the buttons say so and stay disabled
+    const vampir = panel.getByRole('button', { name: 'Open in Vampir' });
+    await expect(vampir).toBeDisabled();
+    await expect(vampir).toHaveAttribute(
+      'title',
+      /not found on the server's PATH/
+    );
 
     // screenshots, light and dark (times vary between runs: numbers are masked)
     await panel.getByRole('tab', { name: 'Timeline' }).click();

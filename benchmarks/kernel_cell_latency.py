@@ -4,9 +4,10 @@ The spare worker is started after each cell with the modules the namespace uses 
 imported, so the next profiled cell pays neither interpreter start nor those imports.
 Figures (same kernel, same run, a trivial cell ``y = float(arr.sum())`` over a numpy array):
 the round trip of the profiled cell with a spare (median of 5), the peer figure without a
-spare (a fresh interpreter that imports numpy), and the plain cell's round trip.
+spare (a fresh interpreter that imports numpy), and the plain cell's round trip. Also: a cell
+printing 100k lines, profiled against unprofiled (the worker's output path under tracing).
 Target: with a spare, a profiled cell costs under 0.5 s more than a plain cell.
-Run: ``python benchmarks/kernel_cell_latency.py`` (~40 s).
+Run: ``python benchmarks/kernel_cell_latency.py`` (~50 s).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def main() -> None:
             for _ in range(5):
                 time.sleep(SETTLE_S)
                 with_spare.append(timed(kernel, CELL, PROFILED))
+            # output-heavy cell: 100k printed lines, live through the worker
+            flood = "for i in range(100_000):\n    print(i)"
+            flood_plain = timed(kernel, flood)
+            time.sleep(SETTLE_S)
+            flood_profiled = timed(kernel, flood, PROFILED)
             timed(kernel, "%scorep spare_worker=false")
             without = []
             for _ in range(3):
@@ -59,6 +65,10 @@ def main() -> None:
         target="< plain + 0.5 s", met=spare_median < plain + 0.5,
     )  # fmt: skip
     report("plain cell round trip (same kernel)", plain, "s")
+    report(
+        "profiled cell printing 100k lines (builtin, subprocess)", flood_profiled, "s",
+        peer="the same cell unprofiled", peer_value=flood_plain,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from scorep_kernel import experiment, transfer
-from scorep_kernel.faults import describe_exit
+from scorep_kernel.faults import UNCHANGED, describe_exit
 from scorep_kernel.protocol import ChannelClosed
 from scorep_kernel.runs import (
     CellOutput,
@@ -196,7 +196,12 @@ class SubprocessRun(RunBase):
         packet.release()
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
-        unpacked = transfer.unpack(done["state"])
+        try:
+            unpacked = transfer.unpack(done["state"])
+        except Exception as e:  # e.g. the worker died before the kernel copied its buffers
+            message = (f"The namespace could not be brought back from the profiling process "
+                       f"({type(e).__name__}: {e}). {UNCHANGED}")  # fmt: skip
+            return await self._crashed(output, message, execution_count, index, cell_start)
         try:
             await self.worker.send("state_received")
         except ChannelClosed:

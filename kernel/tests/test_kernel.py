@@ -143,7 +143,8 @@ def test_stream_is_live_and_carriage_returns_pass(kernels):
 
 def test_manifest_and_bundle(kernels, workdir):
     profiled, _ = kernels
-    result = profiled.run("total = sum(range(1000))", PROFILE_SUB)
+    # JupyterLab sends the cell's id with its metadata
+    result = profiled.run("total = sum(range(1000))", {**PROFILE_SUB, "cellId": "cell-abc-123"})
     bundle = result.bundle()
     assert set(bundle) >= {"id", "path", "backend", "status", "summary", "isolation", "run"}
     assert bundle["status"] == "ok" and bundle["backend"] in ("builtin", "scorep")
@@ -152,7 +153,8 @@ def test_manifest_and_bundle(kernels, workdir):
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["id"] == bundle["id"] and manifest["status"] == "ok"
     assert manifest["isolation"] == "subprocess"
-    assert manifest["cells"][0]["code"] == "total = sum(range(1000))"
+    assert manifest["cells"] == [{"cell_id": "cell-abc-123", "code": "total = sum(range(1000))",
+                                  "execution_count": result.reply["execution_count"]}]  # fmt: skip
     assert manifest["end_ns"] >= manifest["start_ns"] and manifest["wall_s"] >= 0
     display = next(c for c in result.of("display_data") if MIME in c["data"])
     assert "backend" in display["data"]["text/plain"] and "<table>" in display["data"]["text/html"]

@@ -140,18 +140,6 @@ export class TimelineView extends Widget {
     this.scheduleDraw();
   }
 
-  /** Zoom to the first call of the highlighted region, if any is loaded. */
-  zoomToHighlight(): void {
-    const list = this.list;
-    for (let k = 0; k < list.n; k++) {
-      if (this.highlight.has(list.region[k])) {
-        const pad = (list.end[k] - list.start[k]) * 0.1;
-        this.setView({ t0: list.start[k] - pad, t1: list.end[k] + pad });
-        return;
-      }
-    }
-  }
-
   dispose(): void {
     if (this.isDisposed) {
       return;

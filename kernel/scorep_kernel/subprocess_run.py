@@ -196,6 +196,10 @@ class SubprocessRun(RunBase):
         packet.release()
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
+        if done.get("state") is None:  # the cell never ran: nothing to bring back
+            self.note_status("error")
+            self.last_cell_wall, self.last_cell_index = 0.0, index
+            return error_reply(done["ename"], done["evalue"], done["traceback"], execution_count)
         try:
             unpacked = transfer.unpack(done["state"])
         except Exception as e:  # e.g. the worker died before the kernel copied its buffers

@@ -62,7 +62,6 @@ class Worker:
         self.shell = make_shell(channel)
         self.scorep = _scorep_bindings(backend)
         self.measurement: Any = None
-        self.measure_error: str | None = None
         self.in_cell = False
         self.interrupt_pending = False
         self.pending_packet: Any = None
@@ -180,7 +179,19 @@ class Worker:
     def run_cell(self, payload: dict[str, Any]) -> None:
         shell = self.shell
         ns = shell.user_ns
-        unpacked = transfer.unpack(payload["state"])
+        try:
+            unpacked = transfer.unpack(payload["state"])
+        except Exception as e:
+            self.channel.send("state_received", {})
+            message = (f"The notebook's variables could not be sent to the profiling process "
+                       f"({type(e).__name__}: {e}); the cell did not run.")  # fmt: skip
+            self.channel.send("error", {"ename": "NamespaceTransferError", "evalue": message,
+                                        "traceback": [message]})  # fmt: skip
+            self.channel.send("cell_done", {"status": "error", "ename": "NamespaceTransferError",
+                                            "evalue": message, "traceback": [message],
+                                            "interrupted": False, "state": None,
+                                            "skipped": {}})  # fmt: skip
+            return
         # The kernel may release its packet as soon as unpack returned.
         self.channel.send("state_received", {})
         transfer.apply_in_worker(ns, unpacked, self.sent_names)

@@ -142,3 +142,22 @@ def test_worker_exits_when_its_kernel_is_killed(tmp_path):
         time.sleep(0.1)
     os.kill(worker_pid, signal.SIGKILL)
     pytest.fail("the worker outlived its kernel by 10 s")
+
+
+def test_unreadable_state_is_an_error_not_a_dead_worker(tmp_path):
+    async def scenario():
+        worker = await WorkerProcess.spawn(BUILTIN, dict(os.environ), str(tmp_path))
+        await worker.wait_ready()
+        await worker.send("start_run", {"exp_dir": str(tmp_path), "measure": None, "env": {}})
+        await worker.recv_until("run_started", 30)
+        await worker.send("cell", {"code": "ran = 1", "label": "cell [1]", "execution_count": 1,
+                                   "cell_id": None, "state": b"not a state header"})  # fmt: skip
+        done = await worker.recv_until("cell_done", 30)
+        _, after = await _run_cell(worker, {}, "x = 1")
+        await worker.close(graceful=False)
+        return done, after
+
+    done, after = asyncio.run(scenario())
+    assert done["status"] == "error" and done["ename"] == "NamespaceTransferError"
+    assert done["state"] is None and "did not run" in done["evalue"]
+    assert after["status"] == "ok"

@@ -332,8 +332,9 @@ export class ExperimentPanel extends Widget {
     const m = this.experiment?.manifest;
     const backend = m?.backend ?? this.bundle.backend;
     const isolation = m?.isolation ?? this.bundle.isolation ?? '';
+    // the kernel's own clock first (manifest, then its bundle); the server's summary last
     const wall =
-      this.summary?.wall_s ?? m?.wall_s ?? this.bundle.summary?.wall_s;
+      m?.wall_s ?? this.bundle.summary?.wall_s ?? this.summary?.wall_s;
     const status = this.summary?.status ?? m?.status ?? this.bundle.status;
     const events =
       this.summary?.events ??

@@ -164,6 +164,11 @@ def main() -> None:
           f"min {min(latencies) * 1e3:.2f} ms")
     import resource
 
+    from _report import report
+
+    report("1 GiB numpy round trip through a worker", trip_s, "s", peer="np.copy of the same array",
+           peer_value=copy_s, target="<= 2x the copy", met=trip_s <= 2 * copy_s)
+    report("small namespace (100 objects) round trip", statistics.median(latencies) * 1e3, "ms")
     print(f"peak resident memory: A {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB "
           f"(array + the np.copy), B {peak_b:.2f} GiB")
 

@@ -139,6 +139,15 @@ test.describe('Score-P cell toggle', () => {
       metric_interval: 0.1,
       event_cap: 5000
     });
+    // the kernel honours them: the run happens in a subprocess
+    await page.notebook.runCell(0);
+    const panel = page.locator('.jp-scorep-panel').first();
+    await expect(panel).toHaveAttribute('data-state', 'ready', {
+      timeout: 60_000
+    });
+    await expect(panel.locator('.jp-scorep-fact-isolation')).toContainText(
+      'subprocess'
+    );
     await page.evaluate(async () => {
       await (window as any).jupyterapp.serviceManager.settings.save(
         'jupyterlab-scorep:plugin',
@@ -331,6 +340,36 @@ test.describe('Score-P experiment panel', () => {
       .not.toBe(before);
     await page.keyboard.press('0');
 
+    // shift-drag zooms to the selection; alt-drag measures the span between two points
+    const selected = page.waitForRequest(r => {
+      if (!r.url().includes('/scorep/api/timeline')) {
+        return false;
+      }
+      const u = new URL(r.url());
+      const span =
+        Number(u.searchParams.get('t1')) - Number(u.searchParams.get('t0'));
+      return span < (t1 - t0) * 0.45 && span > (t1 - t0) * 0.2;
+    });
+    await page.keyboard.down('Shift');
+    await page.mouse.move(box.x + box.width * 0.3, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + 60, { steps: 4 });
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    await selected;
+    await page.keyboard.down('Alt');
+    await page.mouse.move(box.x + box.width * 0.2, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.keyboard.up('Alt');
+    await expect(panel.locator('.jp-scorep-timeline-status')).toContainText(
+      /Measured: \d/
+    );
+    await canvas.focus();
+    await page.keyboard.press('0');
+
     // the call tree: f called 3 times
     await panel.getByRole('tab', { name: 'Call tree' }).click();
     const fRow = panel
@@ -347,6 +386,19 @@ test.describe('Score-P experiment panel', () => {
     await panel.screenshot({
       path: testInfo.outputPath('calltree-unmasked.png')
     });
+    // rows are keyboard-navigable: Home row, ArrowDown moves focus, Enter selects
+    await panel.locator('.jp-scorep-calltree-table tbody tr').first().focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await expect(
+      panel.locator('.jp-scorep-calltree-table tbody tr').nth(1)
+    ).toHaveAttribute('aria-selected', 'true');
+    // sorting by visits puts the column in descending order
+    await panel.getByRole('button', { name: 'Visits' }).click();
+    await expect(panel.locator('th[data-key="visits"]')).toHaveAttribute(
+      'aria-sort',
+      'descending'
+    );
     // selecting the root clears the timeline highlight again
     await panel.locator('.jp-scorep-calltree-table tbody tr').first().click();
 

@@ -71,3 +71,26 @@ export function cssVar(
   const value = getComputedStyle(element).getPropertyValue(name).trim();
   return value || fallback;
 }
+
+/**
+ * Size a canvas for `width` × `height` CSS pixels at the device pixel ratio (sharp on HiDPI
+ * screens) and return its context scaled so drawing code works in CSS pixels.
+ */
+export function hiDpiContext(
+  canvas: HTMLCanvasElement,
+  width: number,
+  height: number
+): CanvasRenderingContext2D | null {
+  const dpr = window.devicePixelRatio || 1;
+  const pw = Math.round(width * dpr);
+  const ph = Math.round(height * dpr);
+  if (canvas.width !== pw || canvas.height !== ph) {
+    canvas.width = pw;
+    canvas.height = ph;
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+  }
+  const ctx = canvas.getContext('2d');
+  ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}

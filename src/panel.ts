@@ -6,7 +6,6 @@
  */
 import { Widget } from '@lumino/widgets';
 import {
-  ApiError,
   IExperiment,
   IExperimentBundle,
   ISummary,
@@ -14,36 +13,16 @@ import {
   ScorepAPI
 } from './api';
 import { CallTreeView } from './calltreeview';
+import { el, errorText } from './dom';
+import { renderExport } from './exporttab';
+import { renderFacts, renderVerdicts } from './header';
 import { MetricsView } from './metrics/view';
-import { formatDuration, formatSeconds } from './timeaxis';
 import { TimelineView } from './timeline/view';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
 
 type TabId = 'timeline' | 'calltree' | 'export';
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className = '',
-  text = ''
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof ApiError) {
-    return error.message;
-  }
-  return (error as Error)?.message ?? String(error);
-}
 
 export class ExperimentPanel extends Widget {
   constructor(
@@ -253,168 +232,21 @@ export class ExperimentPanel extends Widget {
   }
 
   private renderExport(experiment: IExperiment): void {
-    const page = this.tabs.get('export')!.page;
-    page.textContent = '';
-    const list = el('div', 'jp-scorep-export');
-    const downloads: [
-      string,
-      'otf2' | 'cubex' | 'perfetto',
-      boolean,
-      string
-    ][] = [
-      [
-        'OTF2 trace (.zip)',
-        'otf2',
-        experiment.available.otf2,
-        'for Vampir, otf2-print, Score-P tools'
-      ],
-      [
-        'CUBE4 profile (.cubex)',
-        'cubex',
-        experiment.available.cubex,
-        'for Cube'
-      ],
-      [
-        'Chrome trace JSON',
-        'perfetto',
-        experiment.available.otf2,
-        'for ui.perfetto.dev or chrome://tracing'
-      ]
-    ];
-    for (const [label, what, ok, hint] of downloads) {
-      const row = el('div', 'jp-scorep-export-row');
-      if (ok) {
-        const a = el('a', 'jp-scorep-download', label);
-        a.href = this.api.downloadUrl(this.bundle.path, what);
-        a.setAttribute('download', '');
-        a.dataset.what = what;
-        row.appendChild(a);
-      } else {
-        row.appendChild(
-          el('span', 'jp-scorep-unavailable', `${label} (not written)`)
-        );
-      }
-      row.appendChild(el('span', 'jp-scorep-hint', hint));
-      list.appendChild(row);
-    }
-    const tools: [string, 'vampir' | 'cube', boolean][] = [
-      ['Open in Vampir', 'vampir', experiment.available.otf2],
-      ['Open in Cube', 'cube', experiment.available.cubex]
-    ];
-    const buttons = el('div', 'jp-scorep-export-row');
-    for (const [label, tool, fileOk] of tools) {
-      const found =
-        Boolean(experiment.tools?.[tool]) ||
-        Boolean(this.version?.tools?.[tool]);
-      const button = el('button', 'jp-scorep-button jp-mod-styled', label);
-      button.disabled = !(found && fileOk);
-      button.title = found
-        ? `Start ${tool} on this experiment on the server's machine`
-        : `${tool} was not found on the server's PATH`;
-      button.addEventListener('click', async () => {
-        try {
-          const { pid } = await this.api.open(this.bundle.path, tool);
-          this.setMessage(`Started ${tool} (pid ${pid}).`, false);
-        } catch (error) {
-          this.setMessage(errorText(error), true);
-        }
-      });
-      buttons.appendChild(button);
-    }
-    list.appendChild(buttons);
-    list.appendChild(
-      el('div', 'jp-scorep-hint', `Experiment directory: ${this.bundle.path}`)
-    );
-    page.appendChild(list);
+    renderExport(this.tabs.get('export')!.page, {
+      api: this.api,
+      path: this.bundle.path,
+      experiment,
+      version: this.version,
+      onMessage: (text, isError) => this.setMessage(text, isError)
+    });
   }
 
   private renderFacts(): void {
-    const m = this.experiment?.manifest;
-    const backend = m?.backend ?? this.bundle.backend;
-    const isolation = m?.isolation ?? this.bundle.isolation ?? '';
-    // the kernel's own clock first (manifest, then its bundle); the server's summary last
-    const wall =
-      m?.wall_s ?? this.bundle.summary?.wall_s ?? this.summary?.wall_s;
-    const status = this.summary?.status ?? m?.status ?? this.bundle.status;
-    const events =
-      this.summary?.events ??
-      this.experiment?.trace?.events ??
-      this.bundle.summary?.events;
-    this.facts.textContent = '';
-    const title = el('span', 'jp-scorep-title', 'Score-P');
-    this.facts.appendChild(title);
-    const items: [string, string, string][] = [
-      [
-        'backend',
-        'Backend',
-        backend === 'scorep' ? 'Score-P' : 'builtin tracer'
-      ],
-      ['isolation', 'Isolation', isolation || '–'],
-      [
-        'wall',
-        'Wall time',
-        wall !== undefined && wall !== null ? formatSeconds(wall) : '–'
-      ],
-      ['status', 'Status', status],
-      [
-        'events',
-        'Events',
-        events !== undefined && events !== null ? events.toLocaleString() : '–'
-      ]
-    ];
-    for (const [key, label, value] of items) {
-      const item = el('span', `jp-scorep-fact jp-scorep-fact-${key}`);
-      item.dataset.key = key;
-      item.append(
-        el('span', 'jp-scorep-fact-label', `${label}: `),
-        el('b', '', value)
-      );
-      if (key === 'status') {
-        item.dataset.status = status;
-      }
-      this.facts.appendChild(item);
-    }
-    if (
-      m?.measurement &&
-      typeof m.measurement['dropped'] === 'number' &&
-      m.measurement['dropped']
-    ) {
-      this.facts.appendChild(
-        el(
-          'span',
-          'jp-scorep-fact jp-scorep-warn',
-          `${(m.measurement['dropped'] as number).toLocaleString()} events dropped (event cap)`
-        )
-      );
-    }
+    renderFacts(this.facts, this.bundle, this.experiment, this.summary);
   }
 
   private renderVerdicts(summary: ISummary): void {
-    this.verdicts.textContent = '';
-    for (const v of summary.verdicts) {
-      const li = el('li', `jp-scorep-verdict jp-scorep-verdict-${v.level}`);
-      li.dataset.kind = v.kind;
-      li.append(
-        el('span', 'jp-scorep-verdict-kind', v.kind.toUpperCase()),
-        document.createTextNode(v.text)
-      );
-      this.verdicts.appendChild(li);
-    }
-    if (summary.top_regions.length) {
-      const top = summary.top_regions
-        .slice(0, 3)
-        .map(
-          r =>
-            `${r.name} ${r.pct.toFixed(0)} % (${formatDuration(r.excl_s * 1e9)}, ${r.visits}×)`
-        )
-        .join(' · ');
-      const li = el('li', 'jp-scorep-verdict jp-scorep-verdict-top');
-      li.append(
-        el('span', 'jp-scorep-verdict-kind', 'TOP'),
-        document.createTextNode(top)
-      );
-      this.verdicts.appendChild(li);
-    }
+    renderVerdicts(this.verdicts, summary);
   }
 
   private setState(state: 'processing' | 'ready' | 'error'): void {

@@ -5,7 +5,7 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
-import { cssVar, currentTheme, groupColor } from '../colors';
+import { cssVar, currentTheme, groupColor, hiDpiContext } from '../colors';
 import type { IView } from '../lod';
 import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
 import { formatValue, yMax } from './format';
@@ -123,21 +123,10 @@ export class MetricsView extends Widget {
   ): void {
     const width = this.width;
     const height = CHART_HEIGHT;
-    const dpr = window.devicePixelRatio || 1;
-    if (
-      canvas.width !== Math.round(width * dpr) ||
-      canvas.height !== Math.round(height * dpr)
-    ) {
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
-      canvas.style.width = `${width}px`;
-      canvas.style.height = `${height}px`;
-    }
-    const ctx = canvas.getContext('2d');
+    const ctx = hiDpiContext(canvas, width, height);
     if (!ctx) {
       return;
     }
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = c.bg;
     ctx.fillRect(0, 0, width, height);
     ctx.strokeStyle = c.grid;

@@ -8,7 +8,7 @@
 import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import type { IRegionInfo, ITimeline, ITraceLocation } from '../api';
-import { currentTheme, groupColor } from '../colors';
+import { currentTheme, hiDpiContext } from '../colors';
 import {
   clampView,
   emptyDrawList,
@@ -26,6 +26,8 @@ import {
 import { formatDuration } from '../timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { IWindowRequest, WindowFetcher } from './fetcher';
+import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
+import { renderLegend, showTooltip } from './overlays';
 
 export type TimelineLoader = (
   request: IWindowRequest,
@@ -179,17 +181,7 @@ export class TimelineView extends Widget {
       return;
     }
     this.legendKey = key;
-    this.legend.textContent = '';
-    for (const group of [...this.groups].sort()) {
-      const item = document.createElement('span');
-      item.className = 'jp-scorep-legend-item';
-      const swatch = document.createElement('span');
-      swatch.className = 'jp-scorep-legend-swatch';
-      swatch.style.background = groupColor(group, theme).fill;
-      item.appendChild(swatch);
-      item.appendChild(document.createTextNode(group));
-      this.legend.appendChild(item);
-    }
+    renderLegend(this.legend, this.groups, theme);
   }
 
   private setStatus(text: string): void {
@@ -236,21 +228,11 @@ export class TimelineView extends Widget {
       return;
     }
     const height = AXIS_HEIGHT + this.layout_.height + 4;
-    const dpr = window.devicePixelRatio || 1;
-    const pw = Math.round(width * dpr);
-    const ph = Math.round(height * dpr);
-    if (this.canvas.width !== pw || this.canvas.height !== ph) {
-      this.canvas.width = pw;
-      this.canvas.height = ph;
-      this.canvas.style.width = `${width}px`;
-      this.canvas.style.height = `${height}px`;
-    }
-    const ctx = this.canvas.getContext('2d');
+    const ctx = hiDpiContext(this.canvas, width, height);
     if (!ctx) {
       return;
     }
     const started = performance.now();
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     this.list = this._data
       ? toDrawList(this._data, this.layout_, this._view, width)
       : emptyDrawList();
@@ -292,8 +274,7 @@ export class TimelineView extends Widget {
       this.setView(panBy(this._view, this.cssWidth, -e.deltaX));
       return;
     }
-    const scale = e.deltaMode === 1 ? 40 : 1;
-    const factor = Math.exp(e.deltaY * scale * 0.0015);
+    const factor = wheelZoomFactor(e.deltaY, e.deltaMode);
     this.setView(zoomAround(this._view, this.cssWidth, x, factor));
   };
 
@@ -381,77 +362,33 @@ export class TimelineView extends Widget {
   };
 
   private onKeyDown = (e: KeyboardEvent): void => {
-    const span = this._view.t1 - this._view.t0;
-    const center = this.cssWidth / 2;
-    switch (e.key) {
-      case 'ArrowLeft':
-        this.setView({
-          t0: this._view.t0 - span * 0.1,
-          t1: this._view.t1 - span * 0.1
-        });
-        break;
-      case 'ArrowRight':
-        this.setView({
-          t0: this._view.t0 + span * 0.1,
-          t1: this._view.t1 + span * 0.1
-        });
-        break;
-      case '+':
-      case '=':
-      case 'ArrowUp':
-        this.setView(zoomAround(this._view, this.cssWidth, center, 0.7));
-        break;
-      case '-':
-      case '_':
-      case 'ArrowDown':
-        this.setView(zoomAround(this._view, this.cssWidth, center, 1 / 0.7));
-        break;
-      case '0':
-      case 'Home':
-        this.resetView();
-        break;
-      case 'Escape':
-        this.measure = null;
-        this.setStatus('');
-        this.scheduleDraw();
-        break;
-      default:
-        return;
+    const action = keyAction(e.key, this._view, this.cssWidth);
+    if (!action) {
+      return;
+    }
+    if (action.kind === 'view') {
+      this.setView(action.view);
+    } else if (action.kind === 'reset') {
+      this.resetView();
+    } else {
+      this.measure = null;
+      this.setStatus('');
+      this.scheduleDraw();
     }
     e.preventDefault();
     e.stopPropagation();
   };
 
   private showTooltip(k: number, x: number, y: number): void {
-    const info = this._data?.regions[String(this.list.region[k])];
-    const count = this.list.count[k];
-    const dur = this.list.end[k] - this.list.start[k];
-    const where = info?.file
-      ? `${info.file}${info.line ? `:${info.line}` : ''}`
-      : '';
-    this.tooltip.textContent = '';
-    const title = document.createElement('div');
-    title.className = 'jp-scorep-tooltip-title';
-    title.textContent = info?.name ?? `region ${this.list.region[k]}`;
-    this.tooltip.appendChild(title);
-    const lines = [
-      count > 1
-        ? `${count.toLocaleString()} calls merged, ${formatDuration(dur)} span`
-        : `Duration ${formatDuration(dur)}`,
-      `Start ${formatDuration(this.list.start[k])}`,
-      where
-    ];
-    for (const line of lines.filter(Boolean)) {
-      const div = document.createElement('div');
-      div.textContent = line;
-      this.tooltip.appendChild(div);
-    }
-    this.tooltip.hidden = false;
-    const tw = this.tooltip.offsetWidth;
-    const left =
-      x + 14 + tw > this.cssWidth ? Math.max(0, x - tw - 10) : x + 14;
-    this.tooltip.style.left = `${left}px`;
-    this.tooltip.style.top = `${y + 14}px`;
+    const id = this.list.region[k];
+    const content = tooltipLines(
+      this._data?.regions[String(id)],
+      id,
+      this.list.start[k],
+      this.list.end[k],
+      this.list.count[k]
+    );
+    showTooltip(this.tooltip, content, x, y, this.cssWidth);
   }
 
   private hideTooltip(): void {

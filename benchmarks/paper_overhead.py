@@ -82,6 +82,8 @@ def main() -> None:
          {"profile": True, "backend": "builtin", "isolation": "inprocess"}),
     ]
     totals: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+    # (case, cell) -> phase -> [seconds per round]: the manifest's "timings"
+    breakdown: dict[tuple[str, str], dict[str, list[float]]] = {}
     # Rounds interleave the cases so that load from elsewhere on the machine hits all alike.
     for round_no in range(1, ROUNDS + 1):
         for label, kname, profile in cases:
@@ -89,11 +91,18 @@ def main() -> None:
             totals[label].append(total)
             print(f"round {round_no} {label}: {total:.2f} s  "
                   f"(corpus {parts[0]:.2f} s, training setup {parts[1]:.2f} s)", flush=True)
-            for m in manifests:
+            for cell, seconds, m in zip(("corpus", "training setup"), parts, manifests):
                 timings = m.get("timings") or {}
                 events = (m.get("measurement") or {}).get("events")
-                parts_s = ", ".join(f"{k} {v:.3f} s" for k, v in timings.items())
-                print(f"    run {m['id']}: {events} events; {parts_s}")
+                parts_s = ", ".join(f"{k} {v:.3f}" for k, v in timings.items())
+                print(f"    {cell}: {seconds:.3f} s at the client, {sum(timings.values()):.3f} s in "
+                      f"the phases; {events} events; {parts_s}")
+                for phase, v in timings.items():
+                    breakdown.setdefault((label, cell), {}).setdefault(phase, []).append(v)
+    print(f"median breakdown over {ROUNDS} rounds (seconds):")
+    for (label, cell), phases in breakdown.items():
+        print(f"  {label}, {cell}: " + ", ".join(
+            f"{k} {statistics.median(v):.3f}" for k, v in phases.items()))
     results = {label: statistics.median(v) for label, v in totals.items()}
     print(f"medians over {ROUNDS} rounds: "
           + ", ".join(f"{k} {v:.2f} s" for k, v in results.items()))

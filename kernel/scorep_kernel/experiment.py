@@ -8,6 +8,18 @@ Every profiled run writes one directory (format version 1)::
     metrics.json + metrics.npz      system metric samples (see ``write_metrics``)
     .index/                         caches the server may add
 
+Manifest fields written when a run ends, besides those of ``new_manifest``: ``end_ns``,
+``wall_s``, ``status``, ``errors``, ``measurement`` (the tracer's notes), and ``timings``
+(additive, optional): ``{phase: seconds}``, where the profiled cells' time in the kernel
+went, summed over the run's cells, the phases one after another (so they add up to the
+cells' time from execute_request to the run's end). Phases: ``kernel_dispatch``,
+``worker_spare_ready`` | ``worker_spare_starting`` | ``worker_fresh`` (getting a worker
+process), ``start_run_wait`` (the worker finishing its preload imports), ``measure_start``,
+``pack`` / ``unpack`` / ``apply`` (the namespace, in the kernel), ``to_worker``,
+``worker_unpack``, ``worker_apply``, ``cell``, ``worker_pack`` (in the worker),
+``messages`` (the rest of the round trips), ``tracer_stop``, ``recording_build``,
+``summary``, ``manifest``. Readers must accept phases they do not know.
+
 The server imports this module and nothing else from ``scorep_kernel``; keep it free of
 kernel imports (standard library and numpy only).
 """

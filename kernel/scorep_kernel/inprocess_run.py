@@ -34,9 +34,10 @@ class InprocessRun(RunBase):
         except ImportError as e:
             self.errors.append(f"the builtin tracer is not installed ({e}); no measurement")
             return
-        config = MeasureConfig.from_mapping(dict(self.settings.measure))
-        self.measurement = Measurement(str(self.exp_dir), config)
-        self.measurement.start()
+        with self.timed("measure_start"):
+            config = MeasureConfig.from_mapping(dict(self.settings.measure))
+            self.measurement = Measurement(str(self.exp_dir), config)
+            self.measurement.start()
         self.measured = True
 
     async def run_cell(
@@ -50,12 +51,15 @@ class InprocessRun(RunBase):
         """``execute`` runs the cell the stock way (ipykernel's do_execute)."""
         index = self.add_cell(cell_id, execution_count, code)
         start = time.perf_counter()
-        if self.measurement is not None:
-            filename = cell_code_filename(shell, code, shell.execution_count)
-            with self.measurement.cell(f"cell [{execution_count}]", code_filename=filename):
+        try:
+            if self.measurement is not None:
+                filename = cell_code_filename(shell, code, shell.execution_count)
+                with self.measurement.cell(f"cell [{execution_count}]", code_filename=filename):
+                    reply = await execute()
+            else:
                 reply = await execute()
-        else:
-            reply = await execute()
+        finally:
+            self.add_time("cell", time.perf_counter() - start)
         self.last_cell_wall = time.perf_counter() - start
         self.last_cell_index = index
         if reply.get("status") == "error":
@@ -70,9 +74,12 @@ class InprocessRun(RunBase):
         if self.measurement is not None:
             try:
                 recording = self.measurement.stop()
+                for phase, seconds in self.measurement.stop_timings.items():
+                    self.add_time(phase, seconds)
                 self.events = recording.event_count
                 try:
-                    self.top = top_regions(recording)
+                    with self.timed("summary"):
+                        self.top = top_regions(recording)
                 except Exception:  # a summary must never cost the run
                     self.top = []
                 if recording.notes:

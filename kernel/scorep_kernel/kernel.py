@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 from typing import Any, Iterator
 
@@ -101,6 +102,7 @@ class ScorePKernel(IPythonKernel):
         self._run_ids = itertools.count(1)
         self._availability: Availability | None = None
         self._spare_recipe: SubprocessRun | None = None  # settings of the last subprocess run
+        self._cell_t0 = time.perf_counter()  # when the current execute_request arrived
         self.cell_output = KernelCellOutput(self)
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
@@ -129,6 +131,7 @@ class ScorePKernel(IPythonKernel):
                          allow_stdin=False, *, cell_meta=None, cell_id=None):  # fmt: skip
         args = dict(silent=silent, store_history=store_history, user_expressions=user_expressions,
                     allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id)  # fmt: skip
+        self._cell_t0 = time.perf_counter()
         try:
             reply = await self._dispatch(code, args)
         except SettingsError as e:
@@ -233,6 +236,7 @@ class ScorePKernel(IPythonKernel):
 
     async def _run_cell_of(self, run: RunBase, code: str, settings: Any, args: dict[str, Any]):
         shell = self.shell
+        run.add_time("kernel_dispatch", time.perf_counter() - self._cell_t0)
         if run is not self.active_run:
             if isinstance(run, SubprocessRun):
                 self._spare_recipe = run

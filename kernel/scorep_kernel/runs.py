@@ -7,10 +7,11 @@ A run covers one cell, or several in multi-cell mode; ``subprocess_run`` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 from scorep_kernel import experiment
 from scorep_kernel.config import CellSettings
@@ -85,10 +86,30 @@ class RunBase:
         self.errors: list[str] = []
         self.status = "ok"  # worst so far: ok < error < interrupted < crashed
         self.finished = False
+        # Where a profiled cell's time goes, phase -> seconds (summed over the run's cells);
+        # the phases follow one another, so their sum is the cell's time in the kernel.
+        self.timings: dict[str, float] = {}
+
+    # --- the overhead's parts --------------------------------------------------------
+
+    def add_time(self, phase: str, seconds: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + max(0.0, seconds)
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add_time(phase, time.perf_counter() - start)
 
     # --- experiment directory and manifest -----------------------------------------
 
     def create_experiment(self, reserved: tuple[str, Path] | None = None) -> None:
+        with self.timed("manifest"):
+            self._create_experiment(reserved)
+
+    def _create_experiment(self, reserved: tuple[str, Path] | None) -> None:
         if reserved is not None:
             self.exp_id, self.exp_dir = reserved
             self.exp_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +137,8 @@ class RunBase:
 
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
         self.cells.append({"cell_id": cell_id, "execution_count": execution_count, "code": code})
-        experiment.update_manifest(self.exp_dir, cells=list(self.cells))
+        with self.timed("manifest"):
+            experiment.update_manifest(self.exp_dir, cells=list(self.cells))
         return len(self.cells) - 1
 
     def note_status(self, status: str) -> None:
@@ -130,6 +152,7 @@ class RunBase:
             "end_ns": time.time_ns(),
             "wall_s": round(time.perf_counter() - self.t0, 6),
             "errors": list(self.errors),
+            "timings": {k: round(v, 6) for k, v in self.timings.items()},
         }
         if not self.measured:
             changes["files_status"] = "unavailable"

@@ -71,6 +71,7 @@ class SubprocessRun(RunBase):
             if self.backend == "scorep"
             else None
         )
+        t0 = time.perf_counter()
         self.worker, self.used_spare = await pool.take(
             self.key(), self.worker_env(base_env), cwd, reserved
         )
@@ -78,6 +79,8 @@ class SubprocessRun(RunBase):
         transfer.allow_reader(self.worker.pid)
         try:
             ready = await self.worker.wait_ready()
+            # How the worker came: a spare that was ready, one still starting, or a new one.
+            self.add_time(f"worker_{pool.last_take}", time.perf_counter() - t0)
         except (ChannelClosed, asyncio.TimeoutError):
             code = await self.worker.wait_exit(2.0)
             tail = "\n".join(self.worker.stderr_tail)
@@ -87,6 +90,7 @@ class SubprocessRun(RunBase):
             ) from None
         self.create_experiment(self.worker.reserved)
         env = {"SCOREP_EXPERIMENT_DIRECTORY": str(self.exp_dir)}
+        sent = time.monotonic()
         await self.worker.send(
             "start_run",
             {
@@ -96,9 +100,26 @@ class SubprocessRun(RunBase):
             },
         )
         started = await self._recv_until("run_started")
+        self._add_stamps(sent, started.get("stamps"), (
+            ("received", "start_run_wait"),  # the worker finishing its preload imports
+            ("started", "measure_start"),
+        ))
         self.measured = bool(started.get("measured"))
         if started.get("error"):
             self.errors.append(f"measurement could not start: {started['error']}")
+
+    def _add_stamps(self, sent: float, stamps: dict[str, float] | None,
+                    phases: tuple[tuple[str, str], ...]) -> None:  # fmt: skip
+        """Split a round trip (sent -> now, time.monotonic) at the worker's stamps: one phase
+        per stamp (the time since the previous one), and the rest is "messages"."""
+        now = time.monotonic()
+        last = sent
+        for stamp, phase in phases:
+            at = (stamps or {}).get(stamp)
+            if isinstance(at, (int, float)) and last <= at <= now:
+                self.add_time(phase, at - last)
+                last = at
+        self.add_time("messages", now - last)
 
     def _native_output(self, name: str, text: str) -> None:
         if self.output is not None:
@@ -152,7 +173,8 @@ class SubprocessRun(RunBase):
         self.interrupted_at = None
         self.killed_after_interrupt = False
         self.last_result = None
-        packet = transfer.pack(shell.user_ns)
+        with self.timed("pack"):
+            packet = transfer.pack(shell.user_ns)
         for name, reason in packet.skipped.items():
             output.stream(
                 "stderr",
@@ -171,6 +193,7 @@ class SubprocessRun(RunBase):
             return error_reply("KeyboardInterrupt", "", [text], execution_count)
         try:
             self.in_cell = True
+            sent = time.monotonic()
             await self.worker.send(
                 "cell",
                 {
@@ -183,6 +206,13 @@ class SubprocessRun(RunBase):
                 },
             )
             done = await self._relay(output, packet)
+            self._add_stamps(sent, done.get("stamps"), (
+                ("received", "to_worker"),
+                ("unpacked", "worker_unpack"),
+                ("applied", "worker_apply"),
+                ("cell_end", "cell"),
+                ("packed", "worker_pack"),
+            ))  # fmt: skip
         except (ChannelClosed, WorkerDied) as e:
             packet.release()
             message = e.message if isinstance(e, WorkerDied) else await self._death_message()
@@ -201,7 +231,8 @@ class SubprocessRun(RunBase):
             self.last_cell_wall, self.last_cell_index = 0.0, index
             return error_reply(done["ename"], done["evalue"], done["traceback"], execution_count)
         try:
-            unpacked = transfer.unpack(done["state"])
+            with self.timed("unpack"):
+                unpacked = transfer.unpack(done["state"])
         except Exception as e:  # e.g. the worker died before the kernel copied its buffers
             message = (f"The namespace could not be brought back from the profiling process "
                        f"({type(e).__name__}: {e}). {UNCHANGED}")  # fmt: skip
@@ -210,7 +241,8 @@ class SubprocessRun(RunBase):
             await self.worker.send("state_received")
         except ChannelClosed:
             pass
-        self.last_result = transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
+        with self.timed("apply"):
+            self.last_result = transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
         for name, reason in (done.get("skipped") or {}).items():
             if name not in packet.skipped and name != transfer.RESULT_NAME:
                 output.stream(
@@ -310,8 +342,20 @@ class SubprocessRun(RunBase):
         assert worker is not None
         self.output = None
         try:
+            sent = time.monotonic()
             await worker.send("finish_run")
             stopped = await self._recv_until("run_stopped", STOP_TIMEOUT_S)
+            self._add_stamps(sent, stopped.get("stamps"), (
+                ("received", "to_worker"),
+                ("stopped", "measure_stop"),
+                ("summarized", "summary"),
+            ))  # fmt: skip
+            split = stopped.get("stop_timings") or {}
+            whole = self.timings.pop("measure_stop", None)
+            if whole is not None:  # split as the worker's clock saw it, keeping the sum
+                tracer = min(whole, float(split.get("tracer_stop") or 0.0))
+                self.add_time("tracer_stop", tracer)
+                self.add_time("recording_build", whole - tracer)
             self.events = stopped.get("events")
             self.top = stopped.get("top") or []
             if stopped.get("error"):

@@ -66,6 +66,10 @@ class Worker:
         self.interrupt_pending = False
         self.pending_packet: Any = None
         self.sent_names: tuple[str, ...] = ()
+        # time.monotonic() when the message in hand arrived; the worker's replies carry
+        # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so
+        # the kernel can tell its waiting apart from the worker's work.
+        self.received_at = 0.0
         if self.scorep is not None:
             # Only the cells are measured, not the worker's own machinery.
             # (register/unregister exist in every version of the bindings.)
@@ -98,6 +102,7 @@ class Worker:
                 kind, payload = self.channel.recv()
             except ChannelClosed:
                 return
+            self.received_at = time.monotonic()
             # Release the namespace packet only once the kernel has it: a late reply (an
             # input_reply for an interrupted input()) must not free it under the kernel.
             if self.pending_packet is not None and kind in _RELEASING:
@@ -155,7 +160,9 @@ class Worker:
             except Exception as e:
                 self.measurement = None
                 error = f"{type(e).__name__}: {e}"
-        self.channel.send("run_started", {"error": error, "measured": self._measured()})
+        self.channel.send("run_started", {"error": error, "measured": self._measured(),
+                                          "stamps": {"received": self.received_at,
+                                                     "started": time.monotonic()}})  # fmt: skip
 
     def _measured(self) -> bool:
         return self.scorep is not None or self.measurement is not None
@@ -179,6 +186,7 @@ class Worker:
     def run_cell(self, payload: dict[str, Any]) -> None:
         shell = self.shell
         ns = shell.user_ns
+        stamps = {"received": self.received_at}
         try:
             unpacked = transfer.unpack(payload["state"])
         except Exception as e:
@@ -193,6 +201,7 @@ class Worker:
                                             "skipped": {}})  # fmt: skip
             return
         # The kernel may release its packet as soon as unpack returned.
+        stamps["unpacked"] = time.monotonic()
         self.channel.send("state_received", {})
         transfer.apply_in_worker(ns, unpacked, self.sent_names)
         if payload.get("colors"):
@@ -211,6 +220,7 @@ class Worker:
         shell.last_error = None
         interrupted = False
         result = None
+        stamps["applied"] = time.monotonic()
         start = time.perf_counter()
         try:
             with self._region(payload.get("label") or f"cell [{count}]", code_filename):
@@ -225,6 +235,7 @@ class Worker:
             interrupted = True
         self.interrupt_pending = False
         wall = time.perf_counter() - start
+        stamps["cell_end"] = time.monotonic()
         flush_streams()
         error = shell.last_error
         if result is not None and not result.success and error is None:
@@ -253,6 +264,7 @@ class Worker:
                 "state": packet.header,
                 "skipped": dict(packet.skipped),
                 "wall_s": wall,
+                "stamps": {**stamps, "packed": time.monotonic()},
             },
         )
 
@@ -271,13 +283,18 @@ class Worker:
             )
             self._tell("files_done", {"status": "failed", "errors": [str(e)]})
             return
+        stopped_at = time.monotonic()
+        top = _top(recording)
         self._tell(
             "run_stopped",
             {
                 "measured": True,
                 "events": recording.event_count,
-                "top": _top(recording),
+                "top": top,
                 "notes": dict(getattr(recording, "notes", {}) or {}),
+                "stamps": {"received": self.received_at, "stopped": stopped_at,
+                           "summarized": time.monotonic()},
+                "stop_timings": dict(getattr(self.measurement, "stop_timings", {}) or {}),
             },
         )
         status = "ready"

@@ -213,21 +213,28 @@ class WorkerPool:
         self.spare: WorkerProcess | None = None
         self._starting: asyncio.Task | None = None
         self.enabled = True
+        # how the last take() got its worker: "spare_ready" | "spare_starting" | "fresh"
+        self.last_take = "fresh"
 
     async def take(
         self, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
     ) -> tuple[WorkerProcess, bool]:
         """A worker for ``key``: the spare if it matches and lives, else a fresh one.
         Returns (worker, was_spare)."""
+        waited = False
         if self._starting is not None:
+            # A spare on its way is taken over, not started twice.
+            waited = not self._starting.done()
             # asyncio.wait never raises, even for a start that was cancelled or failed
             await asyncio.wait([self._starting])
             self._starting = None
         spare, self.spare = self.spare, None
         if spare is not None and spare.key == key and spare.alive() and spare.ready is not None:
+            self.last_take = "spare_starting" if waited else "spare_ready"
             return spare, True
         if spare is not None:
             await spare.close(graceful=False)
+        self.last_take = "fresh"
         return await WorkerProcess.spawn(key, env, cwd, reserved), False
 
     def prepare(

@@ -29,7 +29,8 @@ const COLUMNS: { key: SortKey; title: string; numeric: boolean }[] = [
 export class CallTreeView extends Widget {
   constructor(
     tree: ICallTree,
-    private readonly onSelect: (node: ICallNode | null) => void
+    private readonly onSelect: (node: ICallNode | null) => void,
+    onLocation?: (location: number | null) => void
   ) {
     super();
     this.addClass('jp-scorep-calltree');
@@ -57,7 +58,24 @@ export class CallTreeView extends Widget {
     const info = document.createElement('span');
     info.className = 'jp-scorep-calltree-info';
     info.textContent = `source: ${tree.source === 'cubex' ? 'CUBE profile' : 'trace'}, total ${formatSeconds(tree.total_s)}`;
-    bar.append(this.searchInput, hot, info);
+    bar.append(this.searchInput, hot);
+    if (onLocation && tree.locations.length > 1) {
+      // per-thread trees: the server sums over all locations unless one is chosen
+      const select = document.createElement('select');
+      select.className = 'jp-scorep-calltree-location jp-mod-styled';
+      select.setAttribute('aria-label', 'Location (thread) of the call tree');
+      const all = new Option('All locations', '');
+      select.add(all);
+      for (const loc of tree.locations) {
+        select.add(new Option(loc.name, String(loc.id)));
+      }
+      select.value = tree.location === null ? '' : String(tree.location);
+      select.addEventListener('change', () =>
+        onLocation(select.value === '' ? null : Number(select.value))
+      );
+      bar.appendChild(select);
+    }
+    bar.appendChild(info);
 
     this.table = document.createElement('table');
     this.table.className = 'jp-scorep-calltree-table';

@@ -6,6 +6,7 @@
  */
 import { Widget } from '@lumino/widgets';
 import {
+  ICallTree,
   IExperiment,
   IExperimentBundle,
   ISummary,
@@ -187,19 +188,38 @@ export class ExperimentPanel extends Widget {
       this.renderVerdicts(summary.value);
     }
     this.version = version.status === 'fulfilled' ? version.value : null;
-    const page = this.tabs.get('calltree')!.page;
-    page.textContent = '';
     if (tree.status === 'fulfilled') {
-      this.calltree = new CallTreeView(tree.value, node => {
-        this.timeline?.highlightRegion(
-          node && node.name !== tree.value.root.name ? node.name : null
-        );
-      });
-      Widget.attach(this.calltree, page);
+      this.showCallTree(tree.value);
     } else {
+      const page = this.tabs.get('calltree')!.page;
+      page.textContent = '';
       page.appendChild(el('div', 'jp-scorep-error', errorText(tree.reason)));
     }
     this.renderExport(experiment);
+  }
+
+  private showCallTree(tree: ICallTree): void {
+    const page = this.tabs.get('calltree')!.page;
+    this.calltree?.dispose();
+    page.textContent = '';
+    this.calltree = new CallTreeView(
+      tree,
+      node => {
+        this.timeline?.highlightRegion(
+          node && node.name !== tree.root.name ? node.name : null
+        );
+      },
+      async location => {
+        try {
+          this.showCallTree(
+            await this.api.calltree(this.bundle.path, location)
+          );
+        } catch (error) {
+          this.setMessage(errorText(error), true);
+        }
+      }
+    );
+    Widget.attach(this.calltree, page);
   }
 
   private buildTimeline(experiment: IExperiment): void {

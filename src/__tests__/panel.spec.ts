@@ -67,11 +67,14 @@ function fakeApi(answers: (() => Promise<IExperiment>)[]): ScorepAPI {
     scorep: { available: false, scorep_config: null, bindings: false },
     tools: { vampir: null, cube: '/usr/bin/cube' }
   });
-  api.calltree = async () => ({
+  api.calltree = async (_path: string, location?: number | null) => ({
     source: 'cubex',
-    location: null,
+    location: location ?? null,
     total_s: 1,
-    locations: [],
+    locations: [
+      { id: 0, name: 'Master thread' },
+      { id: 1, name: 'Thread 2' }
+    ],
     root: {
       id: 0,
       name: 'cell',
@@ -148,6 +151,31 @@ describe('ExperimentPanel', () => {
     ).map(a => a.href);
     expect(links[0]).toContain('/scorep/api/download?path=');
     expect(links[0]).toContain('what=otf2');
+
+    // per-location call trees: choosing a thread asks the server for that location
+    const calls: (number | null | undefined)[] = [];
+    const original = api.calltree.bind(api);
+    api.calltree = (path: string, location?: number | null) => {
+      calls.push(location);
+      return original(path, location);
+    };
+    const select = panel.node.querySelector<HTMLSelectElement>(
+      '.jp-scorep-calltree-location'
+    )!;
+    expect(Array.from(select.options).map(o => o.text)).toEqual([
+      'All locations',
+      'Master thread',
+      'Thread 2'
+    ]);
+    select.value = '1';
+    select.dispatchEvent(new Event('change'));
+    await flush();
+    expect(calls).toEqual([1]);
+    expect(
+      panel.node.querySelector<HTMLSelectElement>(
+        '.jp-scorep-calltree-location'
+      )!.value
+    ).toBe('1');
     panel.dispose();
   });
 });

@@ -62,7 +62,7 @@ export class CallTreeView extends Widget {
     if (onLocation && tree.locations.length > 1) {
       // per-thread trees: the server sums over all locations unless one is chosen
       const select = document.createElement('select');
-      select.className = 'jp-scorep-calltree-location jp-mod-styled';
+      select.className = 'jp-scorep-calltree-location';
       select.setAttribute('aria-label', 'Location (thread) of the call tree');
       const all = new Option('All locations', '');
       select.add(all);

@@ -16,6 +16,13 @@ export function formatDuration(ns: number): string {
     return '–';
   }
   const abs = Math.abs(ns);
+  if (abs < 0.5) {
+    // e.g. an exclusive time that is inclusive minus children up to rounding
+    return '0 ns';
+  }
+  if (abs < 1) {
+    return '<1 ns';
+  }
   if (abs >= 60e9) {
     const minutes = Math.floor(abs / 60e9);
     const seconds = (abs - minutes * 60e9) / 1e9;
@@ -42,7 +49,9 @@ export function trimNumber(v: number, digits: number): string {
   }
   const magnitude = Math.floor(Math.log10(Math.abs(v)));
   const decimals = Math.max(0, digits - 1 - magnitude);
-  return v.toFixed(Math.min(decimals, 9)).replace(/\.?0+$/, '');
+  const text = v.toFixed(Math.min(decimals, 9));
+  // strip trailing zeros of the fraction only: "2.50" → "2.5", but "430" stays
+  return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }
 
 /** The "nice" step (1, 2 or 5 × 10^k ns) giving about `target` ticks over `span` ns. */

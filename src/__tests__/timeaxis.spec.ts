@@ -10,10 +10,17 @@ describe('formatDuration', () => {
   it('picks the largest unit that fits, three significant digits', () => {
     expect(formatDuration(0)).toBe('0 ns');
     expect(formatDuration(512)).toBe('512 ns');
+    expect(formatDuration(100)).toBe('100 ns');
+    expect(formatDuration(430e6)).toBe('430 ms');
+    expect(formatDuration(2.5e6)).toBe('2.5 ms');
+    expect(formatDuration(2e9)).toBe('2 s');
     expect(formatDuration(1234)).toBe('1.23 µs');
     expect(formatDuration(12_345_678)).toBe('12.3 ms');
     expect(formatDuration(1_500_000_000)).toBe('1.5 s');
     expect(formatDuration(90e9)).toBe('1 min 30.0 s');
+    // rounding residue of inclusive minus children is no time at all
+    expect(formatSeconds(3.8e-17)).toBe('0 ns');
+    expect(formatDuration(0.7)).toBe('<1 ns');
   });
   it('formats seconds from the call tree the same way', () => {
     expect(formatSeconds(0.0025)).toBe('2.5 ms');

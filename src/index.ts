@@ -97,7 +97,6 @@ function watchNotebook(panel: NotebookPanel, refreshToggle: () => void): void {
     requestAnimationFrame(scan);
   });
   panel.sessionContext.kernelChanged.connect(refreshToggle);
-  panel.sessionContext.statusChanged.connect(() => undefined);
 }
 
 export default plugin;

@@ -107,6 +107,12 @@ class ScorePKernel(IPythonKernel):
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
 
+    def start(self) -> None:
+        super().start()
+        # The spare worker starts with the kernel: the first profiled cell must not pay for
+        # an interpreter start (nor, once the first cell imported them, for the imports).
+        self.io_loop.add_callback(self._prepare_spare)
+
     @property
     def availability(self) -> Availability:
         if self._availability is None:
@@ -318,14 +324,21 @@ class ScorePKernel(IPythonKernel):
     # --- spare worker ----------------------------------------------------------------
 
     def _prepare_spare(self) -> None:
-        """After every cell: keep a spare worker ready for the next profiled cell, with the
-        modules the namespace uses imported (started only once subprocess isolation was used)."""
-        recipe = self._spare_recipe
-        if recipe is None or not self.scorep_settings.spare_worker:
+        """At the kernel's start and after every cell: keep a spare worker ready for the next
+        profiled cell, with the modules the namespace uses imported. Its settings are those
+        of the last subprocess run, else the kernel's (a subprocess run of its backend)."""
+        if not self.scorep_settings.spare_worker:
             return
         if self.active_run is not None and isinstance(self.active_run, SubprocessRun):
             return  # a run holds its own worker; do not compete with its cells for the CPU
         s = self.scorep_settings
+        recipe = self._spare_recipe
+        if recipe is None:
+            try:
+                settings = s.resolve({"isolation": "subprocess"}, self.availability)
+            except SettingsError:
+                return  # settings no subprocess run can have: no spare to guess
+            recipe = SubprocessRun(settings, s.scorep_env, s.binding_args)
         recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
         names = transfer.user_names(self.shell.user_ns)
         modules = namespace_modules({n: self.shell.user_ns[n] for n in names})

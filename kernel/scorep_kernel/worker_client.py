@@ -212,9 +212,13 @@ class WorkerPool:
     def __init__(self) -> None:
         self.spare: WorkerProcess | None = None
         self._starting: asyncio.Task | None = None
+        self._starting_key: WorkerKey | None = None
         self.enabled = True
         # how the last take() got its worker: "spare_ready" | "spare_starting" | "fresh"
         self.last_take = "fresh"
+        # the modules the notebook uses, as of the latest prepare(): a spare still starting
+        # imports them once it is up
+        self._wanted: list[str] = []
 
     async def take(
         self, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
@@ -248,19 +252,22 @@ class WorkerPool:
         """Start a spare in the background (after a cell, never during one)."""
         if not self.enabled:
             return
+        self._wanted = list(modules)
         if self.spare is not None and self.spare.key == key and self.spare.alive():
             asyncio.ensure_future(self.preload(modules))
             return
         if self._starting is not None and not self._starting.done():
-            return
-        self._starting = asyncio.ensure_future(self._start(key, env, cwd, modules, reserved))
+            if self._starting_key == key:
+                return  # it preloads self._wanted once ready
+            self._starting.cancel()  # started with settings that changed since
+        self._starting_key = key
+        self._starting = asyncio.ensure_future(self._start(key, env, cwd, reserved))
 
     async def _start(
         self,
         key: WorkerKey,
         env: dict[str, str],
         cwd: str,
-        modules: list[str],
         reserved: tuple[str, Path] | None,
     ) -> None:
         old, self.spare = self.spare, None
@@ -278,7 +285,7 @@ class WorkerPool:
             log.warning("could not start a spare profiling worker: %s", e)
             return
         self.spare = worker
-        await self.preload(modules)
+        await self.preload(self._wanted)
 
     async def preload(self, modules: list[str]) -> None:
         spare = self.spare

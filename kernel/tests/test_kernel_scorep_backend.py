@@ -30,7 +30,8 @@ while args and args[0].startswith("-"):
     binding_args.append(args.pop(0))
 with open(os.environ["FAKE_SCOREP_LOG"], "a") as f:
     f.write(json.dumps({"event": "start", "binding_args": binding_args, "script": args[0],
-                        "env": {k: v for k, v in os.environ.items() if k.startswith("SCOREP_")}}) + "\\n")
+                        "env": {k: v for k, v in os.environ.items() if k.startswith("SCOREP_")},
+                        "pid": os.getpid()}) + "\\n")
 sys.argv = args
 runpy.run_path(args[0], run_name="__main__")
 '''
@@ -38,7 +39,7 @@ FAKE_LOG = '''
 import json, os
 def log(**event):
     with open(os.environ["FAKE_SCOREP_LOG"], "a") as f:
-        f.write(json.dumps(event) + "\\n")
+        f.write(json.dumps({**event, "pid": os.getpid()}) + "\\n")
 '''
 FAKE_USER = FAKE_LOG + '''
 import contextlib
@@ -93,7 +94,6 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
     assert "scorep         available" in shown.stdout()
     assert kernel.run("%%scorep_python_binding_arguments\n--instrumenter-type=cTrace").status == "ok"
     assert kernel.run("%%scorep_env\nSCOREP_ENABLE_TRACING=true").status == "ok"
-    before = len(events(log))
     result = kernel.run("%%execute_with_scorep\nimport os\nanswer = 6 * 7\nprint(answer)")
     assert result.status == "ok", result.reply
     assert result.stdout() == "42\n"
@@ -102,8 +102,12 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
     path = Path(bundle["path"])
     assert kernel.value("answer") == 42
 
-    calls = events(log)[before:]
-    start = next(c for c in calls if c["event"] == "start")
+    # The process that ran the cell: a spare, started ahead (perhaps before `before`);
+    # spares with earlier settings may have logged too.
+    calls = events(log)
+    start = next(c for c in calls if c["event"] == "start"
+                 and c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == bundle["path"])
+    calls = [c for c in calls if c["pid"] == start["pid"]]
     assert start["binding_args"] == ["--instrumenter-type=cTrace"]
     assert start["script"].endswith("worker.py")
     # fixed when the process starts, as Score-P needs
@@ -139,9 +143,9 @@ def test_changed_binding_arguments_replace_the_spare(fake_scorep):
     kernel, log = fake_scorep
     assert kernel.run("%%scorep_python_binding_arguments\n--noinstrumenter").status == "ok"
     time.sleep(1.0)  # a spare with the old arguments may be starting
-    before = len(events(log))
     result = kernel.run("%%execute_with_scorep\ny = 1")
     assert result.status == "ok", result.reply
-    starts = [c for c in events(log)[before:] if c["event"] == "start"]
+    # (the spare that ran it started with the kernel's settings of its time: maybe early)
+    starts = [c for c in events(log) if c["event"] == "start"]
     used = [c for c in starts if c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == result.bundle()["path"]]
     assert used and used[0]["binding_args"] == ["--noinstrumenter"]

@@ -161,6 +161,17 @@ export class TimelineView extends Widget {
     this.updateLegend(data.regions);
     this.setStatus('');
     this.node.dataset.window = `${data.window[0]},${data.window[1]}`;
+    // a text alternative for screen readers: what the canvas shows now
+    const regions = Object.values(data.regions)
+      .map(r => r.name)
+      .slice(0, 8)
+      .join(', ');
+    this.canvas.setAttribute(
+      'aria-label',
+      `Timeline from ${formatDuration(data.window[0])} to ${formatDuration(data.window[1])}, ` +
+        `${data.locations.length} location(s); regions: ${regions || 'none'}. ` +
+        'Arrow keys pan, plus and minus zoom, 0 shows everything.'
+    );
     this.scheduleDraw();
   }
 

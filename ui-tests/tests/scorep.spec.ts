@@ -263,6 +263,7 @@ test.describe('Score-P experiment panel', () => {
     expect(names.some(n => /(^|[:.])g$/.test(n))).toBe(true);
     const canvas = panel.locator('.jp-scorep-timeline-canvas');
     await expect(canvas).toBeVisible();
+    await expect(canvas).toHaveAttribute('aria-label', /regions: .*__main__:f/);
     await expect
       .poll(async () =>
         Number(

@@ -66,7 +66,7 @@ $(STAMPS)/node-deps: package.json $(wildcard yarn.lock) $(STAMPS)/builder
 	@touch $@
 
 # Editable install; the build hook runs `jlpm build` and writes the labextension.
-$(STAMPS)/python: pyproject.toml $(STAMPS)/node-deps
+$(STAMPS)/python: pyproject.toml $(wildcard kernel/kernelspec/scorep-python/*) $(STAMPS)/node-deps
 	@echo "==> Installing jupyterlab-scorep (editable) with its dev and test extras"
 	$(BIN)/pip install -q -e ".[dev,test]"
 	@touch $@

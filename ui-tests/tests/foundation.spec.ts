@@ -16,13 +16,17 @@ test.describe('foundation', () => {
     await expect(palette).toBeVisible();
     await palette.locator('input').fill('Score-P');
     await expect(
-      palette.locator('.lm-CommandPalette-item', { hasText: 'Profile with Score-P' }).first()
+      palette
+        .locator('.lm-CommandPalette-item', { hasText: 'Profile with Score-P' })
+        .first()
     ).toBeVisible();
     await page.keyboard.press('Escape');
   });
 
   test('the Score-P kernel is in the launcher', async ({ page }) => {
-    const card = page.locator('.jp-LauncherCard', { hasText: 'Python 3 (Score-P)' });
+    const card = page.locator('.jp-LauncherCard', {
+      hasText: 'Python 3 (Score-P)'
+    });
     await expect(card.first()).toBeVisible();
     const launcher = page.locator('.jp-Launcher-body');
     expect(await launcher.screenshot()).toMatchSnapshot('launcher.png', {

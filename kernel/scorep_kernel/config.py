@@ -9,10 +9,8 @@ overrides them for that cell. Default isolation: scorep -> subprocess, builtin -
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -42,29 +40,11 @@ class Availability:
 
 
 def detect() -> Availability:
-    try:
-        from scorep_kernel.measure.detect import detect_scorep
+    from scorep_kernel.measure.detect import detect_scorep
 
-        found = detect_scorep()
-        scorep_ok, scorep_msg = bool(found.get("available")), str(found.get("message", ""))
-    except ImportError:
-        config = shutil.which("scorep-config")
-        bindings = importlib.util.find_spec("scorep") is not None
-        scorep_ok = bool(config and bindings)
-        if scorep_ok:
-            scorep_msg = f"Score-P found: {config}, bindings installed"
-        elif not config:
-            scorep_msg = "Score-P not found: scorep-config is not on PATH (install Score-P)"
-        else:
-            scorep_msg = "Score-P's Python bindings are missing: pip install scorep"
-    builtin_ok = importlib.util.find_spec("scorep_kernel.measure") is not None
-    builtin_msg = (
-        "builtin tracer installed"
-        if builtin_ok
-        else "the builtin tracer (scorep_kernel.measure) is not installed: cells run in the "
-        "worker without measurement"
-    )
-    return Availability(scorep_ok, scorep_msg, builtin_ok, builtin_msg)
+    found = detect_scorep()
+    return Availability(bool(found["available"]), str(found["message"]), True,
+                        "builtin tracer installed")
 
 
 def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -217,8 +197,9 @@ class KernelSettings:
             backend = "scorep" if available.scorep else "builtin"
         elif backend == "scorep" and not available.scorep:
             raise SettingsError(
-                f"backend 'scorep' was asked for, but {available.scorep_message}. "
-                "Use backend 'builtin' (or 'auto'), or install Score-P and its Python bindings."
+                f"backend 'scorep' was asked for, but {available.scorep_message} "
+                "Or measure with the builtin tracer: backend 'auto' or 'builtin' (cell metadata, "
+                "or `%scorep backend=auto`)."
             )
         isolation = cell.get("isolation") or self.isolation or DEFAULT_ISOLATION[backend]
         if "isolation" not in cell and backend == "scorep":

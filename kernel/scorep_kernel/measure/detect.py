@@ -30,8 +30,7 @@ def detect_scorep() -> dict:
         message = (
             "Score-P not found: scorep-config is not on PATH and the Python bindings are "
             "missing. Install Score-P (https://www.vi-hps.org/projects/score-p, built with "
-            "--enable-shared) and put its bin/ on PATH, then `pip install scorep`. Until "
-            "then cells are measured by the builtin tracer."
+            "--enable-shared) and put its bin/ on PATH, then `pip install scorep`."
         )
     elif not config:
         message = (

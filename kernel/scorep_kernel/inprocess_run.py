@@ -26,6 +26,10 @@ class InprocessRun(RunBase):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.measurement: Any = None
+        # How to run work after the cell's reply is sent (the kernel's queue); the files are
+        # written in a thread of the kernel's process, and that thread must not compete for
+        # the interpreter lock with the reply's own way out.
+        self.after_reply: Callable[[Callable[[], None]], None] = lambda call: call()
 
     def begin(self) -> None:
         self.create_experiment()
@@ -92,17 +96,20 @@ class InprocessRun(RunBase):
             recording = None
         self.finish_manifest(extra)
         if recording is not None:
-            try:
-                self.measurement.write_files(recording, background=True)
-            except Exception as e:
-                from scorep_kernel import experiment
-
-                experiment.update_manifest(
-                    self.exp_dir, files_status="failed",
-                    errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
-                )  # fmt: skip
+            self.after_reply(lambda: self._write_files(recording))
         output.display(self.bundle(getattr(self, "last_cell_index", 0), self.status,
                                    getattr(self, "last_cell_wall", None)))  # fmt: skip
+
+    def _write_files(self, recording: Any) -> None:
+        try:
+            self.measurement.write_files(recording, background=True)
+        except Exception as e:
+            from scorep_kernel import experiment
+
+            experiment.update_manifest(
+                self.exp_dir, files_status="failed",
+                errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
+            )  # fmt: skip
 
     async def abort(self) -> None:
         self.finished = True

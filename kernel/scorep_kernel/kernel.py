@@ -103,6 +103,12 @@ class ScorePKernel(IPythonKernel):
         self._availability: Availability | None = None
         self._spare_recipe: SubprocessRun | None = None  # settings of the last subprocess run
         self._cell_t0 = time.perf_counter()  # when the current execute_request arrived
+        # Modules profiled cells imported in their workers (the kernel never imported
+        # them): the next spare imports them too, as a plain kernel would still have them.
+        self._worker_imports: dict[str, None] = {}
+        # Work that must not delay a cell's reply (writing an in-process run's files,
+        # starting a spare): run once the reply is sent.
+        self._after_reply: list[Any] = []
         self.cell_output = KernelCellOutput(self)
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
@@ -151,8 +157,26 @@ class ScorePKernel(IPythonKernel):
             message = (f"The Score-P kernel failed to run this cell ({type(e).__name__}: {e}). "
                        "Please report this with the kernel's log.")  # fmt: skip
             reply = self._failed(args, "ScorePKernelError", message)
-        self._prepare_spare()
+        self._defer(self._prepare_spare)
         return reply
+
+    async def execute_request(self, stream, ident, parent):  # type: ignore[override]
+        try:
+            await super().execute_request(stream, ident, parent)
+        finally:
+            self._run_after_reply()
+
+    def _defer(self, call: Any) -> None:
+        """Run ``call`` once the current cell's reply is sent."""
+        self._after_reply.append(call)
+
+    def _run_after_reply(self) -> None:
+        work, self._after_reply = self._after_reply, []
+        for call in work:
+            try:
+                call()
+            except Exception:
+                self.log.exception("work after a cell's reply failed")
 
     def _failed(self, args: dict[str, Any], ename: str, message: str, shown: str | None = None):
         """An error reply for a cell that never ran; it still takes its execution count, as a
@@ -248,6 +272,7 @@ class ScorePKernel(IPythonKernel):
                 self._spare_recipe = run
                 await run.begin(self.pool, dict(os.environ), os.getcwd())
             else:
+                run.after_reply = self._defer
                 run.begin()
             self.active_run = run if settings.run is not None else None
         count = shell.execution_count
@@ -255,6 +280,8 @@ class ScorePKernel(IPythonKernel):
             self._allow_stdin = bool(args.get("allow_stdin"))
             run.read_input = self._read_input if self._allow_stdin else None
             reply = await run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
+            self._worker_imports.update(dict.fromkeys(run.imported))
+            run.imported = []
             if args.get("store_history") and not args.get("silent"):
                 try:
                     shell.history_manager.store_inputs(count, code, code)
@@ -342,6 +369,7 @@ class ScorePKernel(IPythonKernel):
         recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
         names = transfer.user_names(self.shell.user_ns)
         modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
+        modules += [m for m in self._worker_imports if m not in modules]
         reserved = (
             reserve_experiment(s.scorep_env, recipe.settings.experiment_parent)
             if recipe.backend == "scorep"
@@ -350,6 +378,8 @@ class ScorePKernel(IPythonKernel):
         self.pool.prepare(recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved)
 
     def do_shutdown(self, restart):
+        self._after_reply = [c for c in self._after_reply if c != self._prepare_spare]
+        self._run_after_reply()  # files of a run that just ended
         for worker in [self.pool.spare, getattr(self.active_run, "worker", None)]:
             if worker is not None:
                 worker.kill()

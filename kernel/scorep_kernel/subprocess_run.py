@@ -51,6 +51,7 @@ class SubprocessRun(RunBase):
         self.read_input: Any = None
         self.awaiting_input = False
         self.last_result: Any = None  # the last cell's result, for Out / _
+        self.imported: list[str] = []  # modules the cells imported in the worker, in order
 
     def key(self) -> WorkerKey:
         if self.backend != "scorep":
@@ -224,6 +225,7 @@ class SubprocessRun(RunBase):
                 self._escalation.cancel()
                 self._escalation = None
         packet.release()
+        self.imported.extend(done.get("imported") or [])
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
         if done.get("state") is None:  # the cell never ran: nothing to bring back

@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+import types
 from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
@@ -221,6 +222,7 @@ class Worker:
         interrupted = False
         result = None
         stamps["applied"] = time.monotonic()
+        modules_before = set(sys.modules)
         start = time.perf_counter()
         try:
             with self._region(payload.get("label") or f"cell [{count}]", code_filename):
@@ -264,6 +266,7 @@ class Worker:
                 "state": packet.header,
                 "skipped": dict(packet.skipped),
                 "wall_s": wall,
+                "imported": _imported_since(modules_before),
                 "stamps": {**stamps, "packed": time.monotonic()},
             },
         )
@@ -320,6 +323,20 @@ def _top(recording: Any) -> list:
         return top_regions(recording)
     except Exception:  # a summary must never cost the run
         return []
+
+
+# Not worth a spare's preload: the worker's own machinery and the notebook's __main__.
+_NOT_PRELOADED = ("__main__", "scorep_kernel", "scorep", "IPython", "ipykernel")
+
+
+def _imported_since(before: set[str]) -> list[str]:
+    """Modules the cell imported, in import order (a package before what it pulls in): a
+    next worker imports them ahead of time, as a plain kernel would still have them."""
+    return [
+        name for name, module in list(sys.modules.items())
+        if name not in before and isinstance(module, types.ModuleType)
+        and not name.startswith(_NOT_PRELOADED)
+    ][:10_000]  # fmt: skip
 
 
 _RELEASING = ("state_received", "cell", "finish_run", "shutdown")

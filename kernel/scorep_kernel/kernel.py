@@ -279,6 +279,7 @@ class ScorePKernel(IPythonKernel):
         if isinstance(run, SubprocessRun):
             self._allow_stdin = bool(args.get("allow_stdin"))
             run.read_input = self._read_input if self._allow_stdin else None
+            run.last_cell = settings.run is None or bool(settings.last)
             reply = await run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
             self._worker_imports.update(dict.fromkeys(run.imported))
             run.imported = []

@@ -51,7 +51,10 @@ class SubprocessRun(RunBase):
         self.read_input: Any = None
         self.awaiting_input = False
         self.last_result: Any = None  # the last cell's result, for Out / _
-        self.imported: list[str] = []  # modules the cells imported in the worker, in order
+        self.imported: list[str] = []
+        # set by the kernel before each cell: the run ends with it (the worker stops
+        # measuring as soon as it has sent the namespace back)
+        self.last_cell = False  # modules the cells imported in the worker, in order
 
     def key(self) -> WorkerKey:
         if self.backend != "scorep":
@@ -204,6 +207,7 @@ class SubprocessRun(RunBase):
                     "cell_id": cell_id,
                     "state": packet.header,
                     "colors": getattr(shell, "colors", None),
+                    "last": self.last_cell,
                 },
             )
             done = await self._relay(output, packet)

@@ -66,6 +66,7 @@ class Worker:
         self.in_cell = False
         self.interrupt_pending = False
         self.pending_packet: Any = None
+        self.stopped: tuple[Any, dict[str, Any]] | None = None  # (Recording, run_stopped report)
         self.sent_names: tuple[str, ...] = ()
         # time.monotonic() when the message in hand arrived; the worker's replies carry
         # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so
@@ -270,6 +271,32 @@ class Worker:
                 "stamps": {**stamps, "packed": time.monotonic()},
             },
         )
+        if payload.get("last"):
+            self.stop_measurement()
+
+    def stop_measurement(self) -> None:
+        """Stop measuring and build the Recording (or keep the error), with the figures the
+        kernel shows. Called right after the run's last cell was sent back, so that this
+        work overlaps with the kernel taking the namespace in; else by finish_run."""
+        if self.measurement is None or self.stopped is not None:
+            return
+        begin = time.monotonic()
+        try:
+            recording = self.measurement.stop()
+        except Exception as e:
+            self.stopped = (None, {"measured": False, "error": f"{type(e).__name__}: {e}"})
+            return
+        stopped_at = time.monotonic()
+        top = _top(recording)
+        self.stopped = (recording, {
+            "measured": True,
+            "events": recording.event_count,
+            "top": top,
+            "notes": dict(getattr(recording, "notes", {}) or {}),
+            "stamps": {"stop_begin": begin, "stopped": stopped_at,
+                       "summarized": time.monotonic()},
+            "stop_timings": dict(getattr(self.measurement, "stop_timings", {}) or {}),
+        })  # fmt: skip
 
     def finish_run(self) -> None:
         _writing_files.set()
@@ -277,29 +304,15 @@ class Worker:
             self._tell("run_stopped", {"measured": self.scorep is not None})
             self._tell("files_done", {"status": "exit", "errors": []})
             return
-        errors: list[str] = []
-        try:
-            recording = self.measurement.stop()
-        except Exception as e:
-            self._tell(
-                "run_stopped", {"measured": False, "error": f"{type(e).__name__}: {e}"}
-            )
-            self._tell("files_done", {"status": "failed", "errors": [str(e)]})
+        self.stop_measurement()
+        assert self.stopped is not None
+        recording, report = self.stopped
+        report["stamps"] = {**report.get("stamps", {}), "received": self.received_at}
+        self._tell("run_stopped", report)
+        if recording is None:
+            self._tell("files_done", {"status": "failed", "errors": [report["error"]]})
             return
-        stopped_at = time.monotonic()
-        top = _top(recording)
-        self._tell(
-            "run_stopped",
-            {
-                "measured": True,
-                "events": recording.event_count,
-                "top": top,
-                "notes": dict(getattr(recording, "notes", {}) or {}),
-                "stamps": {"received": self.received_at, "stopped": stopped_at,
-                           "summarized": time.monotonic()},
-                "stop_timings": dict(getattr(self.measurement, "stop_timings", {}) or {}),
-            },
-        )
+        errors: list[str] = []
         status = "ready"
         try:
             self.measurement.write_files(recording, background=False)

@@ -1,0 +1,69 @@
+"""Where a profiled cell's time goes: the manifest's "timings", and the worker start-up and
+imports that the spare worker takes off a profiled cell's path."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_kernel_harness import PROFILE_IN, PROFILE_SUB, KernelHandle
+
+pytestmark = pytest.mark.timeout(180)
+
+# A standard-library module that neither the kernel nor a worker imports for itself.
+UNUSED_MODULE = "email.mime.audio"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k = KernelHandle(tmp_path_factory.mktemp("overhead"))
+    yield k
+    k.shutdown()
+
+
+def test_first_profiled_cell_takes_the_spare_started_with_the_kernel(kernel):
+    # No cell ran before: the spare was started with the kernel (it may still be starting).
+    result = kernel.run("first = 1", PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    timings = result.manifest()["timings"]
+    assert "worker_fresh" not in timings, timings
+    assert {"worker_spare_ready", "worker_spare_starting"} & set(timings), timings
+
+
+@pytest.mark.parametrize(
+    "metadata, phases",
+    [
+        (PROFILE_SUB, {"pack", "to_worker", "worker_unpack", "worker_apply", "cell", "worker_pack",
+                       "unpack", "apply", "manifest", "messages"}),
+        (PROFILE_IN, {"measure_start", "cell", "tracer_stop", "recording_build", "manifest"}),
+    ],
+    ids=["subprocess", "inprocess"],
+)
+def test_timings_are_the_parts_of_the_cells_time(kernel, metadata, phases):
+    result = kernel.run("import time\ntime.sleep(0.3)\nslept = True", metadata)
+    assert result.status == "ok", result.reply
+    timings = result.manifest()["timings"]
+    assert phases <= set(timings), timings
+    assert all(isinstance(v, float) and v >= 0 for v in timings.values()), timings
+    # The phases follow one another inside the request: together no longer than the client
+    # waited (its clock and the kernel's are the same monotonic clock), and the cell's
+    # own phase holds its sleep.
+    until_idle = result.messages[-1][0]
+    assert timings["cell"] >= 0.3
+    assert sum(timings.values()) <= until_idle + 0.05, (timings, until_idle)
+
+
+def test_modules_a_profiled_cell_imported_are_preloaded_by_the_next_worker(kernel):
+    assert kernel.value(f"{UNUSED_MODULE!r} in __import__('sys').modules") is False
+    first = kernel.run(
+        "import sys, importlib\n"
+        f"had_it_first = {UNUSED_MODULE!r} in sys.modules\n"
+        f"importlib.import_module({UNUSED_MODULE!r})",
+        PROFILE_SUB,
+    )
+    assert first.status == "ok", first.reply
+    assert kernel.value("had_it_first") is False
+    # The next profiled cell runs in a new worker, which imported the module ahead of time,
+    # as a plain kernel would still have it.
+    second = kernel.run(f"had_it_next = {UNUSED_MODULE!r} in sys.modules", PROFILE_SUB)
+    assert second.status == "ok", second.reply
+    assert kernel.value("had_it_next") is True

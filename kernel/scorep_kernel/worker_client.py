@@ -1,7 +1,10 @@
 """The kernel's side of a worker process: start it, talk to it, interrupt it, bury it.
 
-Also the spare worker: one process started ahead of time (and fed the modules the
-notebook uses) so the next profiled cell pays neither interpreter start nor imports. A
+Also the spare worker: one process started with the kernel and again after each profiled
+run, fed the modules the notebook uses (those its namespace refers to, and those earlier
+profiled cells imported in their workers), so the next profiled cell pays neither
+interpreter start nor imports. It costs an idle process (~300 MB with torch imported);
+``SCOREP_KERNEL_SPARE_WORKER=0`` or ``%scorep spare_worker=false`` turns it off. A
 spare is keyed on everything fixed at process start (backend, Score-P environment,
 binding arguments, interpreter); a profiled cell whose key differs gets a fresh process and
 the old spare is discarded.

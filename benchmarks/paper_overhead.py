@@ -100,7 +100,9 @@ def main() -> None:
     breakdown: dict[tuple[str, str], dict[str, list[float]]] = {}
     # Rounds interleave the cases so that load from elsewhere on the machine hits all alike.
     for round_no in range(1, ROUNDS + 1):
-        for label, kname, profile in cases:
+        # Every other round runs the cases in reverse order, so that a drift of the machine's
+        # load within a round does not always hit the same case.
+        for label, kname, profile in (cases if round_no % 2 else cases[::-1]):
             total, parts, manifests = run_case(label, kname, profile)
             totals[label].append(total)
             print(f"round {round_no} {label}: {total:.2f} s  "

@@ -106,8 +106,8 @@ def main() -> None:
         per_call_rate = per_call["events"] / per_call["seconds"]
         report("otf2 write, ctypes engine (one libotf2 call per event)", per_call_rate,
                "events/s", peer="otf2 high-level writer", peer_value=high_rate,
-               target=">= 1.5e6", met=per_call_rate >= TARGET,
-               note=f"{per_call['events']:,} events in {per_call['seconds']:.2f} s")
+               note="the fallback engine; the target applies to the default (fast) engine; "
+                    f"{per_call['events']:,} events in {per_call['seconds']:.2f} s")
 
         started = time.perf_counter()
         profile = build_profile(big, root_name="bench")

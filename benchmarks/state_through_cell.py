@@ -48,9 +48,7 @@ def main() -> None:
     report("1 GiB array through a profiled cell (subprocess)", trip, "s",
            peer="plain copy of the array", peer_value=copy, target="<= 2x the copy",
            met=trip <= 2 * copy, note="includes the fixed cost of a profiled cell")
-    report("1 GiB array through a profiled cell, less the fixed cost", trip - small, "s",
-           peer="plain copy of the array", peer_value=copy, target="<= 2x the copy",
-           met=trip - small <= 2 * copy)
+    report("profiled cell, small namespace, cells back to back (fixed cost)", small, "s")
 
 
 if __name__ == "__main__":

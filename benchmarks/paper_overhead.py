@@ -34,7 +34,7 @@ from _report import report  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 THINK_TIME_S = 3.0  # a person reads the previous output before running the next cell
-ROUNDS = int(os.environ.get("PAPER_OVERHEAD_ROUNDS", "3"))  # interleaved; medians reported
+ROUNDS = int(os.environ.get("PAPER_OVERHEAD_ROUNDS", "5"))  # interleaved; medians reported (3 were too few: the plain kernel alone varied by 2x)
 
 PAPER_PLAIN_S, PAPER_PROFILED_S = 1.44, 13.99
 # The manifest's "timings" phases in the order they happen (experiment.py lists them).

@@ -15,6 +15,8 @@ STAMPS := .stamps
 JLPM := $(BIN)/jlpm
 CHROMIUM ?= /usr/lib/chromium/chromium
 PORT ?= 8888
+# Jupyter refuses to run as root without this (containers, CI machines).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The package.json scripts call `jlpm` and `jupyter` by name: the venv's must come first.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -88,7 +90,7 @@ $(STAMPS)/ui-deps: ui-tests/package.json $(wildcard ui-tests/yarn.lock) $(STAMPS
 
 lab: setup
 	@echo "==> Starting JupyterLab on examples/ (Ctrl-C to stop); open the URL printed below."
-	$(BIN)/jupyter lab --notebook-dir=examples --port=$(PORT)
+	$(BIN)/jupyter lab --notebook-dir=examples --port=$(PORT) $(ROOT_FLAG)
 
 test: setup test-python test-js test-ui
 	@echo "==> All test suites passed"

@@ -113,6 +113,8 @@ class IndexCache:
         self.size = size
         self._items: OrderedDict[tuple[str, str], LoadedIndex] = OrderedDict()
         self._lock = threading.Lock()
+        # Loads are serialised so that concurrent first requests share one loaded index.
+        self._load_lock = threading.Lock()
 
     def peek(self, directory: str) -> LoadedIndex | None:
         """The most recently loaded index of ``directory``, without touching the disk;
@@ -128,16 +130,25 @@ class IndexCache:
         # The meta's mtime tells a rebuilt index from the one we hold.
         stamp = str(os.stat(Path(directory) / "meta.json").st_mtime_ns)
         key = (directory, stamp)
+        item = self._cached(key)
+        if item is not None:
+            return item
+        with self._load_lock:
+            item = self._cached(key)  # loaded by another thread while this one waited
+            if item is not None:
+                return item
+            item = LoadedIndex(directory)
+            with self._lock:
+                for old in [k for k in self._items if k[0] == directory]:
+                    del self._items[old]
+                self._items[key] = item
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return item
+
+    def _cached(self, key: tuple[str, str]) -> LoadedIndex | None:
         with self._lock:
             item = self._items.get(key)
             if item is not None:
                 self._items.move_to_end(key)
-                return item
-        item = LoadedIndex(directory)
-        with self._lock:
-            for old in [k for k in self._items if k[0] == directory]:
-                del self._items[old]
-            self._items[key] = item
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return item
+            return item

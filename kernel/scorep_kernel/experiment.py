@@ -51,7 +51,6 @@ METRICS_DATA = "metrics.npz"
 INDEX_DIR = ".index"
 DEFAULT_PARENT = "scorep-experiments"
 
-STATUSES = ("running", "ok", "error", "interrupted", "crashed")
 BACKENDS = ("scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
 

@@ -168,17 +168,16 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def interrupt(self) -> None:
-        if self.alive():
-            try:
-                os.kill(self.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        self._signal(signal.SIGINT)
 
     def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
         if self.alive():
             try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.kill(self.proc.pid, signum)
+            except ProcessLookupError:  # it died between the check and the signal
                 pass
 
     async def wait_exit(self, timeout: float = 10.0) -> int | None:
@@ -189,7 +188,7 @@ class WorkerProcess:
         for task in self._pipe_tasks:  # let the last native output arrive
             try:
                 await asyncio.wait_for(asyncio.shield(task), 0.5)
-            except (asyncio.TimeoutError, Exception):
+            except Exception:  # timed out, or the reader failed: nothing more to wait for
                 pass
         return self.proc.poll()
 

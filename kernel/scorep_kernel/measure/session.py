@@ -347,31 +347,28 @@ class Measurement:
 
     def set_instrumenter(self, enabled: bool) -> bool:
         """Pause or resume function recording on this thread; returns the previous state."""
-        tid = threading.get_native_id()
-        st = self._state_of(tid)
-        was = st.instr_off_since is None
-        if enabled and not was:
-            self._instr_off.setdefault(tid, []).append((st.instr_off_since, self._now()))
-            st.instr_off_since = None
-        elif not enabled and was:
-            st.instr_off_since = self._now()
-        return was
+        return self._switch("instr_off_since", self._instr_off, enabled)
 
     def instrumenter_enabled(self) -> bool:
         return self._state_of(threading.get_native_id()).instr_off_since is None
 
     def set_recording(self, enabled: bool) -> bool:
         """Pause or resume all recording (functions and user regions) on this thread."""
+        return self._switch("rec_off_since", self._rec_off, enabled)
+
+    def _switch(self, since_attr: str, off_spans: dict, enabled: bool) -> bool:
+        """Turn one per-thread switch (the _ThreadState field since_attr: when it went off,
+        None while on) on or off; a span it was off goes into off_spans. Returns the
+        previous state."""
         tid = threading.get_native_id()
         st = self._state_of(tid)
-        was = st.rec_off_since is None
-        if enabled and not was:
-            self._rec_off.setdefault(tid, []).append((st.rec_off_since, self._now()))
-            st.rec_off_since = None
-        elif not enabled and was:
-            st.rec_off_since = self._now()
-        return was
-
+        since = getattr(st, since_attr)
+        if enabled and since is not None:
+            off_spans.setdefault(tid, []).append((since, self._now()))
+            setattr(st, since_attr, None)
+        elif not enabled and since is None:
+            setattr(st, since_attr, self._now())
+        return since is None
 
 def _clock_offset() -> int:
     """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""

@@ -144,14 +144,20 @@ def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _manifest_lock(exp_dir: Path) -> Iterator[None]:
-    # Kernel, worker and background writer may all update one manifest.
-    with open(exp_dir / ".manifest.lock", "a+") as lock:
+def file_lock(lock_path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (created if missing) for the block:
+    serialises writers across processes. Also used by the server's index builder."""
+    with open(lock_path, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _manifest_lock(exp_dir: Path) -> contextlib.AbstractContextManager[None]:
+    # Kernel, worker and background writer may all update one manifest.
+    return file_lock(exp_dir / ".manifest.lock")
 
 
 def write_manifest(exp_dir: str | os.PathLike, manifest: dict[str, Any]) -> None:

@@ -8,7 +8,6 @@ instead, keyed by the experiment's real path.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+from scorep_kernel.experiment import file_lock
 
 from .index_build import INDEX_NAME, build_index, source_files
 
@@ -46,12 +46,8 @@ def is_fresh(meta: dict[str, Any] | None, exp_dir: Path) -> bool:
 def _build_lock(parent: Path) -> Iterator[None]:
     # Serialises builders across processes (two servers, or a server and a CLI).
     parent.mkdir(parents=True, exist_ok=True)
-    with open(parent / ".lock", "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with file_lock(parent / ".lock"):
+        yield
 
 
 def ensure_index(exp_dir: str) -> str:

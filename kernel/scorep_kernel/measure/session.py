@@ -206,7 +206,7 @@ class Measurement:
         )
         regions, threads = build_threads(inp, to_perf)
         events = sum(len(t) for t in threads)
-        notes = self._manifest_notes(inp.stats, raw, events)
+        notes = self._manifest_notes(inp.stats, events)
         self.recording = Recording(
             regions=regions,
             threads=threads,
@@ -283,7 +283,7 @@ class Measurement:
                 self._rec_off.setdefault(tid, []).append((st.rec_off_since, stop_t))
                 st.rec_off_since = None
 
-    def _manifest_notes(self, stats: dict, raw, events: int) -> dict:
+    def _manifest_notes(self, stats: dict, events: int) -> dict:
         cfg = self.config
         notes: dict = {
             "engine": f"{engine.ENGINE_NAME} (viztracer {engine.VIZTRACER_VERSION}, buffer read directly)",

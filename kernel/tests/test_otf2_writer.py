@@ -40,7 +40,7 @@ def engine(request):
     return request.param
 
 
-def test_known_recording_definitions(tmp_path, known_recording, rec):
+def test_known_recording_definitions(tmp_path, known_recording):
     stats = write_otf2(known_recording, tmp_path)
     assert stats["engine"] == "fast"
     # 20 enter/leave + 11 metric samples

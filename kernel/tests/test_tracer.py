@@ -266,8 +266,6 @@ def test_a_thread_still_running_at_stop_is_closed_there(tmp_path):
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
 def test_a_forked_child_runs_untraced(tmp_path):
-    import os
-
     m = Measurement(tmp_path)
     m.start()
     code, filename = compile_cell(

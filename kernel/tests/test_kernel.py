@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_kernel_harness import MIME, PROFILE_IN, PROFILE_SUB, KernelHandle
+from test_kernel_harness import MIME, PROFILE_IN, PROFILE_SUB, KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -212,17 +212,6 @@ def _regions_in_trace(path: Path) -> list[str]:
         return [e.region.name for _, e in trace.events if isinstance(e, otf2.events.Enter)]
 
 
-def _wait_ready(path: Path, timeout: float = 60.0) -> dict:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        manifest = json.loads((path / "manifest.json").read_text())
-        if manifest["files_status"] != "pending" or time.monotonic() > deadline:
-            return manifest
-        time.sleep(0.2)
-
-
 @pytest.mark.parametrize("meta", [PROFILE_SUB, PROFILE_IN], ids=["subprocess", "inprocess"])
 def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
     profiled, _ = kernels
@@ -230,7 +219,7 @@ def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
     result = profiled.run(code, meta)
     assert result.status == "ok", result.reply
     path = Path(result.bundle()["path"])
-    manifest = _wait_ready(path)
+    manifest = wait_files(path)
     assert manifest["files_status"] == "ready", manifest["errors"]
     regions = _regions_in_trace(path)
     count = result.reply["execution_count"]

@@ -23,6 +23,17 @@ PROFILE_SUB = {"scorep": {"profile": True, "isolation": "subprocess"}}
 PROFILE_IN = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
 
 
+def wait_files(path: Path, timeout: float = 60.0) -> dict[str, Any]:
+    """The experiment's manifest once its files are no longer pending (or at ``timeout``):
+    files are written after the cell's reply, so a test reading them waits here first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        manifest = json.loads((path / "manifest.json").read_text())
+        if manifest["files_status"] != "pending" or time.monotonic() > deadline:
+            return manifest
+        time.sleep(0.2)
+
+
 class CellResult:
     def __init__(self, reply: dict[str, Any], messages: list[tuple[float, dict[str, Any]]], t0: float):
         self.reply = reply

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_kernel_harness import KernelHandle
+from test_kernel_harness import KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -123,10 +123,7 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
     assert manifest["backend"] == "scorep"
     assert manifest["binding_args"] == ["--instrumenter-type=cTrace"]
     assert manifest["scorep_env"]["SCOREP_ENABLE_TRACING"] == "true"
-    deadline = time.monotonic() + 30
-    while manifest["files_status"] == "pending" and time.monotonic() < deadline:
-        time.sleep(0.2)
-        manifest = json.loads((path / "manifest.json").read_text())
+    manifest = wait_files(path, 30.0)
     # the stand-in writes no trace, and the manifest says so
     assert manifest["files_status"] == "failed"
     assert any("Score-P wrote no trace" in e for e in manifest["errors"])

@@ -4,13 +4,12 @@ and via cell metadata; and two kernels in one directory profiling at the same ti
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import otf2
 import pytest
 
-from test_kernel_harness import KernelHandle
+from test_kernel_harness import KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -25,15 +24,6 @@ def kernel(workdir):
     k = KernelHandle(workdir)
     yield k
     k.shutdown()
-
-
-def wait_files(path: Path, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        manifest = json.loads((path / "manifest.json").read_text())
-        if manifest["files_status"] != "pending" or time.monotonic() > deadline:
-            return manifest
-        time.sleep(0.2)
 
 
 def cell_regions(path: Path) -> list[str]:

@@ -228,16 +228,7 @@ export class ScorepAPI {
     width: number,
     signal?: AbortSignal
   ): Promise<ITimeline> {
-    return this.request(
-      'timeline',
-      {
-        path,
-        t0: Math.floor(t0),
-        t1: Math.ceil(t1),
-        width: Math.max(1, Math.round(width))
-      },
-      { signal }
-    );
+    return this.windowed('timeline', path, t0, t1, width, signal);
   }
 
   calltree(path: string, location?: number | null): Promise<ICallTree> {
@@ -251,8 +242,20 @@ export class ScorepAPI {
     width: number,
     signal?: AbortSignal
   ): Promise<IMetrics> {
+    return this.windowed('metrics', path, t0, t1, width, signal);
+  }
+
+  /** A windowed endpoint: the time window widened to whole ns, width at least one pixel. */
+  private windowed<T>(
+    endpoint: 'timeline' | 'metrics',
+    path: string,
+    t0: number,
+    t1: number,
+    width: number,
+    signal?: AbortSignal
+  ): Promise<T> {
     return this.request(
-      'metrics',
+      endpoint,
       {
         path,
         t0: Math.floor(t0),

@@ -147,14 +147,7 @@ export class MetricsView extends Widget {
       ctx.fillStyle = color;
       ctx.globalAlpha = 0.18;
       ctx.beginPath();
-      for (let j = 0; j < s.t.length; j++) {
-        const px = x(s.t[j]);
-        if (j === 0) {
-          ctx.moveTo(px, y(s.max[j]));
-        } else {
-          ctx.lineTo(px, y(s.max[j]));
-        }
-      }
+      tracePolyline(ctx, s.t, s.max, x, y);
       for (let j = s.t.length - 1; j >= 0; j--) {
         ctx.lineTo(x(s.t[j]), y(s.min[j]));
       }
@@ -164,14 +157,7 @@ export class MetricsView extends Widget {
       ctx.strokeStyle = color;
       ctx.lineWidth = i === 0 ? 1.5 : 1;
       ctx.beginPath();
-      for (let j = 0; j < s.t.length; j++) {
-        const px = x(s.t[j]);
-        if (j === 0) {
-          ctx.moveTo(px, y(s.mean[j]));
-        } else {
-          ctx.lineTo(px, y(s.mean[j]));
-        }
-      }
+      tracePolyline(ctx, s.t, s.mean, x, y);
       ctx.stroke();
     });
     // legend: each series' label in its line colour
@@ -228,4 +214,21 @@ function mean(values: number[]): number {
     return NaN;
   }
   return values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** Add the polyline through (t[j], v[j]) to the current path, starting a new subpath. */
+function tracePolyline(
+  ctx: CanvasRenderingContext2D,
+  t: ArrayLike<number>,
+  v: ArrayLike<number>,
+  x: (t: number) => number,
+  y: (v: number) => number
+): void {
+  for (let j = 0; j < t.length; j++) {
+    if (j === 0) {
+      ctx.moveTo(x(t[j]), y(v[j]));
+    } else {
+      ctx.lineTo(x(t[j]), y(v[j]));
+    }
+  }
 }

@@ -5,6 +5,7 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { ICallNode, ICallTree } from './api';
+import { el } from './dom';
 import {
   flatten,
   hottestPath,
@@ -40,29 +41,30 @@ export class CallTreeView extends Widget {
       this.expanded.add(key);
     }
 
-    const bar = document.createElement('div');
-    bar.className = 'jp-scorep-calltree-bar';
-    this.searchInput = document.createElement('input');
+    const bar = el('div', 'jp-scorep-calltree-bar');
+    this.searchInput = el('input', 'jp-scorep-calltree-search jp-mod-styled');
     this.searchInput.type = 'search';
-    this.searchInput.className = 'jp-scorep-calltree-search jp-mod-styled';
     this.searchInput.placeholder = 'Search regions…';
     this.searchInput.setAttribute(
       'aria-label',
       'Search regions in the call tree'
     );
     this.searchInput.addEventListener('input', () => this.onSearch());
-    const hot = document.createElement('button');
-    hot.className = 'jp-scorep-button jp-mod-styled';
-    hot.textContent = 'Expand hottest path';
+    const hot = el(
+      'button',
+      'jp-scorep-button jp-mod-styled',
+      'Expand hottest path'
+    );
     hot.addEventListener('click', () => this.expandHottest());
-    const info = document.createElement('span');
-    info.className = 'jp-scorep-calltree-info';
-    info.textContent = `source: ${tree.source === 'cubex' ? 'CUBE profile' : 'trace'}, total ${formatSeconds(tree.total_s)}`;
+    const info = el(
+      'span',
+      'jp-scorep-calltree-info',
+      `source: ${tree.source === 'cubex' ? 'CUBE profile' : 'trace'}, total ${formatSeconds(tree.total_s)}`
+    );
     bar.append(this.searchInput, hot);
     if (onLocation && tree.locations.length > 1) {
       // per-thread trees: the server sums over all locations unless one is chosen
-      const select = document.createElement('select');
-      select.className = 'jp-scorep-calltree-location';
+      const select = el('select', 'jp-scorep-calltree-location');
       select.setAttribute('aria-label', 'Location (thread) of the call tree');
       const all = new Option('All locations', '');
       select.add(all);
@@ -77,18 +79,15 @@ export class CallTreeView extends Widget {
     }
     bar.appendChild(info);
 
-    this.table = document.createElement('table');
-    this.table.className = 'jp-scorep-calltree-table';
+    this.table = el('table', 'jp-scorep-calltree-table');
     this.table.setAttribute('role', 'treegrid');
     this.table.setAttribute('aria-label', 'Call tree');
     const thead = this.table.createTHead();
     const hr = thead.insertRow();
     for (const col of COLUMNS) {
-      const th = document.createElement('th');
+      const th = el('th');
       th.scope = 'col';
-      const button = document.createElement('button');
-      button.className = 'jp-scorep-sort';
-      button.textContent = col.title;
+      const button = el('button', 'jp-scorep-sort', col.title);
       button.addEventListener('click', () => this.sortBy(col.key));
       th.appendChild(button);
       th.dataset.key = col.key;
@@ -99,8 +98,7 @@ export class CallTreeView extends Widget {
     }
     this.body = this.table.createTBody();
     this.body.addEventListener('keydown', e => this.onKeyDown(e));
-    const scroller = document.createElement('div');
-    scroller.className = 'jp-scorep-calltree-scroller';
+    const scroller = el('div', 'jp-scorep-calltree-scroller');
     scroller.appendChild(this.table);
     this.node.append(bar, scroller);
     this.render();
@@ -161,7 +159,7 @@ export class CallTreeView extends Widget {
   }
 
   private renderRow(row: ITreeRow): HTMLTableRowElement {
-    const tr = document.createElement('tr');
+    const tr = el('tr');
     tr.dataset.key = row.key;
     tr.tabIndex = row.key === this.selected ? 0 : -1;
     tr.setAttribute('role', 'row');
@@ -173,19 +171,19 @@ export class CallTreeView extends Widget {
     tr.classList.toggle('jp-scorep-row-selected', row.key === this.selected);
     tr.classList.toggle('jp-scorep-match', row.match);
     const n = row.node;
-    const name = document.createElement('td');
-    name.className = 'jp-scorep-calltree-name';
+    const name = el('td', 'jp-scorep-calltree-name');
     name.style.paddingLeft = `${4 + row.depth * 14}px`;
-    const twisty = document.createElement('span');
-    twisty.className = 'jp-scorep-twisty';
-    twisty.textContent = row.hasChildren ? (row.expanded ? '▾' : '▸') : '';
+    const twisty = el(
+      'span',
+      'jp-scorep-twisty',
+      row.hasChildren ? (row.expanded ? '▾' : '▸') : ''
+    );
     twisty.setAttribute('aria-hidden', 'true');
     twisty.addEventListener('click', e => {
       e.stopPropagation();
       this.toggle(row.key);
     });
-    const label = document.createElement('span');
-    label.textContent = n.name;
+    const label = el('span', '', n.name);
     name.title = n.file
       ? `${n.name} — ${n.file}${n.line ? `:${n.line}` : ''}`
       : n.name;
@@ -200,10 +198,8 @@ export class CallTreeView extends Widget {
       formatSeconds(n.max_s)
     ];
     cells.forEach((text, i) => {
-      const td = document.createElement('td');
-      td.className = 'jp-scorep-num';
+      const td = el('td', 'jp-scorep-num', text);
       td.dataset.col = COLUMNS[i + 1].key;
-      td.textContent = text;
       if (i === 2) {
         td.style.setProperty('--jp-scorep-pct', `${Math.min(100, row.pct)}%`);
         td.classList.add('jp-scorep-pct');

@@ -9,6 +9,7 @@ import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import type { IRegionInfo, ITimeline, ITraceLocation } from '../api';
 import { currentTheme, hiDpiContext } from '../colors';
+import { el } from '../dom';
 import {
   clampView,
   emptyDrawList,
@@ -54,27 +55,22 @@ export class TimelineView extends Widget {
       t1: Math.max(options.range[1], options.range[0] + 1)
     };
 
-    this.canvas = document.createElement('canvas');
-    this.canvas.className = 'jp-scorep-timeline-canvas';
+    this.canvas = el('canvas', 'jp-scorep-timeline-canvas');
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     this.canvas.setAttribute(
       'aria-label',
       'Timeline of the profiled run. Arrow keys pan, plus and minus zoom, 0 shows everything.'
     );
-    this.tooltip = document.createElement('div');
-    this.tooltip.className = 'jp-scorep-tooltip';
+    this.tooltip = el('div', 'jp-scorep-tooltip');
     this.tooltip.setAttribute('role', 'tooltip');
     this.tooltip.hidden = true;
-    this.legend = document.createElement('div');
-    this.legend.className = 'jp-scorep-legend';
+    this.legend = el('div', 'jp-scorep-legend');
     this.legend.setAttribute('aria-label', 'Region groups (modules)');
-    this.status = document.createElement('div');
-    this.status.className = 'jp-scorep-timeline-status';
+    this.status = el('div', 'jp-scorep-timeline-status');
     this.status.setAttribute('aria-live', 'polite');
 
-    const scroller = document.createElement('div');
-    scroller.className = 'jp-scorep-timeline-scroller';
+    const scroller = el('div', 'jp-scorep-timeline-scroller');
     scroller.appendChild(this.canvas);
     scroller.appendChild(this.tooltip);
     this.node.appendChild(this.legend);

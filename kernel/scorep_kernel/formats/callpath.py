@@ -36,6 +36,18 @@ from ..recording import ENTER, ROLE_ARTIFICIAL, Recording, Region, ThreadEvents
 DEFAULT_ROOT_NAME = "program"
 
 
+def writer_role(roles: dict, index: int, region: Region):
+    """roles[region.role]: a writer's own form of a Recording region role. An unknown role
+    is a ValueError naming the region and the roles there are."""
+    try:
+        return roles[region.role]
+    except KeyError:
+        raise ValueError(
+            f"region {index} ({region.name!r}) has role {region.role!r}; use one of "
+            f"{sorted(roles)} (scorep_kernel.recording.ROLE_*)"
+        ) from None
+
+
 def unique_location_names(names: list[str]) -> list[str]:
     """Thread names made unique (" [2]", " [3]" ... on repeats): OTF2 would merge two
     locations defined alike, and viewers could not tell them apart."""

@@ -57,7 +57,7 @@ from ..recording import (
     ROLE_USER,
     Recording,
 )
-from .callpath import CallpathProfile, build_profile
+from .callpath import CallpathProfile, build_profile, writer_role
 
 CUBE_VERSION = "4.4"
 CREATOR = "jupyterlab-scorep builtin tracer"
@@ -103,13 +103,7 @@ def _region_xml(index: int, region) -> str:
         paradigm = "measurement"
     else:
         paradigm = f"user:{region.group}" if region.group else "user"
-    try:
-        role = CUBE_ROLES[region.role]
-    except KeyError:
-        raise ValueError(
-            f"region {index} ({region.name!r}) has role {region.role!r}; use one of "
-            f"{sorted(CUBE_ROLES)} (scorep_kernel.recording.ROLE_*)"
-        ) from None
+    role = writer_role(CUBE_ROLES, index, region)
     return (
         f'  <region id="{index}" mod={_attr(region.file)} begin="{int(region.line)}" end="-1">\n'
         f"   <name>{_text(region.name)}</name>\n"

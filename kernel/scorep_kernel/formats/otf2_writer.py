@@ -89,7 +89,7 @@ from ..recording import (
     Recording,
 )
 from . import _otf2_encode, _otf2_fast
-from .callpath import unique_location_names
+from .callpath import unique_location_names, writer_role
 
 ENGINES = ("fast", "ctypes", "highlevel")
 TIMER_RESOLUTION = 1_000_000_000
@@ -153,13 +153,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
     used_paradigms = set()
     regions = []
     for index, r in enumerate(recording.regions):
-        try:
-            role, paradigm = REGION_ROLES[r.role]
-        except KeyError:
-            raise ValueError(
-                f"region {index} ({r.name!r}) has role {r.role!r}; use one of "
-                f"{sorted(REGION_ROLES)} (scorep_kernel.recording.ROLE_*)"
-            ) from None
+        role, paradigm = writer_role(REGION_ROLES, index, r)
         used_paradigms.add(paradigm)
         regions.append(defs.region(
             r.name,

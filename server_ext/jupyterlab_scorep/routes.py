@@ -80,6 +80,18 @@ class ScorePHandler(APIHandler):
         return exp, await self.service.manifest(exp)
 
 
+class JsonGetHandler(ScorePHandler):
+    """A GET answered with ``await self.make()`` as JSON (an ApiError becomes its status)."""
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self):
+        await self.respond(self.make)
+
+    async def make(self) -> Any:
+        raise NotImplementedError
+
+
 def _window(handler: ScorePHandler, full: list[int], width_default: int = 1000):
     t0 = handler.int_arg("t0", full[0])
     t1 = handler.int_arg("t1", full[1])
@@ -92,134 +104,104 @@ def _window(handler: ScorePHandler, full: list[int], width_default: int = 1000):
     return t0, t1, width
 
 
-class VersionHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
+class VersionHandler(JsonGetHandler):
+    async def make(self):
         from . import __version__
 
-        async def make():
-            status = await self.service.in_thread(tools.scorep_status)
-            return {"version": __version__, "scorep": status, "tools": tools.tool_paths()}
-
-        await self.respond(make)
+        status = await self.service.in_thread(tools.scorep_status)
+        return {"version": __version__, "scorep": status, "tools": tools.tool_paths()}
 
 
-class ExperimentsHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            given = self.get_argument("dir", None)
-            roots = self.service.roots
-            if given:
-                parents = [roots.resolve(given, "dir")]
-                parents = [p / ex.DEFAULT_PARENT for p in parents] + parents
+class ExperimentsHandler(JsonGetHandler):
+    async def make(self):
+        given = self.get_argument("dir", None)
+        roots = self.service.roots
+        if given:
+            parents = [roots.resolve(given, "dir")]
+            parents = [p / ex.DEFAULT_PARENT for p in parents] + parents
+        else:
+            parents = [roots.server_root, *roots.extra]
+            parents = [f"{p}/{ex.DEFAULT_PARENT}" for p in parents] + roots.extra
+        found = await self.service.in_thread(list_experiments, roots, parents)
+        return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
+
+
+class ExperimentHandler(JsonGetHandler):
+    async def make(self):
+        exp, manifest = await self.experiment()
+        body = {
+            "path": str(exp),
+            "manifest": manifest,
+            "available": {
+                "otf2": experiment_file(exp, ex.OTF2_ANCHOR) is not None,
+                "cubex": experiment_file(exp, ex.CUBEX) is not None,
+                "metrics": experiment_file(exp, ex.METRICS_SCHEMA) is not None
+                and experiment_file(exp, ex.METRICS_DATA) is not None,
+            },
+            "tools": {k: v is not None for k, v in tools.tool_paths().items()},
+            "trace": None,
+        }
+        if body["available"]["otf2"] and manifest.get("files_status") != "pending":
+            try:
+                index = await self.service.index(exp, manifest)
+            except ApiError as e:
+                if e.status != 422:
+                    raise
+                body["trace_error"] = e.message
             else:
-                parents = [roots.server_root, *roots.extra]
-                parents = [f"{p}/{ex.DEFAULT_PARENT}" for p in parents] + roots.extra
-            found = await self.service.in_thread(list_experiments, roots, parents)
-            return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
-
-        await self.respond(make)
-
-
-class ExperimentHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            exp, manifest = await self.experiment()
-            body = {
-                "path": str(exp),
-                "manifest": manifest,
-                "available": {
-                    "otf2": experiment_file(exp, ex.OTF2_ANCHOR) is not None,
-                    "cubex": experiment_file(exp, ex.CUBEX) is not None,
-                    "metrics": experiment_file(exp, ex.METRICS_SCHEMA) is not None
-                    and experiment_file(exp, ex.METRICS_DATA) is not None,
-                },
-                "tools": {k: v is not None for k, v in tools.tool_paths().items()},
-                "trace": None,
-            }
-            if body["available"]["otf2"] and manifest.get("files_status") != "pending":
-                try:
-                    index = await self.service.index(exp, manifest)
-                except ApiError as e:
-                    if e.status != 422:
-                        raise
-                    body["trace_error"] = e.message
-                else:
-                    meta = index.meta
-                    body["trace"] = {
-                        "range": meta["range"],
-                        "origin_epoch_ns": meta["origin_epoch_ns"],
-                        "events": meta["events"],
-                        "locations": [
-                            {k: loc[k] for k in ("id", "name", "group", "kind", "max_depth")}
-                            for loc in index.locations
-                        ],
-                        "notes": meta.get("notes", []),
-                    }
-            return body
-
-        await self.respond(make)
+                meta = index.meta
+                body["trace"] = {
+                    "range": meta["range"],
+                    "origin_epoch_ns": meta["origin_epoch_ns"],
+                    "events": meta["events"],
+                    "locations": [
+                        {k: loc[k] for k in ("id", "name", "group", "kind", "max_depth")}
+                        for loc in index.locations
+                    ],
+                    "notes": meta.get("notes", []),
+                }
+        return body
 
 
-class TimelineHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            exp, manifest = await self.experiment()
-            index = await self.service.index(exp, manifest)
-            t0, t1, width = _window(self, index.meta["range"])
-            return await self.computed("the timeline query", timeline.query, index, t0, t1,
-                                       width)
-
-        await self.respond(make)
+class TimelineHandler(JsonGetHandler):
+    async def make(self):
+        exp, manifest = await self.experiment()
+        index = await self.service.index(exp, manifest)
+        t0, t1, width = _window(self, index.meta["range"])
+        return await self.computed("the timeline query", timeline.query, index, t0, t1,
+                                   width)
 
 
-class CalltreeHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            exp, manifest = await self.experiment()
-            tree = await self.service.profile(exp, manifest)
-            location = self.int_arg("location", None, 0, max(len(tree.locations) - 1, 0))
-            if location is not None and not tree.locations:
-                raise ApiError(400, "this profile has no locations")
-            return await self.computed("building the call tree", calltree.to_json, tree,
-                                       location, manifest["id"])
-
-        await self.respond(make)
+class CalltreeHandler(JsonGetHandler):
+    async def make(self):
+        exp, manifest = await self.experiment()
+        tree = await self.service.profile(exp, manifest)
+        location = self.int_arg("location", None, 0, max(len(tree.locations) - 1, 0))
+        if location is not None and not tree.locations:
+            raise ApiError(400, "this profile has no locations")
+        return await self.computed("building the call tree", calltree.to_json, tree,
+                                   location, manifest["id"])
 
 
-class MetricsHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            exp, manifest = await self.experiment()
-            samples = await self.service.metrics(exp)
-            if samples is not None:
-                origin = await self._origin(exp, manifest)
-            else:
-                samples, origin = await self._trace_metrics(exp, manifest), 0
-            if samples is None:
-                raise ApiError(404, "this experiment has no metric samples (no metrics.json + "
-                                    "metrics.npz, no metric events in the trace): system "
-                                    "metrics were off for the run", "No metrics")
-            t0 = self.int_arg("t0", None)
-            t1 = self.int_arg("t1", None)
-            width = self.int_arg("width", 1000, 1, 20_000)
-            if t0 is not None and t1 is not None and t1 <= t0:
-                raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
-            return await self.computed("bucketing the metric samples", metrics.downsample,
-                                       *samples, origin, t0, t1, width)
-
-        await self.respond(make)
+class MetricsHandler(JsonGetHandler):
+    async def make(self):
+        exp, manifest = await self.experiment()
+        samples = await self.service.metrics(exp)
+        if samples is not None:
+            origin = await self._origin(exp, manifest)
+        else:
+            samples, origin = await self._trace_metrics(exp, manifest), 0
+        if samples is None:
+            raise ApiError(404, "this experiment has no metric samples (no metrics.json + "
+                                "metrics.npz, no metric events in the trace): system "
+                                "metrics were off for the run", "No metrics")
+        t0 = self.int_arg("t0", None)
+        t1 = self.int_arg("t1", None)
+        width = self.int_arg("width", 1000, 1, 20_000)
+        if t0 is not None and t1 is not None and t1 <= t0:
+            raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
+        return await self.computed("bucketing the metric samples", metrics.downsample,
+                                   *samples, origin, t0, t1, width)
 
     async def _trace_metrics(self, exp, manifest):
         if experiment_file(exp, ex.OTF2_ANCHOR) is None:
@@ -240,37 +222,32 @@ class MetricsHandler(ScorePHandler):
         return int(manifest.get("start_ns") or 0)
 
 
-class SummaryHandler(ScorePHandler):
-    @tornado.web.authenticated
-    @authorized
-    async def get(self):
-        async def make():
-            exp, manifest = await self.experiment()
-            tree, events, notes = None, None, []
+class SummaryHandler(JsonGetHandler):
+    async def make(self):
+        exp, manifest = await self.experiment()
+        tree, events, notes = None, None, []
+        try:
+            tree = await self.service.profile(exp, manifest)
+        except ApiError as e:
+            if e.status == 409:
+                raise
+            notes.append(f"No call tree: {e.message}")
+        if experiment_file(exp, ex.OTF2_ANCHOR) is not None:
             try:
-                tree = await self.service.profile(exp, manifest)
+                index = await self.service.index(exp, manifest)
+                events = index.meta["events"]
+                notes += index.meta.get("notes", [])
             except ApiError as e:
                 if e.status == 409:
                     raise
-                notes.append(f"No call tree: {e.message}")
-            if experiment_file(exp, ex.OTF2_ANCHOR) is not None:
-                try:
-                    index = await self.service.index(exp, manifest)
-                    events = index.meta["events"]
-                    notes += index.meta.get("notes", [])
-                except ApiError as e:
-                    if e.status == 409:
-                        raise
-                    notes.append(f"No trace: {e.message}")
-            try:
-                samples = await self.service.metrics(exp)
-            except ApiError as e:
-                samples = None
-                notes.append(f"No metrics: {e.message}")
-            return await self.computed("summarising", lambda: summary.summarize(
-                manifest, tree, samples, events=events, trace_notes=notes))
-
-        await self.respond(make)
+                notes.append(f"No trace: {e.message}")
+        try:
+            samples = await self.service.metrics(exp)
+        except ApiError as e:
+            samples = None
+            notes.append(f"No metrics: {e.message}")
+        return await self.computed("summarising", lambda: summary.summarize(
+            manifest, tree, samples, events=events, trace_notes=notes))
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -57,10 +57,10 @@ from ..recording import (
     ROLE_USER,
     Recording,
 )
+from . import CREATOR
 from .callpath import CallpathProfile, build_profile, writer_role
 
 CUBE_VERSION = "4.4"
-CREATOR = "jupyterlab-scorep builtin tracer"
 INDEX_HEADER = b"CUBEX.INDEX"
 DATA_HEADER = b"CUBEX.DATA"
 INDEX_FORMAT_SPARSE = 1

@@ -88,7 +88,7 @@ from ..recording import (
     ROLE_USER,
     Recording,
 )
-from . import _otf2_encode, _otf2_fast
+from . import CREATOR, _otf2_encode, _otf2_fast
 from .callpath import unique_location_names, writer_role
 
 ENGINES = ("fast", "ctypes", "highlevel")
@@ -97,7 +97,6 @@ ARCHIVE_NAME = "traces"
 CHUNK_SIZE_EVENTS = _otf2_encode.CHUNK_SIZE
 LOCATION_GROUP_NAME = "Process"
 METRIC_LOCATION_NAME = "System metrics"
-CREATOR = "jupyterlab-scorep builtin tracer"
 
 REGION_ROLES = {
     ROLE_FUNCTION: (RegionRole.FUNCTION, Paradigm.USER),

@@ -19,18 +19,21 @@ DATA = HERE / ".data"
 sys.path[:0] = [str(HERE.parent / "kernel"), str(HERE.parent / "server_ext")]
 
 
-def _units(rng: np.random.Generator, n_units: int, max_depth: int):
-    """Call-tree shapes: lists of (kind, relative region) with kind 1 enter, 0 leave."""
+def call_trees(rng: np.random.Generator, n_units: int, max_depth: int, max_size: int = 24,
+               regions: tuple[int, int] = (0, 40)):
+    """Call-tree shapes: lists of (kind, relative region) with kind 1 enter, 0 leave. Each
+    tree grows to a random size in [2, max_size), then closes its open calls; relative
+    regions are drawn from the half-open range ``regions``."""
     units = []
     for _ in range(n_units):
         kinds, regs, stack = [], [], []
-        target = int(rng.integers(2, 24))
+        target = int(rng.integers(2, max_size))
         while len(kinds) < target or stack:
             if stack and (len(stack) >= max_depth or len(kinds) >= target or rng.random() < 0.45):
                 kinds.append(0)
                 regs.append(stack.pop())
             else:
-                r = int(rng.integers(0, 40))
+                r = int(rng.integers(*regions))
                 stack.append(r)
                 kinds.append(1)
                 regs.append(r)
@@ -42,7 +45,7 @@ def synth_thread(n_events: int, n_regions: int, seed: int, max_depth: int = 10):
     """(times, regions, kinds) of one thread: a root region around repeated call trees
     with log-normal durations, so every zoom level has structure."""
     rng = np.random.default_rng(seed)
-    units = _units(rng, 64, max_depth)
+    units = call_trees(rng, 64, max_depth)
     lengths = np.array([len(k) for k, _ in units])
     picks = []
     total = 2

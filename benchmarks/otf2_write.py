@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "kernel")]
 
 from _report import report  # noqa: E402
+from _server_tracegen import call_trees  # noqa: E402
 
 from scorep_kernel.formats.callpath import build_profile  # noqa: E402
 from scorep_kernel.formats.cube_writer import write_cubex  # noqa: E402
@@ -36,30 +37,10 @@ TARGET = 1.5e6
 N_REGIONS = 400
 
 
-def _call_trees(rng, n_trees: int, max_depth: int):
-    """Small call trees as (kinds, relative regions) with 1 enter / 0 leave."""
-    trees = []
-    for _ in range(n_trees):
-        kinds, regs, stack = [], [], []
-        target = int(rng.integers(2, 40))
-        while len(kinds) < target or stack:
-            if stack and (len(stack) >= max_depth or len(kinds) >= target
-                          or rng.random() < 0.45):
-                kinds.append(0)
-                regs.append(stack.pop())
-            else:
-                r = int(rng.integers(1, 60))
-                stack.append(r)
-                kinds.append(1)
-                regs.append(r)
-        trees.append((np.array(kinds, np.int8), np.array(regs, np.int32)))
-    return trees
-
-
 def synth_thread(name: str, tid: int, n_events: int, seed: int) -> ThreadEvents:
     """A root region around ~n_events of repeated call trees (numpy, no Python per event)."""
     rng = np.random.default_rng(seed)
-    trees = _call_trees(rng, 64, max_depth=10)
+    trees = call_trees(rng, 64, max_depth=10, max_size=40, regions=(1, 60))
     lengths = np.array([len(k) for k, _ in trees])
     picks = rng.integers(0, len(trees), int(n_events / lengths.mean()) + 64)
     picks = picks[: int(np.searchsorted(np.cumsum(lengths[picks]), n_events - 2))]

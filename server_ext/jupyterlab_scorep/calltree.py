@@ -30,10 +30,6 @@ class CallTree:
     min_s: np.ndarray
     max_s: np.ndarray
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain picklable form (crosses the worker-process boundary)."""
-        return self.__dict__.copy()
-
 
 def from_cubex(path: str | Path) -> CallTree:
     """Read a CUBE4 profile. Raises ProfileReadError for anything pycubexr rejects."""

@@ -62,7 +62,7 @@ damage = st.tuples(
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(damages=st.lists(damage, min_size=1, max_size=3))
-def test_damaged_experiments_never_5xx(damages, pristine, service, tmp_path_factory):
+def test_damaged_experiments_never_5xx(damages, pristine, service):
     exp = Path(service.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
     shutil.rmtree(exp, ignore_errors=True)
     shutil.copytree(pristine, exp)

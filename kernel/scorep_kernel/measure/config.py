@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 # Jupyter's and the kernel's own machinery. A region from these modules is dropped together
@@ -171,6 +171,3 @@ class MeasureConfig:
         base = DEFAULT_EXCLUDE if keep_defaults else ()
         kwargs["exclude"] = base + tuple(m for m in exclude if m not in base)
         return cls(**kwargs)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -55,7 +55,6 @@ PY_CALL, PY_RETURN, C_CALL, C_EXCEPTION, C_RETURN = 0, 3, 4, 5, 6
 
 # TracerObject field offsets (viztracer 1.1.x, 64-bit, CPython without free threading).
 _OFF_COLLECTING = 20
-_OFF_TOTAL = 32
 _OFF_BUFFER = 104
 _OFF_SIZE = 112
 _OFF_HEAD = 120
@@ -147,10 +146,6 @@ class CTracer:
         """Calls in the buffer now (between head and tail)."""
         size, head, tail = (self._long(o).value for o in (_OFF_SIZE, _OFF_HEAD, _OFF_TAIL))
         return (tail - head) % size
-
-    @property
-    def total_entries(self) -> int:
-        return self._long(_OFF_TOTAL).value
 
     def _check_layout(self) -> None:
         size = self._long(_OFF_SIZE).value

@@ -39,7 +39,8 @@ class Service:
         self._inflight: dict[tuple, asyncio.Future] = {}
         # Failures keyed by the files' identity: a broken file is not re-parsed per request.
         self._failed: dict[tuple, tuple[Any, ApiError]] = {}
-        self._profiles: OrderedDict[tuple, calltree.CallTree] = OrderedDict()
+        # ("cubex", path) -> ((mtime_ns, size), CallTree), least recently used first
+        self._profiles: OrderedDict[tuple, tuple[tuple, calltree.CallTree]] = OrderedDict()
 
     # -- execution -------------------------------------------------------------------
 
@@ -106,16 +107,13 @@ class Service:
 
     def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
         """Raise unless the trace can be read now."""
-        anchor = experiment_file(exp, ex.OTF2_ANCHOR)
-        if anchor is None:
-            if manifest.get("files_status") == "pending":
-                raise ApiError(409, "the trace is still being written; try again in a "
-                                    "moment", "Not ready")
-            raise ApiError(404, "this experiment has no OTF2 trace (traces.otf2): it was "
-                                "recorded without tracing", "No trace")
+        anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
         if manifest.get("files_status") == "pending":
             raise ApiError(409, "the trace is still being written; try again in a moment",
                            "Not ready")
+        if anchor is None:
+            raise ApiError(404, "this experiment has no OTF2 trace (traces.otf2): it was "
+                                "recorded without tracing", "No trace")
 
     def _lookup(self, exp: Path):
         """``(signature, loaded index or None)``, in one trip to a thread: the archive's

@@ -6,6 +6,7 @@
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
 import { cssVar, currentTheme, groupColor, hiDpiContext } from '../colors';
+import { el } from '../dom';
 import type { IView } from '../lod';
 import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
 import { formatValue, yMax } from './format';
@@ -29,8 +30,7 @@ export class MetricsView extends Widget {
   constructor(load: MetricsLoader) {
     super();
     this.addClass('jp-scorep-metrics');
-    this.notes = document.createElement('div');
-    this.notes.className = 'jp-scorep-metrics-notes';
+    this.notes = el('div', 'jp-scorep-metrics-notes');
     this.fetcher = new WindowFetcher<IMetrics>(
       load,
       data => {
@@ -42,15 +42,11 @@ export class MetricsView extends Widget {
       }
     );
     for (const g of GROUPS) {
-      const row = document.createElement('div');
-      row.className = 'jp-scorep-metric-row';
+      const row = el('div', 'jp-scorep-metric-row');
       row.dataset.group = g.key;
       row.hidden = true;
-      const label = document.createElement('div');
-      label.className = 'jp-scorep-metric-label';
-      label.textContent = g.title;
-      const canvas = document.createElement('canvas');
-      canvas.className = 'jp-scorep-metric-canvas';
+      const label = el('div', 'jp-scorep-metric-label', g.title);
+      const canvas = el('canvas', 'jp-scorep-metric-canvas');
       canvas.setAttribute('role', 'img');
       canvas.setAttribute('aria-label', `${g.title} over time`);
       row.appendChild(label);

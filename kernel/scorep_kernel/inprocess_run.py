@@ -97,8 +97,7 @@ class InprocessRun(RunBase):
         self.finish_manifest(extra)
         if recording is not None:
             self.after_reply(lambda: self._write_files(recording))
-        output.display(self.bundle(getattr(self, "last_cell_index", 0), self.status,
-                                   getattr(self, "last_cell_wall", None)))  # fmt: skip
+        output.display(self.bundle(self.last_cell_index, self.status, self.last_cell_wall))
 
     def _write_files(self, recording: Any) -> None:
         try:

@@ -305,8 +305,7 @@ class ScorePKernel(IPythonKernel):
             self.active_run = None
             await run.finish(self.cell_output)
         else:
-            run_index = getattr(run, "last_cell_index", 0)
-            self.cell_output.display(run.bundle(run_index, "running", getattr(run, "last_cell_wall", None)))
+            self.cell_output.display(run.bundle(run.last_cell_index, "running", run.last_cell_wall))
         reply.setdefault("user_expressions", {})
         if reply["status"] == "ok" and args.get("user_expressions"):
             reply["user_expressions"] = shell.user_expressions(args["user_expressions"])

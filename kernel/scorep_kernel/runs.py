@@ -86,6 +86,9 @@ class RunBase:
         self.errors: list[str] = []
         self.status = "ok"  # worst so far: ok < error < interrupted < crashed
         self.finished = False
+        # the latest cell: its index in the run and its own run time (for the bundle)
+        self.last_cell_index = 0
+        self.last_cell_wall: float | None = None
         # Where a profiled cell's time goes, phase -> seconds (summed over the run's cells);
         # the phases follow one another, so their sum is the cell's time in the kernel.
         self.timings: dict[str, float] = {}

@@ -43,6 +43,7 @@ class SubprocessRun(RunBase):
         self.worker: WorkerProcess | None = None
         self.output: CellOutput | None = None
         self.interrupted_at: float | None = None
+        self.killed_after_interrupt = False  # the cell ignored an interrupt: its process was killed
         self._escalation: asyncio.Task | None = None
         self.used_spare = False
         self.in_cell = False
@@ -51,10 +52,10 @@ class SubprocessRun(RunBase):
         self.read_input: Any = None
         self.awaiting_input = False
         self.last_result: Any = None  # the last cell's result, for Out / _
-        self.imported: list[str] = []
+        self.imported: list[str] = []  # modules the cells imported in the worker, in order
         # set by the kernel before each cell: the run ends with it (the worker stops
         # measuring as soon as it has sent the namespace back)
-        self.last_cell = False  # modules the cells imported in the worker, in order
+        self.last_cell = False
 
     def key(self) -> WorkerKey:
         if self.backend != "scorep":
@@ -234,7 +235,6 @@ class SubprocessRun(RunBase):
         # IPython keeps state as of the point a cell stopped.
         if done.get("state") is None:  # the cell never ran: nothing to bring back
             self.note_status("error")
-            self.last_cell_wall, self.last_cell_index = 0.0, index
             return error_reply(done["ename"], done["evalue"], done["traceback"], execution_count)
         try:
             with self.timed("unpack"):
@@ -265,7 +265,6 @@ class SubprocessRun(RunBase):
         self.note_status(status)
         # The cell's own run time as the worker measured it (without the transfers).
         self.last_cell_wall = float(done.get("wall_s") or (time.perf_counter() - cell_start))
-        self.last_cell_index = index
         if status == "ok":
             return {"status": "ok", "execution_count": execution_count, "user_expressions": {},
                     "payload": []}  # fmt: skip
@@ -318,7 +317,7 @@ class SubprocessRun(RunBase):
 
     async def _crashed(self, output: CellOutput, message: str, execution_count: int,
                        index: int, cell_start: float) -> dict[str, Any]:  # fmt: skip
-        if getattr(self, "killed_after_interrupt", False):
+        if self.killed_after_interrupt:
             message = (
                 f"The profiled cell did not stop within {INTERRUPT_GRACE_S:.0f} s of the "
                 f"interrupt, so its process was killed. {message}"
@@ -326,7 +325,6 @@ class SubprocessRun(RunBase):
         self.note_status("crashed")
         self.errors.append(message)
         self.last_cell_wall = time.perf_counter() - cell_start
-        self.last_cell_index = index
         self.output = None
         self.finished = True
         self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
@@ -376,8 +374,7 @@ class SubprocessRun(RunBase):
             self.errors.append(f"The profiling process died while stopping the measurement: {message}")
             extra = {"files_status": "failed"}
         self.finish_manifest(extra)
-        output.display(self.bundle(getattr(self, "last_cell_index", 0), self.status,
-                                   getattr(self, "last_cell_wall", None)))  # fmt: skip
+        output.display(self.bundle(self.last_cell_index, self.status, self.last_cell_wall))
         asyncio.ensure_future(self._await_files(worker))
 
     async def _await_files(self, worker: WorkerProcess) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scorep_kernel import experiment as ex
 
 from . import intervals, lod, otf2_read
 
@@ -38,8 +39,8 @@ def source_files(exp_dir: Path) -> dict[str, list[int]]:
     """``{relative name: [mtime_ns, size]}`` of the archive's files: the index is stale
     when any of them changes."""
     out = {}
-    candidates = [exp_dir / "traces.otf2", exp_dir / "traces.def"]
-    events_dir = exp_dir / "traces"
+    candidates = [exp_dir / ex.OTF2_ANCHOR, exp_dir / ex.OTF2_DEFS]
+    events_dir = exp_dir / ex.OTF2_EVENTS_DIR
     if events_dir.is_dir():
         candidates += sorted(events_dir.iterdir())
     for path in candidates:
@@ -56,7 +57,7 @@ def build_index(exp_dir: str | os.PathLike, index_parent: str | os.PathLike) -> 
     exp_dir, index_parent = Path(exp_dir), Path(index_parent)
     t_begin = time.perf_counter()
     sources = source_files(exp_dir)
-    defs, events = otf2_read.read_trace(str(exp_dir / "traces.otf2"))
+    defs, events = otf2_read.read_trace(str(exp_dir / ex.OTF2_ANCHOR))
     t_read = time.perf_counter()
     index_parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=index_parent))

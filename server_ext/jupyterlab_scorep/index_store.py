@@ -94,9 +94,6 @@ class LoadedIndex:
         with self._lock:
             return self._derived.setdefault(key, value)
 
-    def has(self, name: str) -> bool:
-        return (self.dir / f"{name}.npy").exists()
-
     @property
     def locations(self) -> list[dict[str, Any]]:
         return self.meta["locations"]

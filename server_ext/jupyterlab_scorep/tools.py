@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from scorep_kernel import experiment as ex
+
 from .errors import ApiError
 
 INSTALL_ADVICE = {
@@ -18,7 +20,7 @@ INSTALL_ADVICE = {
     "or your distribution's `cube` / Spack's `cubegui`) and put `cube` on the PATH of the "
     "Jupyter server. Meanwhile download profile.cubex.",
 }
-TOOL_FILES = {"vampir": "traces.otf2", "cube": "profile.cubex"}
+TOOL_FILES = {"vampir": ex.OTF2_ANCHOR, "cube": ex.CUBEX}
 
 
 def scorep_status() -> dict[str, Any]:

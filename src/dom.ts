@@ -1,5 +1,4 @@
 /** Small DOM helpers shared by the panel's parts. */
-import { ApiError } from './api';
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -16,10 +15,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
-/** An error in words for the user: the server's message when there is one. */
+/** An error in words for the user: the server's message when there is one (an ApiError
+ * carries it as its message). */
 export function errorText(error: unknown): string {
-  if (error instanceof ApiError) {
-    return error.message;
-  }
   return (error as Error)?.message ?? String(error);
 }

@@ -1,5 +1,6 @@
 /** The DOM around the timeline canvas: the group legend and the hover tooltip. */
 import { groupColor, ThemeKind } from '../colors';
+import { el } from '../dom';
 
 /** Fill `legend` with one swatch per group, sorted by name. */
 export function renderLegend(
@@ -9,10 +10,8 @@ export function renderLegend(
 ): void {
   legend.textContent = '';
   for (const group of [...groups].sort()) {
-    const item = document.createElement('span');
-    item.className = 'jp-scorep-legend-item';
-    const swatch = document.createElement('span');
-    swatch.className = 'jp-scorep-legend-swatch';
+    const item = el('span', 'jp-scorep-legend-item');
+    const swatch = el('span', 'jp-scorep-legend-swatch');
     swatch.style.background = groupColor(group, theme).fill;
     item.appendChild(swatch);
     item.appendChild(document.createTextNode(group));
@@ -29,14 +28,9 @@ export function showTooltip(
   width: number
 ): void {
   tooltip.textContent = '';
-  const title = document.createElement('div');
-  title.className = 'jp-scorep-tooltip-title';
-  title.textContent = content.title;
-  tooltip.appendChild(title);
+  tooltip.appendChild(el('div', 'jp-scorep-tooltip-title', content.title));
   for (const line of content.lines) {
-    const div = document.createElement('div');
-    div.textContent = line;
-    tooltip.appendChild(div);
+    tooltip.appendChild(el('div', '', line));
   }
   tooltip.hidden = false;
   const tw = tooltip.offsetWidth;

@@ -94,7 +94,8 @@ def archive_files(exp: Path) -> list[tuple[str, Path]]:
 
 def list_experiments(roots: Roots, parents) -> list[tuple[str, dict]]:
     """Like ``experiment.list_experiments`` over several parents, skipping what is not
-    readable (that helper lets a non-UTF-8 manifest raise) or lies outside the roots."""
+    readable or lies outside the roots; the roots are checked before a manifest is read,
+    which is why that helper is not reused."""
     seen, out = set(), []
     for parent in parents:
         try:
@@ -109,7 +110,7 @@ def list_experiments(roots: Roots, parents) -> list[tuple[str, dict]]:
                 continue
             try:
                 manifest = ex.read_manifest(entry.path)
-            except (ex.ExperimentError, ValueError):
+            except ex.ExperimentError:
                 continue
             seen.add(real)
             out.append((real, manifest))

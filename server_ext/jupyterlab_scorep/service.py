@@ -101,9 +101,6 @@ class Service:
         except ex.ExperimentError as e:
             raise ApiError(422, f"{e}. The kernel writes manifest.json; re-run the cell or "
                                 "remove the directory.", "Unreadable manifest") from None
-        except ValueError as e:  # read_manifest lets UnicodeDecodeError through
-            raise ApiError(422, f"{exp / ex.MANIFEST} is not UTF-8 text ({e}); re-run the "
-                                "cell or remove the directory.", "Unreadable manifest") from None
 
     def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
         """Raise unless the trace can be read now."""

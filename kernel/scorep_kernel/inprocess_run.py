@@ -8,7 +8,7 @@ import time
 from typing import Any, Awaitable, Callable
 
 from scorep_kernel.runs import CellOutput, RunBase
-from scorep_kernel.summary import top_regions
+from scorep_kernel.summary import top_regions_or_empty
 
 
 def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
@@ -81,11 +81,8 @@ class InprocessRun(RunBase):
                 for phase, seconds in self.measurement.stop_timings.items():
                     self.add_time(phase, seconds)
                 self.events = recording.event_count
-                try:
-                    with self.timed("summary"):
-                        self.top = top_regions(recording)
-                except Exception:  # a summary must never cost the run
-                    self.top = []
+                with self.timed("summary"):
+                    self.top = top_regions_or_empty(recording)
                 if recording.notes:
                     extra["measurement"] = dict(recording.notes)
             except Exception as e:

@@ -55,3 +55,11 @@ def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
             continue
         out.append((region.name, round(float(totals[index]) / 1e9, 6)))
     return out
+
+
+def top_regions_or_empty(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
+    """``top_regions``, or ``[]`` if it fails: a summary must never cost the run."""
+    try:
+        return top_regions(recording, n)
+    except Exception:  # noqa: BLE001 (whatever the recording holds, the cell's reply comes first)
+        return []

@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
 
 from scorep_kernel import transfer  # noqa: E402
 from scorep_kernel.protocol import BlockingChannel, ChannelClosed  # noqa: E402
+from scorep_kernel.summary import top_regions_or_empty  # noqa: E402
 from scorep_kernel.worker_shell import (  # noqa: E402
     ForwardingStream,
     flush_streams,
@@ -287,7 +288,7 @@ class Worker:
             self.stopped = (None, {"measured": False, "error": f"{type(e).__name__}: {e}"})
             return
         stopped_at = time.monotonic()
-        top = _top(recording)
+        top = top_regions_or_empty(recording)
         self.stopped = (recording, {
             "measured": True,
             "events": recording.event_count,
@@ -327,15 +328,6 @@ class Worker:
             self.channel.send(kind, payload)
         except OSError:
             pass
-
-
-def _top(recording: Any) -> list:
-    try:
-        from scorep_kernel.summary import top_regions
-
-        return top_regions(recording)
-    except Exception:  # a summary must never cost the run
-        return []
 
 
 # Not worth a spare's preload: the worker's own machinery and the notebook's __main__.

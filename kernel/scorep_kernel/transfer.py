@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from scorep_kernel import state as _state
-from scorep_kernel.state import NotTransferredError, Packet, Unpacked, is_bookkeeping  # noqa: F401
+from scorep_kernel.state import Packet, Unpacked, is_bookkeeping
 
 ENVIRON_IGNORE = ("SCOREP_",)
 # The worker's last expression value rides in the namespace under this name.

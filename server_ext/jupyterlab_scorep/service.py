@@ -59,19 +59,19 @@ class Service:
 
     async def in_worker(self, what: str, fn: Callable, *args) -> Any:
         call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
+        # A crash may come from an earlier job's damage, and a stop from an overloaded
+        # machine: transient, not remembered against the file, the next request tries again.
         try:
             return await asyncio.get_running_loop().run_in_executor(self._waiters, call)
         except WorkerCrashed:
-            error = ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
-                                  "the cell to record it again.", "Unreadable file")
+            raise ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
+                                "the cell to record it again.", "Unreadable file",
+                           transient=True) from None
         except WorkerTimeout:
-            error = ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} "
-                                  "s and was stopped; raise c.ScorePExtension.build_timeout "
-                                  "for very large traces", "Unreadable file")
-        # A crash may come from an earlier job's damage, and a stop from an overloaded
-        # machine: not remembered against the file, the next request tries again.
-        error.transient = True
-        raise error
+            raise ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} "
+                                "s and was stopped; raise c.ScorePExtension.build_timeout "
+                                "for very large traces", "Unreadable file",
+                           transient=True) from None
 
     async def _once(self, key: tuple, signature: Any, make: Callable) -> Any:
         """Run ``make()`` once for concurrent callers with the same key; remember failures
@@ -87,7 +87,7 @@ class Service:
         try:
             result = await asyncio.shield(task)
         except ApiError as e:
-            if e.status == 422 and not getattr(e, "transient", False):
+            if e.status == 422 and not e.transient:
                 self._failed[key] = (signature, e)
             raise
         self._failed.pop(key, None)

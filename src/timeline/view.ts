@@ -7,7 +7,7 @@
  */
 import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import type { IRegionInfo, ITimeline, ITraceLocation } from '../api';
+import type { ITimeline, ITraceLocation } from '../api';
 import { currentTheme, hiDpiContext } from '../colors';
 import { el } from '../dom';
 import {
@@ -29,6 +29,8 @@ import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
 import { renderLegend, showTooltip } from './overlays';
+
+const KEYS_HELP = 'Arrow keys pan, plus and minus zoom, 0 shows everything.';
 
 export type TimelineLoader = (
   request: IWindowRequest,
@@ -60,7 +62,7 @@ export class TimelineView extends Widget {
     this.canvas.setAttribute('role', 'img');
     this.canvas.setAttribute(
       'aria-label',
-      'Timeline of the profiled run. Arrow keys pan, plus and minus zoom, 0 shows everything.'
+      `Timeline of the profiled run. ${KEYS_HELP}`
     );
     this.tooltip = el('div', 'jp-scorep-tooltip');
     this.tooltip.setAttribute('role', 'tooltip');
@@ -154,7 +156,10 @@ export class TimelineView extends Widget {
   private setData(data: ITimeline): void {
     this._data = data;
     this.updateHighlight();
-    this.updateLegend(data.regions);
+    for (const info of Object.values(data.regions)) {
+      this.groups.add(info.group ?? '?');
+    }
+    this.updateLegend();
     this.setStatus('');
     this.node.dataset.window = `${data.window[0]},${data.window[1]}`;
     // a text alternative for screen readers: what the canvas shows now
@@ -166,7 +171,7 @@ export class TimelineView extends Widget {
       'aria-label',
       `Timeline from ${formatDuration(data.window[0])} to ${formatDuration(data.window[1])}, ` +
         `${data.locations.length} location(s); regions: ${regions || 'none'}. ` +
-        'Arrow keys pan, plus and minus zoom, 0 shows everything.'
+        KEYS_HELP
     );
     this.scheduleDraw();
   }
@@ -178,12 +183,11 @@ export class TimelineView extends Widget {
         : new Set();
   }
 
-  private updateLegend(regions: Record<string, IRegionInfo>): void {
-    for (const info of Object.values(regions)) {
-      this.groups.add(info.group ?? '?');
-    }
+  /** Re-render the legend when the groups seen or the theme changed (cheap: runs per frame). */
+  private updateLegend(): void {
     const theme = currentTheme();
-    const key = `${theme}|${[...this.groups].sort().join(',')}`;
+    // groups are only ever added, so their count says whether they changed
+    const key = `${theme}|${this.groups.size}`;
     if (key === this.legendKey) {
       return;
     }
@@ -245,7 +249,7 @@ export class TimelineView extends Widget {
       : emptyDrawList();
     const theme = currentTheme();
     if (this._data) {
-      this.updateLegend(this._data.regions);
+      this.updateLegend();
     }
     paint(ctx, {
       width,

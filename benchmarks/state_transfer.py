@@ -166,7 +166,8 @@ def main() -> None:
 
     from _report import report
 
-    report("1 GiB numpy round trip through a worker", trip_s, "s", peer="np.copy of the same array",
+    size = "1 GiB" if args.size_mib == 1024 else f"{args.size_mib} MiB"
+    report(f"{size} numpy round trip through a worker", trip_s, "s", peer="np.copy of the same array",
            peer_value=copy_s, target="<= 2x the copy", met=trip_s <= 2 * copy_s)
     report("small namespace (100 objects) round trip", statistics.median(latencies) * 1e3, "ms")
     print(f"peak resident memory: A {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB "

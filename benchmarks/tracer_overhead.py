@@ -164,6 +164,8 @@ def main() -> None:
     base_c = min(bases)
     print(f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
           f"{c_trace / base_c:.1f}x, {c_events:,} events")
+    report("tracer slowdown numpy loop, C functions recorded (off by default)",
+           round(c_trace / base_c, 2), "x", note=f"c_functions=True, {c_events:,} events")
 
     # import sympy (pure Python, heavy) in a fresh interpreter: one region under our
     # tracer. numpy is loaded first in every mode, as our package imports it.

@@ -104,9 +104,8 @@ def from_index(index) -> CallTree:
     locs = [{"id": loc["id"], "name": loc["name"]} for loc in index.locations]
     nodes = []
     for r in regions.tolist():
-        info = index.regions.get(str(r), {"name": f"region {r}", "group": "", "file": "",
-                                          "line": 0})
-        nodes.append({k: info.get(k) for k in ("name", "group", "file", "line")})
+        info = index.region_info(r)
+        nodes.append({k: info[k] for k in ("name", "group", "file", "line")})
     return CallTree(
         source="trace", locations=locs, parent=np.asarray(a("ct.parent"), np.int64),
         nodes=nodes, visits=np.asarray(a("ct.visits"), np.float64),

@@ -21,6 +21,8 @@ from scorep_kernel.experiment import file_lock
 
 from .index_build import INDEX_NAME, build_index, source_files
 
+REGION_KEYS = ("name", "group", "file", "line", "role")
+
 
 def index_parent(exp_dir: Path) -> Path:
     local = exp_dir / ".index"
@@ -97,6 +99,14 @@ class LoadedIndex:
     @property
     def locations(self) -> list[dict[str, Any]]:
         return self.meta["locations"]
+
+    def region_info(self, ref: int) -> dict[str, Any]:
+        """Name, group, file, line and role of a region; a placeholder for an unknown ref."""
+        info = self.regions.get(str(ref))
+        if info is None:
+            return {"name": f"region {ref}", "group": "", "file": "", "line": 0,
+                    "role": "function"}
+        return {k: info.get(k) for k in REGION_KEYS}
 
 
 class IndexCache:

@@ -11,14 +11,6 @@ from .index_store import LoadedIndex
 
 # Responses stay under ~1 MB: spans are budgeted by their JSON size (4 numbers each).
 MAX_BYTES = 900_000
-REGION_KEYS = ("name", "group", "file", "line", "role")
-
-
-def region_info(index: LoadedIndex, ref: int) -> dict[str, Any]:
-    info = index.regions.get(str(ref))
-    if info is None:
-        return {"name": f"region {ref}", "group": "", "file": "", "line": 0, "role": "function"}
-    return {k: info.get(k) for k in REGION_KEYS}
 
 
 def _window_items(index: LoadedIndex, loc: int, t0: int, t1: int, px: float):
@@ -86,6 +78,6 @@ def query(index: LoadedIndex, t0: int, t1: int, width: int) -> dict[str, Any]:
         "width": width,
         "px_ns": px,
         "range": index.meta["range"],
-        "regions": {str(r): region_info(index, r) for r in sorted(used)},
+        "regions": {str(r): index.region_info(r) for r in sorted(used)},
         "locations": locations,
     }

@@ -23,11 +23,9 @@ class _Sink:
 
     def __init__(self):
         self._parts: list[bytes] = []
-        self._size = 0
 
     def write(self, data) -> int:
         self._parts.append(bytes(data))
-        self._size += len(data)
         return len(data)
 
     def flush(self) -> None:

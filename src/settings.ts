@@ -102,6 +102,17 @@ const SETTING_KEYS = [
   'event_cap'
 ];
 
+/** A copy of `meta` without the given keys. */
+function withoutKeys(meta: IScorepMetadata, drop: string[]): IScorepMetadata {
+  const kept: IScorepMetadata = {};
+  for (const [k, v] of Object.entries(meta)) {
+    if (!drop.includes(k)) {
+      kept[k] = v;
+    }
+  }
+  return kept;
+}
+
 /**
  * The metadata after toggling profiling on or off. On: the settings are (re)applied, other
  * keys kept. Off: `undefined`, i.e. remove the `scorep` key entirely so unprofiled
@@ -115,12 +126,7 @@ export function toggledMetadata(
   if (!on) {
     return undefined;
   }
-  const kept: IScorepMetadata = {};
-  for (const [k, v] of Object.entries(current ?? {})) {
-    if (!SETTING_KEYS.includes(k) && k !== 'run' && k !== 'last') {
-      kept[k] = v;
-    }
-  }
+  const kept = withoutKeys(current ?? {}, [...SETTING_KEYS, 'run', 'last']);
   return { ...kept, profile: true, ...settingsToMetadata(settings) };
 }
 
@@ -129,13 +135,10 @@ export function refreshedMetadata(
   current: IScorepMetadata,
   settings: IProfileSettings
 ): IScorepMetadata {
-  const kept: IScorepMetadata = {};
-  for (const [k, v] of Object.entries(current)) {
-    if (!SETTING_KEYS.includes(k)) {
-      kept[k] = v;
-    }
-  }
-  return { ...kept, ...settingsToMetadata(settings) };
+  return {
+    ...withoutKeys(current, SETTING_KEYS),
+    ...settingsToMetadata(settings)
+  };
 }
 
 /**

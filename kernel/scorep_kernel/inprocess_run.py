@@ -9,15 +9,7 @@ from typing import Any, Awaitable, Callable
 
 from scorep_kernel.runs import CellOutput, RunBase
 from scorep_kernel.summary import top_regions_or_empty
-
-
-def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
-    """The file name IPython's compiler gives this cell (as run_cell_async computes it)."""
-    try:
-        transformed = shell.transform_cell(code)
-    except Exception:
-        transformed = code
-    return shell.compile.get_code_name(code, transformed, execution_count)
+from scorep_kernel.worker_shell import cell_code_filename
 
 
 class InprocessRun(RunBase):

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import types
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
@@ -35,6 +35,7 @@ from scorep_kernel.protocol import BlockingChannel, ChannelClosed  # noqa: E402
 from scorep_kernel.summary import top_regions_or_empty  # noqa: E402
 from scorep_kernel.worker_shell import (  # noqa: E402
     ForwardingStream,
+    cell_code_filename,
     flush_streams,
     make_shell,
     start_flusher,
@@ -182,9 +183,8 @@ class Worker:
         elif self.measurement is not None:
             with self.measurement.cell(label, code_filename=code_filename):
                 yield
-        else:
-            with nullcontext():
-                yield
+        else:  # nothing measures this run
+            yield
 
     def run_cell(self, payload: dict[str, Any]) -> None:
         shell = self.shell
@@ -215,11 +215,7 @@ class Worker:
         code = payload["code"]
         count = int(payload.get("execution_count") or shell.execution_count)
         shell.execution_count = count
-        try:
-            transformed = shell.transform_cell(code)
-        except Exception:
-            transformed = code
-        code_filename = shell.compile.get_code_name(code, transformed, count)
+        code_filename = cell_code_filename(shell, code, count)
         shell.last_error = None
         interrupted = False
         result = None

@@ -149,6 +149,16 @@ class ForwardingDisplayHook(DisplayHook):
             )
 
 
+def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
+    """The file name IPython's compiler gives this cell (as run_cell_async computes it): the
+    tracers tell the cell's own code from IPython's machinery by it."""
+    try:
+        transformed = shell.transform_cell(code)
+    except Exception:  # noqa: BLE001 (a cell IPython cannot transform fails in run_cell itself)
+        transformed = code
+    return shell.compile.get_code_name(code, transformed, execution_count)
+
+
 class WorkerShell(InteractiveShell):
     """Keeps the formatted traceback for the kernel instead of printing it."""
 

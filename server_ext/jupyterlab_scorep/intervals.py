@@ -115,11 +115,10 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
     max_depth = max((iv.max_depth for iv in per_location), default=-1)
     n_regions = 1 + max((int(iv.region.max()) for iv in per_location if len(iv)), default=0)
     parents, regions = [], []
-    path_of = [np.zeros(0, np.int64) for _ in per_location]  # path id of each interval, by depth
     per_depth_paths: list[list[np.ndarray]] = [[] for _ in per_location]
     n_paths = 0
     for d in range(max_depth + 1):
-        keys, owners = [], []
+        keys = []
         for li, iv in enumerate(per_location):
             if d > iv.max_depth:
                 keys.append(np.zeros(0, np.int64))
@@ -134,7 +133,6 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
                 idx = np.searchsorted(iv.enter_pos[pa:pb], iv.enter_pos[a:b], side="right") - 1
                 parent_path = per_depth_paths[li][d - 1][np.maximum(idx, 0)]
             keys.append((parent_path + 1) * n_regions + reg)
-            owners.append(li)
         all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
         if all_keys.size == 0:
             break
@@ -158,7 +156,6 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
         if not len(iv):
             continue
         path = np.concatenate(per_depth_paths[li])
-        path_of[li] = path
         dur = iv.end[: path.size] - iv.start[: path.size]
         visits[:, li] = np.bincount(path, minlength=n_paths)
         incl[:, li] = np.bincount(path, weights=dur, minlength=n_paths).round().astype(np.int64)

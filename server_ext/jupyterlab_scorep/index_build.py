@@ -13,7 +13,7 @@ Layout (all numpy ``.npy``, memory-mapped by the server)::
     ct.*.npy             call-path profile derived from the trace (see intervals.CallPaths)
 
 The directory is written under a temporary name and renamed into place, so a reader sees a
-complete index or none. This module runs in the indexing worker process (``indexer``).
+complete index or none. This module runs in the indexing worker process (``worker``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ each location's events already separated, so there is no k-way merge and no spli
 
 The library is loaded as a ``ctypes.PyDLL`` so the GIL stays held while libotf2 calls back
 into Python (no acquire/release per event). Run this in a worker process, not on the
-server's event-loop thread (see ``indexer``).
+server's event-loop thread (see ``worker``).
 
 Private parts touched: ``_otf2.Config.lib_path`` (where the bundled library is) and the
 reader handle of ``otf2.reader.Reader``; pyproject pins ``otf2>=3.2,<3.3`` and

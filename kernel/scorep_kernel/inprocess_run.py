@@ -100,12 +100,10 @@ class InprocessRun(RunBase):
             )  # fmt: skip
 
     async def abort(self) -> None:
-        self.finished = True
-        self.note_status("interrupted")
-        self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
+        self.mark_aborted()
         if self.measurement is not None:
             try:
                 self.measurement.stop()
             except Exception:
                 pass
-        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+        self.finish_manifest_without_files()

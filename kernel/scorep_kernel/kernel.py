@@ -183,10 +183,15 @@ class ScorePKernel(IPythonKernel):
         cell with a syntax error does."""
         traceback = [shown or message]
         self.cell_output.error(ename, message, traceback)
+        return error_reply(ename, message, traceback, self._take_execution_count(args))
+
+    def _take_execution_count(self, args: dict[str, Any]) -> int:
+        """This cell's execution count; the next cell gets the next one if this one is
+        stored in the history (as IPython's run_cell counts)."""
         count = self.shell.execution_count
         if args.get("store_history") and not args.get("silent"):
             self.shell.execution_count += 1
-        return error_reply(ename, message, traceback, count)
+        return count
 
     async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
         meta = (args.get("cell_meta") or {}).get("scorep") or {}
@@ -244,9 +249,7 @@ class ScorePKernel(IPythonKernel):
     def _say(self, args: dict[str, Any], text: str) -> dict[str, Any]:
         if text and not args.get("silent"):
             print(text)
-        count = self.shell.execution_count
-        if args.get("store_history") and not args.get("silent"):
-            self.shell.execution_count += 1
+        count = self._take_execution_count(args)
         return {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
 
     # --- profiled cells --------------------------------------------------------------

@@ -167,6 +167,15 @@ class RunBase:
         experiment.update_manifest(self.exp_dir, **changes)
         self.errors = []
 
+    def finish_manifest_without_files(self) -> None:
+        """The run ended with no files to come (aborted, or its process died)."""
+        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+
+    def mark_aborted(self) -> None:
+        self.finished = True
+        self.note_status("interrupted")
+        self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
+
     def bundle(self, cell_index: int, status: str, wall_s: float | None, note: str | None = None):
         return experiment_bundle(
             exp_id=self.exp_id or "",

@@ -327,7 +327,7 @@ class SubprocessRun(RunBase):
         self.last_cell_wall = time.perf_counter() - cell_start
         self.output = None
         self.finished = True
-        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+        self.finish_manifest_without_files()
         output.display(self.bundle(index, "crashed", self.last_cell_wall))
         output.error("ProfilingProcessDied", message, [message])
         if self.worker is not None:
@@ -408,9 +408,7 @@ class SubprocessRun(RunBase):
         await worker.close(graceful=False)
 
     async def abort(self) -> None:
-        self.finished = True
-        self.note_status("interrupted")
-        self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
+        self.mark_aborted()
         if self.worker is not None:
             await self.worker.close(graceful=False)
-        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+        self.finish_manifest_without_files()

@@ -10,6 +10,7 @@ import os
 import pytest
 from experiment_factory import write_experiment
 
+from jupyterlab_scorep.errors import ApiError
 from jupyterlab_scorep.service import Service
 
 pytestmark = pytest.mark.timeout(120)
@@ -66,19 +67,26 @@ def test_read_only_experiment_is_indexed_in_the_user_cache(tmp_path, monkeypatch
 
 
 def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
-    import os as _os
-
     exp = write_experiment(tmp_path / "scorep-experiments" / "run")
     svc = Service(str(tmp_path))
+    real_in_worker = svc.in_worker
+    crashes = [True]
+
+    async def crash_once(what, fn, *args):
+        if crashes and crashes.pop():
+            # the worker dies mid-build, as libotf2 would on a segfault
+            return await real_in_worker(what, os._exit, 3)  # os._exit in the worker
+        return await real_in_worker(what, fn, *args)
+
+    svc.in_worker = crash_once
 
     async def run():
         manifest = await svc.manifest(exp)
-        try:
-            # the worker dies mid-job, as libotf2 would on a segfault
-            await svc.in_worker("a test job", _os._exit, 3)  # os._exit in the worker
-        except Exception as e:
-            assert getattr(e, "status", None) == 422 and e.transient
-        index = await svc.index(exp, manifest)  # a fresh worker serves the next request
+        with pytest.raises(ApiError) as crashed:
+            await svc.index(exp, manifest)
+        assert crashed.value.status == 422 and crashed.value.transient
+        # same files, yet a fresh worker builds the index: the crash was not remembered
+        index = await svc.index(exp, manifest)
         return index.meta["events"]
 
     try:

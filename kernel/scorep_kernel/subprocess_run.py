@@ -268,9 +268,8 @@ class SubprocessRun(RunBase):
         if status == "ok":
             return {"status": "ok", "execution_count": execution_count, "user_expressions": {},
                     "payload": []}  # fmt: skip
-        if status == "interrupted":
-            return error_reply("KeyboardInterrupt", done.get("evalue", ""), done.get("traceback") or [], execution_count)
-        return error_reply(done.get("ename", "Error"), done.get("evalue", ""), done.get("traceback") or [], execution_count)
+        ename = "KeyboardInterrupt" if status == "interrupted" else done.get("ename", "Error")
+        return error_reply(ename, done.get("evalue", ""), done.get("traceback") or [], execution_count)
 
     async def _relay(self, output: CellOutput, packet: Any) -> dict[str, Any]:
         """Publish the worker's outputs until the cell is done."""
@@ -364,10 +363,7 @@ class SubprocessRun(RunBase):
             self.top = stopped.get("top") or []
             if stopped.get("error"):
                 self.errors.append(f"stopping the measurement failed: {stopped['error']}")
-            if stopped.get("notes"):
-                extra = {"measurement": {k: v for k, v in stopped["notes"].items()}}
-            else:
-                extra = {}
+            extra = {"measurement": dict(stopped["notes"])} if stopped.get("notes") else {}
         except (ChannelClosed, WorkerDied) as e:
             message = e.message if isinstance(e, WorkerDied) else str(e)
             self.note_status("crashed")

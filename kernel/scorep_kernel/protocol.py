@@ -9,13 +9,15 @@ can clash between kernels. The namespace itself travels as the opaque header fro
 Kinds, kernel -> worker:
     preload        {"modules": [names]}            import ahead of the next cell
     start_run      {"exp_dir", "measure", "env"}   begin one measured run
-    cell           {"code", "label", "execution_count", "cell_id", "state", "colors"}
+    cell           {"code", "label", "execution_count", "cell_id", "state", "colors", "last"}
+    input_reply    {"value"} or {"error"}          answer to the cell's input()
     state_received {}                              the worker may release its state packet
     finish_run     {}                              stop measuring, write the files, exit
     shutdown       {}
 Kinds, worker -> kernel:
     ready          {"pid", "measure", "message", "backend"}
-    run_started    {"error", "measured"}
+    run_started    {"error", "measured", "stamps"}
+    input_request  {"prompt", "password"}          the cell called input() / getpass()
     state_received {}                              the kernel may release its state packet
     stream         {"name", "text"}
     display        {"data", "metadata", "transient", "update"}
@@ -23,10 +25,11 @@ Kinds, worker -> kernel:
     clear_output   {"wait"}
     error          {"ename", "evalue", "traceback"}
     cell_done      {"status", "ename", "evalue", "traceback", "state", "skipped",
-                    "interrupted", "wall_s"}
-    run_stopped    {"measured", "events", "top", "notes", "error"}
+                    "interrupted", "wall_s", "imported", "stamps"}
+    run_stopped    {"measured", "events", "top", "notes", "error", "stamps", "stop_timings"}
     files_done     {"status", "errors"}
     preloaded      {"modules", "failed"}
+"stamps" are the worker's time.monotonic() readings of its steps (see worker.Worker).
 """
 
 from __future__ import annotations

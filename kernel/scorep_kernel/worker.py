@@ -37,6 +37,7 @@ from scorep_kernel.worker_shell import (  # noqa: E402
     ForwardingStream,
     cell_code_filename,
     flush_streams,
+    make_input,
     make_shell,
     start_flusher,
 )
@@ -343,26 +344,6 @@ def _imported_since(before: set[str]) -> list[str]:
 _RELEASING = ("state_received", "cell", "finish_run", "shutdown")
 
 
-def _make_input(channel: BlockingChannel, password: bool):
-    """input() / getpass() of the worker: asked of the notebook through the kernel, as in a
-    plain kernel (the kernel forwards the request on its stdin channel)."""
-
-    def ask(prompt: Any = "", *args: Any, **kwargs: Any) -> str:
-        flush_streams()
-        channel.send("input_request", {"prompt": str(prompt), "password": password})
-        while True:
-            kind, payload = channel.recv()
-            if kind == "input_reply":
-                break
-        if payload.get("error"):
-            from IPython.core.error import StdinNotImplementedError
-
-            raise StdinNotImplementedError(payload["error"])
-        return payload["value"]
-
-    return ask
-
-
 _writing_files = threading.Event()
 
 
@@ -391,8 +372,8 @@ def main(argv: list[str] | None = None) -> None:
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
     import getpass
 
-    builtins.input = _make_input(channel, password=False)
-    getpass.getpass = _make_input(channel, password=True)
+    builtins.input = make_input(channel, password=False)
+    getpass.getpass = make_input(channel, password=True)
     worker = Worker(channel, backend)
     signal.signal(signal.SIGINT, worker.on_sigint)
     try:

@@ -4,6 +4,7 @@ The cell runs in a real ``InteractiveShell`` (magics, ``!cmd``, the last express
 repr, ``display()``, inline figures, tracebacks with the cell's own line numbers). Its
 display publisher, display hook and ``sys.stdout``/``sys.stderr`` send messages over the
 worker's channel instead of printing; the kernel publishes them on iopub for the cell.
+``input()`` and ``getpass()`` (``make_input``) are asked of the notebook the same way.
 """
 
 from __future__ import annotations
@@ -147,6 +148,26 @@ class ForwardingDisplayHook(DisplayHook):
                 "execute_result",
                 {"execution_count": self.prompt_count, **self._msg},
             )
+
+
+def make_input(channel: Any, password: bool) -> Any:
+    """input() / getpass() of the worker: asked of the notebook through the kernel, as in a
+    plain kernel (the kernel forwards the request on its stdin channel)."""
+
+    def ask(prompt: Any = "", *args: Any, **kwargs: Any) -> str:
+        flush_streams()
+        channel.send("input_request", {"prompt": str(prompt), "password": password})
+        while True:
+            kind, payload = channel.recv()
+            if kind == "input_reply":
+                break
+        if payload.get("error"):
+            from IPython.core.error import StdinNotImplementedError
+
+            raise StdinNotImplementedError(payload["error"])
+        return payload["value"]
+
+    return ask
 
 
 def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:

@@ -107,6 +107,8 @@ class KernelSettings:
     scorep_env: dict[str, str] = field(default_factory=dict)  # from %%scorep_env
     binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
     spare_worker: bool = True
+    # A SCOREP_KERNEL_* variable that could not be used (it is ignored); %scorep shows it.
+    environ_problem: str | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> KernelSettings:
@@ -121,8 +123,8 @@ class KernelSettings:
                 settings.isolation = _check_choice(
                     "SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS
                 )
-        except SettingsError:
-            pass  # reported by %scorep; a bad variable must not stop the kernel
+        except SettingsError as e:  # a bad variable must not stop the kernel
+            settings.environ_problem = f"{e} (the variable is ignored)"
         spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip().lower()
         if spare in ("0", "false", "no", "off"):
             settings.spare_worker = False
@@ -239,6 +241,7 @@ class KernelSettings:
             f"  spare worker   {'on' if self.spare_worker else 'off'}",
             f"  SCOREP_* env   {self.scorep_env or '(none)'}",
             f"  binding args   {' '.join(self.binding_args) or '(none)'}",
+            *([f"  environment    {self.environ_problem}"] if self.environ_problem else []),
             "Backends",
             f"  scorep         {'available' if available.scorep else 'unavailable'}: "
             f"{available.scorep_message}",

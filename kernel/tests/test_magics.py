@@ -53,7 +53,14 @@ def test_defaults_follow_the_backend():
 def test_environment_defaults():
     s = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "builtin", "SCOREP_KERNEL_ISOLATION": "subprocess"})
     assert (s.backend, s.isolation) == ("builtin", "subprocess")
-    assert KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "nonsense"}).backend == "auto"
+    bad = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "nonsense"})
+    assert bad.backend == "auto" and s.environ_problem is None
+    # ignored, but %scorep says so and why
+    assert "SCOREP_KERNEL_BACKEND" in bad.environ_problem and "ignored" in bad.environ_problem
+    from scorep_kernel.config import Availability
+
+    shown = bad.describe(Availability(False, "no Score-P", True, "builtin tracer installed"))
+    assert bad.environ_problem in shown
     assert KernelSettings.from_environ({}).spare_worker is True
     assert KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_WORKER": "0"}).spare_worker is False
 

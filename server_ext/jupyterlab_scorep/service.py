@@ -146,6 +146,16 @@ class Service:
                 from None
 
     async def _build(self, exp: Path) -> str:
+        """Build the index unless it is fresh on disk by now. The check repeats here, inside
+        the single flight: a request whose lookup ran while another request's build was
+        finishing saw a stale index, but joins too late to share that build; it must find
+        the new index, not build it a second time."""
+        try:
+            directory = await self.in_thread(self._fresh_index_dir, exp)
+        except OSError:
+            directory = None
+        if directory is not None:
+            return directory
         try:
             return await self.in_worker("the OTF2 trace", index_store.ensure_index, str(exp))
         except TraceReadError as e:
@@ -160,6 +170,13 @@ class Service:
             log.exception("indexing %s failed", exp)
             raise ApiError(422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})",
                            "Unreadable trace") from None
+
+    @staticmethod
+    def _fresh_index_dir(exp: Path) -> str | None:
+        parent = index_store.index_parent(exp)
+        if index_store.is_fresh(index_store.read_meta(parent), exp):
+            return str(parent / index_store.INDEX_NAME)
+        return None
 
     async def profile(self, exp: Path, manifest: dict[str, Any]) -> calltree.CallTree:
         """The call tree from profile.cubex, else from the trace."""

@@ -93,3 +93,48 @@ def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
         assert asyncio.run(run()) == 20
     finally:
         svc.shutdown()
+
+
+def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(tmp_path):
+    """The interleaving behind a CI failure, forced: request B looks the index up (stale)
+    while request A builds it, and asks for a build only after A's build has finished and
+    left the single flight. B must find A's index, not build a second one."""
+    exp = write_experiment(tmp_path / "scorep-experiments" / "run")
+    svc = Service(str(tmp_path))
+    submitted = []
+    real_in_worker, real_in_thread = svc.in_worker, svc.in_thread
+    a_done = asyncio.Event()
+    lookups = []
+
+    async def counting(what, fn, *args):
+        submitted.append(fn.__name__)
+        return await real_in_worker(what, fn, *args)
+
+    async def late_second_lookup(fn, *args):
+        result = await real_in_thread(fn, *args)
+        if fn == svc._lookup:
+            lookups.append(result)
+            if len(lookups) == 2:  # B: its answer ("stale") arrives after A is done
+                await a_done.wait()
+        return result
+
+    svc.in_worker = counting
+    svc.in_thread = late_second_lookup
+
+    async def a_then_b():
+        manifest = await svc.manifest(exp)
+
+        async def a():
+            index = await svc.index(exp, manifest)
+            a_done.set()
+            return index
+
+        return await asyncio.gather(a(), svc.index(exp, manifest))
+
+    try:
+        first, second = asyncio.run(a_then_b())
+        assert [loaded for _sig, loaded in lookups] == [None, None]  # both saw it stale
+        assert submitted == ["ensure_index"]
+        assert first is second
+    finally:
+        svc.shutdown()

@@ -10,7 +10,7 @@ import os
 import pytest
 from experiment_factory import write_experiment
 
-from jupyterlab_scorep.errors import ApiError
+from jupyterlab_scorep.api_error import ApiError
 from jupyterlab_scorep.service import Service
 
 pytestmark = pytest.mark.timeout(120)
@@ -96,30 +96,33 @@ def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
 
 
 def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(tmp_path):
-    """The interleaving behind a CI failure, forced: request B looks the index up (stale)
-    while request A builds it, and asks for a build only after A's build has finished and
-    left the single flight. B must find A's index, not build a second one."""
+    """The interleaving behind a CI failure, forced with events (no timing): request B looks
+    the index up and sees it stale; only then does request A's build start; B asks for a
+    build only after A has finished and left the single flight. B must get A's index, not
+    build a second one."""
     exp = write_experiment(tmp_path / "scorep-experiments" / "run")
     svc = Service(str(tmp_path))
     submitted = []
     real_in_worker, real_in_thread = svc.in_worker, svc.in_thread
-    a_done = asyncio.Event()
-    lookups = []
+    b_looked_up, a_done = asyncio.Event(), asyncio.Event()
+    b_task: list[asyncio.Task] = []
+    b_lookup = []
 
     async def counting(what, fn, *args):
+        await b_looked_up.wait()  # A builds only once B has seen the index stale
         submitted.append(fn.__name__)
         return await real_in_worker(what, fn, *args)
 
-    async def late_second_lookup(fn, *args):
+    async def b_waits_for_a(fn, *args):
         result = await real_in_thread(fn, *args)
-        if fn == svc._lookup:
-            lookups.append(result)
-            if len(lookups) == 2:  # B: its answer ("stale") arrives after A is done
-                await a_done.wait()
+        if fn == svc._lookup and asyncio.current_task() is b_task[0]:
+            b_lookup.append(result)
+            b_looked_up.set()
+            await a_done.wait()  # B's answer ("stale") arrives after A is done
         return result
 
     svc.in_worker = counting
-    svc.in_thread = late_second_lookup
+    svc.in_thread = b_waits_for_a
 
     async def a_then_b():
         manifest = await svc.manifest(exp)
@@ -129,11 +132,12 @@ def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(
             a_done.set()
             return index
 
-        return await asyncio.gather(a(), svc.index(exp, manifest))
+        b_task.append(asyncio.ensure_future(svc.index(exp, manifest)))
+        return await asyncio.gather(a(), b_task[0])
 
     try:
         first, second = asyncio.run(a_then_b())
-        assert [loaded for _sig, loaded in lookups] == [None, None]  # both saw it stale
+        assert b_lookup[0][1] is None  # B saw no fresh index
         assert submitted == ["ensure_index"]
         assert first is second
     finally:

@@ -71,7 +71,7 @@ def write_experiment(exp_dir: Path, n_events: int, n_threads: int = 2, n_regions
     the kernel's own writer (``scorep_kernel.formats.otf2_writer``, fast engine)."""
     from scorep_kernel import experiment as ex
     from scorep_kernel.formats.otf2_writer import write_otf2
-    from scorep_kernel.recording import Recording, Region, ThreadEvents
+    from scorep_kernel.formats.recording import Recording, Region, ThreadEvents
 
     exp_dir = Path(exp_dir)
     exp_dir.mkdir(parents=True, exist_ok=True)

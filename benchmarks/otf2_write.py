@@ -26,7 +26,7 @@ from _server_tracegen import call_trees  # noqa: E402
 from scorep_kernel.formats.callpath import build_profile  # noqa: E402
 from scorep_kernel.formats.cube_writer import write_cubex  # noqa: E402
 from scorep_kernel.formats.otf2_writer import write_otf2  # noqa: E402
-from scorep_kernel.recording import (  # noqa: E402
+from scorep_kernel.formats.recording import (  # noqa: E402
     MetricSamples,
     Recording,
     Region,

@@ -13,12 +13,12 @@ import {
   IVersion,
   ScorepAPI
 } from './api';
-import { CallTreeView } from './calltreeview';
+import { CallTreeView } from './calltree/treeTable';
 import { el, errorText } from './dom';
 import { renderExport } from './exporttab';
 import { renderFacts, renderVerdicts } from './header';
-import { MetricsView } from './metrics/view';
-import { TimelineView } from './timeline/view';
+import { MetricsView } from './metrics/metricsView';
+import { TimelineView } from './timeline/timelineView';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;

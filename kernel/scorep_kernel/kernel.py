@@ -22,13 +22,14 @@ from typing import Any, Iterator
 
 from ipykernel.ipkernel import IPythonKernel
 
-from scorep_kernel import __version__, transfer
-from scorep_kernel.config import Availability, KernelSettings, SettingsError, detect
-from scorep_kernel.inprocess_run import InprocessRun
+from scorep_kernel import __version__
+from scorep_kernel.state import transfer
+from scorep_kernel.settings import Availability, KernelSettings, SettingsError, detect
+from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
-from scorep_kernel.runs import RunBase, error_reply, reserve_experiment
-from scorep_kernel.subprocess_run import SubprocessRun, WorkerDied
-from scorep_kernel.worker_client import WorkerPool
+from scorep_kernel.runs.base import RunBase, error_reply, reserve_experiment
+from scorep_kernel.runs.subprocess_run import SubprocessRun, WorkerDied
+from scorep_kernel.worker.client import WorkerPool
 
 log = logging.getLogger("scorep_kernel")
 _SKIP_PRELOAD = ("__main__", "builtins", "scorep_kernel", "IPython", "ipykernel")

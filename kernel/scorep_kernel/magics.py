@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from scorep_kernel.config import SettingsError
+from scorep_kernel.settings import SettingsError
 
 CELL_MAGICS = (
     "execute_with_scorep",

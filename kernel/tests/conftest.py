@@ -17,7 +17,7 @@ import numpy as np
 import otf2
 import pytest
 
-from scorep_kernel.recording import (
+from scorep_kernel.formats.recording import (
     ENTER,
     LEAVE,
     ROLE_CELL,

@@ -14,7 +14,7 @@ from pycubexr import CubexParser
 
 from scorep_kernel.formats.callpath import RecordingError, build_profile
 from scorep_kernel.formats.cube_writer import write_cubex
-from scorep_kernel.recording import ENTER, LEAVE, Region, ThreadEvents
+from scorep_kernel.formats.recording import ENTER, LEAVE, Region, ThreadEvents
 
 
 def _as_float(values) -> list[float]:

@@ -109,7 +109,7 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
                  and c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == bundle["path"])
     calls = [c for c in calls if c["pid"] == start["pid"]]
     assert start["binding_args"] == ["--instrumenter-type=cTrace"]
-    assert start["script"].endswith("worker.py")
+    assert start["script"].endswith("worker/entry.py")
     # fixed when the process starts, as Score-P needs
     assert start["env"]["SCOREP_EXPERIMENT_DIRECTORY"] == str(path)
     assert start["env"]["SCOREP_ENABLE_TRACING"] == "true"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scorep_kernel.summary import exclusive_ns, top_regions
+from scorep_kernel.measure.top_regions import exclusive_ns, top_regions
 
 MS = 1_000_000  # ns
 

@@ -6,11 +6,11 @@ import signal
 
 import pytest
 
-from scorep_kernel.config import Availability, KernelSettings, SettingsError
-from scorep_kernel.display import MIME_TYPE, experiment_bundle
-from scorep_kernel.faults import describe_exit
+from scorep_kernel.settings import Availability, KernelSettings, SettingsError
+from scorep_kernel.runs.display import MIME_TYPE, experiment_bundle
+from scorep_kernel.runs.faults import describe_exit
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
-from scorep_kernel.worker_client import WORKER_FILE, WorkerKey
+from scorep_kernel.worker.client import WORKER_FILE, WorkerKey
 
 NO_SCOREP = Availability(False, "Score-P not found: scorep-config is not on PATH", True, "builtin")
 WITH_SCOREP = Availability(True, "Score-P found", True, "builtin")
@@ -57,7 +57,7 @@ def test_environment_defaults():
     assert bad.backend == "auto" and s.environ_problem is None
     # ignored, but %scorep says so and why
     assert "SCOREP_KERNEL_BACKEND" in bad.environ_problem and "ignored" in bad.environ_problem
-    from scorep_kernel.config import Availability
+    from scorep_kernel.settings import Availability
 
     shown = bad.describe(Availability(False, "no Score-P", True, "builtin tracer installed"))
     assert bad.environ_problem in shown

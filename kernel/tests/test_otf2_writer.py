@@ -18,7 +18,7 @@ from otf2.enums import (
 
 from scorep_kernel import experiment
 from scorep_kernel.formats.otf2_writer import write_otf2
-from scorep_kernel.recording import (
+from scorep_kernel.formats.recording import (
     ENTER,
     LEAVE,
     ROLE_ARTIFICIAL,

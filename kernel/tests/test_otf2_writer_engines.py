@@ -12,7 +12,7 @@ import pytest
 from scorep_kernel import experiment
 from scorep_kernel.formats import _otf2_encode, _otf2_fast
 from scorep_kernel.formats.otf2_writer import write_otf2
-from scorep_kernel.recording import ENTER, LEAVE, MetricSamples, Region, ThreadEvents
+from scorep_kernel.formats.recording import ENTER, LEAVE, MetricSamples, Region, ThreadEvents
 
 
 def _event_files(exp_dir) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from scorep_kernel.measure import Measurement, detect_scorep, install_scorep_shim, shim_path
-from scorep_kernel.recording import ROLE_USER
+from scorep_kernel.formats.recording import ROLE_USER
 from test_tracer_util import calls, run_cell
 
 pytestmark = pytest.mark.skipif(

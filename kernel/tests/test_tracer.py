@@ -9,7 +9,7 @@ import time
 import pytest
 
 from scorep_kernel.measure import MeasureConfig, Measurement
-from scorep_kernel.recording import ROLE_CELL, ROLE_FUNCTION
+from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION
 from test_tracer_util import calls, compile_cell, names, run_cell
 
 WORKLOAD = """

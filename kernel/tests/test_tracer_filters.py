@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from scorep_kernel.measure import DEFAULT_EXCLUDE, MeasureConfig, Measurement
-from scorep_kernel.recording import ROLE_IMPORT
+from scorep_kernel.formats.recording import ROLE_IMPORT
 from test_tracer_util import calls, names, run_cell
 
 JSON_CELL = "import json\ndef use():\n    return json.dumps({'a': [1, 2]}, indent=1)\nuse()\n"

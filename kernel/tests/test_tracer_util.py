@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from scorep_kernel.recording import ENTER, LEAVE
+from scorep_kernel.formats.recording import ENTER, LEAVE
 
 _counter = itertools.count()
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from scorep_kernel import transfer
-from scorep_kernel.worker_client import WorkerKey, WorkerPool, WorkerProcess
+from scorep_kernel.state import transfer
+from scorep_kernel.worker.client import WorkerKey, WorkerPool, WorkerProcess
 
 pytestmark = pytest.mark.timeout(120)
 BUILTIN = WorkerKey("builtin", (), ())
@@ -118,7 +118,7 @@ def test_worker_exits_when_its_kernel_is_killed(tmp_path):
         f"""
         import asyncio, os, sys, time
         sys.path.insert(0, {str(tmp_path)!r})
-        from scorep_kernel.worker_client import WorkerKey, WorkerProcess
+        from scorep_kernel.worker.client import WorkerKey, WorkerProcess
         async def main():
             w = await WorkerProcess.spawn(WorkerKey("builtin", (), ()), dict(os.environ), {str(tmp_path)!r})
             await w.wait_ready()

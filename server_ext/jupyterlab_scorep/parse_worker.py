@@ -1,9 +1,9 @@
 """A child process that runs the parsers, so a file that crashes or hangs libotf2 or
 pycubexr takes down only the child.
 
-``python -m jupyterlab_scorep.worker`` reads jobs from stdin and writes results to stdout,
+``python -m jupyterlab_scorep.parse_worker`` reads jobs from stdin and writes results to stdout,
 each a length-prefixed pickle: ``(module, function name, args)`` in, ``(ok, value or
-exception)`` out. Only the server writes to that pipe. ``WorkerProcess`` is the server's
+exception)`` out. Only the server writes to that pipe. ``ParseWorker`` is the server's
 side: one job at a time, callable from any thread, restarted after a crash or a timeout.
 It is a plain subprocess rather than a multiprocessing pool because spawn-mode pools
 re-import the server's ``__main__``, which fails under some launchers.
@@ -65,7 +65,7 @@ def serve() -> None:
         out.flush()
 
 
-class WorkerProcess:
+class ParseWorker:
     def __init__(self):
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
@@ -73,7 +73,7 @@ class WorkerProcess:
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "jupyterlab_scorep.worker"],
+                [sys.executable, "-m", "jupyterlab_scorep.parse_worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from scorep_kernel import experiment as ex
 
-from .errors import ApiError
+from .api_error import ApiError
 
 
 def _within(path: str, root: str) -> bool:

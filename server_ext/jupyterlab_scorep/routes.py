@@ -16,7 +16,7 @@ from scorep_kernel import experiment as ex
 from tornado.iostream import StreamClosedError
 
 from . import calltree, export, metrics, summary, timeline, tools
-from .errors import ApiError
+from .api_error import ApiError
 from .paths import archive_files, experiment_file, list_experiments
 from .service import Service
 

@@ -16,12 +16,12 @@ from typing import Any, Callable
 from scorep_kernel import experiment as ex
 
 from . import calltree, index_store
-from .errors import ApiError
+from .api_error import ApiError
 from .index_build import source_files
 from .index_store import IndexCache, LoadedIndex
 from .otf2_read import TraceReadError
 from .paths import Roots, archive_files, experiment_file
-from .worker import WorkerCrashed, WorkerProcess, WorkerTimeout
+from .parse_worker import WorkerCrashed, ParseWorker, WorkerTimeout
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class Service:
         self.roots = Roots(server_root, experiment_roots)
         self.build_timeout = build_timeout
         self.indexes = IndexCache(cache_size)
-        self._worker = WorkerProcess()
+        self._worker = ParseWorker()
         # Threads that wait on the worker, apart from the default pool that handlers use
         # for quick work, so queued parses never starve other requests.
         self._waiters = concurrent.futures.ThreadPoolExecutor(4, "scorep-worker-wait")

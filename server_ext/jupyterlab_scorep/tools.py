@@ -11,7 +11,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from .errors import ApiError
+from .api_error import ApiError
 
 INSTALL_ADVICE = {
     "vampir": "Vampir is commercial (https://vampir.eu); install it on this machine and put "

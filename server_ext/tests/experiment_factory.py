@@ -11,7 +11,7 @@ import numpy as np
 from scorep_kernel import experiment as ex
 from scorep_kernel.formats.cube_writer import write_cubex
 from scorep_kernel.formats.otf2_writer import write_otf2
-from scorep_kernel.recording import (
+from scorep_kernel.formats.recording import (
     ENTER,
     LEAVE,
     ROLE_CELL,

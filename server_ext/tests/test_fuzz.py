@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyterlab_scorep import calltree, metrics, summary, timeline
-from jupyterlab_scorep.errors import ApiError
+from jupyterlab_scorep.api_error import ApiError
 from jupyterlab_scorep.service import Service
 
 pytestmark = pytest.mark.timeout(300)

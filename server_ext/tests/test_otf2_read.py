@@ -7,7 +7,7 @@ import numpy as np
 import otf2
 import pytest
 from experiment_factory import REGIONS, default_metrics, write_experiment
-from scorep_kernel.recording import ENTER, LEAVE, Region, ThreadEvents
+from scorep_kernel.formats.recording import ENTER, LEAVE, Region, ThreadEvents
 
 from jupyterlab_scorep import intervals
 from jupyterlab_scorep.otf2_read import TraceReadError, read_trace

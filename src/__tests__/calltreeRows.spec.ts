@@ -6,7 +6,7 @@ import {
   search,
   sortedChildIndices,
   totalVisits
-} from '../calltree';
+} from '../calltree/rows';
 
 function node(
   name: string,

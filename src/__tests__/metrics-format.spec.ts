@@ -1,4 +1,4 @@
-import { metricsWindow } from '../metrics/view';
+import { metricsWindow } from '../metrics/metricsView';
 import { formatBytes, formatValue, yMax } from '../metrics/format';
 
 describe('metric formatting', () => {

@@ -7,7 +7,7 @@ import {
   toDrawList,
   windowCovers,
   zoomAround
-} from '../lod';
+} from '../timeline/projection';
 
 const data: ITimeline = {
   window: [0, 1000],

@@ -4,8 +4,8 @@
  * a row highlights that region's calls in the timeline.
  */
 import { Widget } from '@lumino/widgets';
-import type { ICallNode, ICallTree } from './api';
-import { el } from './dom';
+import type { ICallNode, ICallTree } from '../api';
+import { el } from '../dom';
 import {
   flatten,
   hottestPath,
@@ -14,8 +14,8 @@ import {
   ROOT_KEY,
   search,
   SortKey
-} from './calltree';
-import { formatSeconds } from './timeaxis';
+} from './rows';
+import { formatSeconds } from '../timeaxis';
 
 const COLUMNS: { key: SortKey; title: string; numeric: boolean }[] = [
   { key: 'name', title: 'Region', numeric: false },

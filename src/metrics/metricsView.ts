@@ -7,7 +7,7 @@ import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
 import { cssVar, currentTheme, groupColor, hiDpiContext } from '../colors';
 import { el } from '../dom';
-import type { IView } from '../lod';
+import type { IView } from '../timeline/projection';
 import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
 import { formatValue, yMax } from './format';
 

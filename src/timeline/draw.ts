@@ -5,7 +5,7 @@
  */
 import type { IRegionInfo } from '../api';
 import { cssVar, groupColor, ThemeKind } from '../colors';
-import { IDrawList, ILayout, IView, timeToX } from '../lod';
+import { IDrawList, ILayout, IView, timeToX } from './projection';
 import { formatDuration, ticks } from '../timeaxis';
 
 export const AXIS_HEIGHT = 22;

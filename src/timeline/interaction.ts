@@ -3,7 +3,7 @@
  * so the canvas widget stays about wiring, and the behaviour is tested without a browser.
  */
 import type { IRegionInfo } from '../api';
-import { IView, zoomAround } from '../lod';
+import { IView, zoomAround } from './projection';
 import { formatDuration } from '../timeaxis';
 
 /** Fraction of the view an arrow key pans by, and the zoom factor of one +/- press. */

@@ -23,7 +23,7 @@ import {
   toDrawList,
   xToTime,
   zoomAround
-} from '../lod';
+} from './projection';
 import { formatDuration } from '../timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { IWindowRequest, WindowFetcher } from './fetcher';

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..recording import ENTER, ROLE_ARTIFICIAL, Recording, Region, ThreadEvents
+from .recording import ENTER, ROLE_ARTIFICIAL, Recording, Region, ThreadEvents
 
 DEFAULT_ROOT_NAME = "program"
 

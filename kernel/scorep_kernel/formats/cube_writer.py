@@ -49,7 +49,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from ..recording import (
+from .recording import (
     ROLE_ARTIFICIAL,
     ROLE_CELL,
     ROLE_FUNCTION,

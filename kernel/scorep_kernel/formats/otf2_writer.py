@@ -80,7 +80,7 @@ from otf2.enums import (
 )
 
 from .. import experiment
-from ..recording import (
+from .recording import (
     ROLE_ARTIFICIAL,
     ROLE_CELL,
     ROLE_FUNCTION,

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..recording import ENTER, LEAVE, ROLE_CELL, Region, ThreadEvents
+from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Region, ThreadEvents
 from .config import MeasureConfig
 from .engine import RawCalls
 from .naming import ModuleNames, c_region, code_region, matches

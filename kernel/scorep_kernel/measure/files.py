@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import experiment
-from ..recording import Recording
+from ..formats.recording import Recording
 
 
 def _measurement_summary(recording: Recording) -> dict:

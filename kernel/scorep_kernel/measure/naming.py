@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from ..recording import ROLE_FUNCTION, Region
+from ..formats.recording import ROLE_FUNCTION, Region
 
 
 def matches(module: str, prefixes: tuple[str, ...]) -> bool:

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import psutil
 
-from ..recording import MetricSamples
+from ..formats.recording import MetricSamples
 from . import procfs
 
 NO_GPU_NOTE = "No NVIDIA GPU found: GPU metrics skipped."

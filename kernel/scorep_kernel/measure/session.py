@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recording import ROLE_IMPORT, ROLE_USER, Recording, Region
+from ..formats.recording import ROLE_IMPORT, ROLE_USER, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .config import MeasureConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scorep_kernel.recording import ENTER, ROLE_CELL, Recording
+from scorep_kernel.formats.recording import ENTER, ROLE_CELL, Recording
 
 
 def exclusive_ns(recording: Recording) -> np.ndarray:

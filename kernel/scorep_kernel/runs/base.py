@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from scorep_kernel import experiment
-from scorep_kernel.config import CellSettings
-from scorep_kernel.display import experiment_bundle
+from scorep_kernel.settings import CellSettings
+from scorep_kernel.runs.display import experiment_bundle
 
 
 class CellOutput(Protocol):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any, Awaitable, Callable
 
-from scorep_kernel.runs import CellOutput, RunBase
-from scorep_kernel.summary import top_regions_or_empty
-from scorep_kernel.worker_shell import cell_code_filename
+from scorep_kernel.runs.base import CellOutput, RunBase
+from scorep_kernel.measure.top_regions import top_regions_or_empty
+from scorep_kernel.worker.shell import cell_code_filename
 
 
 class InprocessRun(RunBase):

@@ -8,17 +8,18 @@ import logging
 import time
 from typing import Any
 
-from scorep_kernel import experiment, transfer
-from scorep_kernel.faults import UNCHANGED, describe_exit
-from scorep_kernel.protocol import ChannelClosed
-from scorep_kernel.runs import (
+from scorep_kernel import experiment
+from scorep_kernel.state import transfer
+from scorep_kernel.runs.faults import UNCHANGED, describe_exit
+from scorep_kernel.worker.protocol import ChannelClosed
+from scorep_kernel.runs.base import (
     CellOutput,
     RunBase,
     error_reply,
     experiment_parent,
     reserve_experiment,
 )
-from scorep_kernel.worker_client import WorkerKey, WorkerPool, WorkerProcess
+from scorep_kernel.worker.client import WorkerKey, WorkerPool, WorkerProcess
 
 log = logging.getLogger("scorep_kernel")
 

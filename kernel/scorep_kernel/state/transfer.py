@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorep_kernel import state as _state
+from scorep_kernel import state as _state  # the package; this module is its kernel-facing face
 from scorep_kernel.state import Packet, Unpacked, is_bookkeeping
 
 ENVIRON_IGNORE = ("SCOREP_",)

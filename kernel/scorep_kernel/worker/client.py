@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from scorep_kernel.protocol import AsyncChannel, ChannelClosed
+from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 
 log = logging.getLogger("scorep_kernel")
 
-WORKER_FILE = str(Path(__file__).with_name("worker.py"))
-_KERNEL_DIR = str(Path(__file__).resolve().parent.parent)
+WORKER_FILE = str(Path(__file__).with_name("entry.py"))
+_KERNEL_DIR = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)

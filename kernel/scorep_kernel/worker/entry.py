@@ -1,6 +1,6 @@
 """The worker process: runs profiled cells for the kernel, under measurement.
 
-Started by the kernel (``worker_client``) as either
+Started by the kernel (``worker.client``) as either
 
     python -m scorep_kernel.worker --fd N                        (builtin backend)
     python -m scorep <binding args> <this file> --fd N           (Score-P backend)
@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from scorep_kernel import transfer  # noqa: E402
-from scorep_kernel.protocol import BlockingChannel, ChannelClosed  # noqa: E402
-from scorep_kernel.summary import top_regions_or_empty  # noqa: E402
-from scorep_kernel.worker_shell import (  # noqa: E402
+from scorep_kernel.state import transfer  # noqa: E402
+from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed  # noqa: E402
+from scorep_kernel.measure.top_regions import top_regions_or_empty  # noqa: E402
+from scorep_kernel.worker.shell import (  # noqa: E402
     ForwardingStream,
     cell_code_filename,
     flush_streams,

@@ -36,8 +36,14 @@ class Kernel:
         self.km, self.kc = start_new_kernel(kernel_name=kernel_name, startup_timeout=120, **kwargs)
 
     def run(self, code: str, metadata: dict | None = None, timeout: float = 600) -> CellResult:
-        content = dict(code=code, silent=False, store_history=True, user_expressions={},
-                       allow_stdin=False, stop_on_error=True)
+        content = dict(
+            code=code,
+            silent=False,
+            store_history=True,
+            user_expressions={},
+            allow_stdin=False,
+            stop_on_error=True,
+        )
         msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
         start = time.perf_counter()
         self.kc.shell_channel.send(msg)

@@ -39,7 +39,15 @@ def report(
     if target:
         line += f"  target {target}: {'met' if met else 'NOT met' if met is not None else '?'}"
     print(line)
-    record = dict(name=name, value=value, unit=unit, peer=peer, peer_value=peer_value,
-                  target=target, met=met, note=note)
+    record = dict(
+        name=name,
+        value=value,
+        unit=unit,
+        peer=peer,
+        peer_value=peer_value,
+        target=target,
+        met=met,
+        note=note,
+    )
     print("RESULT " + json.dumps(record))
     sys.stdout.flush()

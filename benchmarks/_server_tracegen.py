@@ -19,8 +19,13 @@ DATA = HERE / ".data"
 sys.path[:0] = [str(HERE.parent / "kernel"), str(HERE.parent / "server_ext")]
 
 
-def call_trees(rng: np.random.Generator, n_units: int, max_depth: int, max_size: int = 24,
-               regions: tuple[int, int] = (0, 40)):
+def call_trees(
+    rng: np.random.Generator,
+    n_units: int,
+    max_depth: int,
+    max_size: int = 24,
+    regions: tuple[int, int] = (0, 40),
+):
     """Call-tree shapes: lists of (kind, relative region) with kind 1 enter, 0 leave. Each
     tree grows to a random size in [2, max_size), then closes its open calls; relative
     regions are drawn from the half-open range ``regions``."""
@@ -65,8 +70,9 @@ def synth_thread(n_events: int, n_regions: int, seed: int, max_depth: int = 10):
     return times.astype(np.int64), regions, kinds
 
 
-def write_experiment(exp_dir: Path, n_events: int, n_threads: int = 2, n_regions: int = 400,
-                     seed: int = 1) -> Path:
+def write_experiment(
+    exp_dir: Path, n_events: int, n_threads: int = 2, n_regions: int = 400, seed: int = 1
+) -> Path:
     """An experiment directory (manifest + OTF2) with about n_events events, written by
     the kernel's own writer (``scorep_kernel.formats.otf2_writer``, fast engine)."""
     from scorep_kernel import experiment as ex
@@ -78,21 +84,41 @@ def write_experiment(exp_dir: Path, n_events: int, n_threads: int = 2, n_regions
     threads = []
     for i in range(n_threads):
         times, regs, kinds = synth_thread(n_events // n_threads, n_regions, seed + i)
-        threads.append(ThreadEvents("Master thread" if i == 0 else f"Thread {i}", i,
-                                    times, regs, kinds))
-    regions = [Region("__main__:run" if r == 0 else f"mod{r % 7}:func{r}",
-                      "__main__" if r == 0 else f"mod{r % 7}", f"mod{r % 7}.py", r)
-               for r in range(n_regions)]
+        threads.append(
+            ThreadEvents("Master thread" if i == 0 else f"Thread {i}", i, times, regs, kinds)
+        )
+    regions = [
+        Region(
+            "__main__:run" if r == 0 else f"mod{r % 7}:func{r}",
+            "__main__" if r == 0 else f"mod{r % 7}",
+            f"mod{r % 7}.py",
+            r,
+        )
+        for r in range(n_regions)
+    ]
     end = max(int(t.times[-1]) for t in threads)
     epoch0 = time.time_ns()
-    recording = Recording(regions=regions, threads=threads, clock_offset_ns=epoch0,
-                          start_ns=0, end_ns=end + 1000, hostname="bench", pid=1)
+    recording = Recording(
+        regions=regions,
+        threads=threads,
+        clock_offset_ns=epoch0,
+        start_ns=0,
+        end_ns=end + 1000,
+        hostname="bench",
+        pid=1,
+    )
     written = write_otf2(recording, exp_dir)
-    manifest = ex.new_manifest(exp_dir.name, backend="builtin", isolation="inprocess",
-                               start_ns=epoch0)
-    manifest.update(status="ok", end_ns=epoch0 + end, wall_s=end / 1e9,
-                    files={"otf2": ex.OTF2_ANCHOR}, files_status="ready",
-                    measurement={"events": written["events"]})
+    manifest = ex.new_manifest(
+        exp_dir.name, backend="builtin", isolation="inprocess", start_ns=epoch0
+    )
+    manifest.update(
+        status="ok",
+        end_ns=epoch0 + end,
+        wall_s=end / 1e9,
+        files={"otf2": ex.OTF2_ANCHOR},
+        files_status="ready",
+        measurement={"events": written["events"]},
+    )
     ex.write_manifest(exp_dir, manifest)
     return exp_dir
 
@@ -103,8 +129,10 @@ def cached_experiment(name: str, n_events: int, **kw) -> Path:
     if not (exp / "manifest.json").exists():
         t = time.perf_counter()
         write_experiment(exp, n_events, **kw)
-        print(f"generated {exp} ({n_events:,} events) in {time.perf_counter() - t:.1f} s",
-              file=sys.stderr)
+        print(
+            f"generated {exp} ({n_events:,} events) in {time.perf_counter() - t:.1f} s",
+            file=sys.stderr,
+        )
     return exp
 
 

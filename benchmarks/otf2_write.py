@@ -53,18 +53,39 @@ def synth_thread(name: str, tid: int, n_events: int, seed: int) -> ThreadEvents:
 
 
 def synth_recording(n_events: int, n_threads: int = 2, seed: int = 1) -> Recording:
-    threads = [synth_thread("Master thread" if i == 0 else f"Thread {i}", i,
-                            n_events // n_threads, seed + i) for i in range(n_threads)]
+    threads = [
+        synth_thread(
+            "Master thread" if i == 0 else f"Thread {i}", i, n_events // n_threads, seed + i
+        )
+        for i in range(n_threads)
+    ]
     end = max(int(t.times[-1]) for t in threads) + 1000
-    regions = [Region("__main__:<cell 1>" if r == 0 else f"mod{r % 7}:func{r}",
-                      "__main__" if r == 0 else f"mod{r % 7}", f"/src/mod{r % 7}.py", r,
-                      "cell" if r == 0 else "function") for r in range(N_REGIONS)]
+    regions = [
+        Region(
+            "__main__:<cell 1>" if r == 0 else f"mod{r % 7}:func{r}",
+            "__main__" if r == 0 else f"mod{r % 7}",
+            f"/src/mod{r % 7}.py",
+            r,
+            "cell" if r == 0 else "function",
+        )
+        for r in range(N_REGIONS)
+    ]
     sample_t = np.arange(0, end, 100_000_000, dtype=np.int64)
-    series = [{"key": k, "label": k, "unit": u, "group": g} for k, u, g in
-              (("cpu.total", "%", "cpu"), ("mem.rss", "bytes", "memory"))]
+    series = [
+        {"key": k, "label": k, "unit": u, "group": g}
+        for k, u, g in (("cpu.total", "%", "cpu"), ("mem.rss", "bytes", "memory"))
+    ]
     metrics = MetricSamples(series, sample_t, np.random.default_rng(0).random((sample_t.size, 2)))
-    return Recording(regions=regions, threads=threads, clock_offset_ns=time.time_ns(),
-                     start_ns=0, end_ns=end, hostname="bench", pid=1, metrics=metrics)
+    return Recording(
+        regions=regions,
+        threads=threads,
+        clock_offset_ns=time.time_ns(),
+        start_ns=0,
+        end_ns=end,
+        hostname="bench",
+        pid=1,
+        metrics=metrics,
+    )
 
 
 def main() -> None:
@@ -79,27 +100,43 @@ def main() -> None:
         high = write_otf2(small, tmp / "highlevel", engine="highlevel")
         fast_rate = fast["events"] / fast["seconds"]
         high_rate = high["events"] / high["seconds"]
-        report("otf2 write, fast engine", fast_rate, "events/s",
-               peer="otf2 high-level writer", peer_value=high_rate,
-               target=">= 1.5e6", met=fast_rate >= TARGET,
-               note=f"{fast['events']:,} events in {fast['seconds']:.2f} s vs "
-                    f"{high['events']:,} in {high['seconds']:.2f} s")
+        report(
+            "otf2 write, fast engine",
+            fast_rate,
+            "events/s",
+            peer="otf2 high-level writer",
+            peer_value=high_rate,
+            target=">= 1.5e6",
+            met=fast_rate >= TARGET,
+            note=f"{fast['events']:,} events in {fast['seconds']:.2f} s vs "
+            f"{high['events']:,} in {high['seconds']:.2f} s",
+        )
         per_call_rate = per_call["events"] / per_call["seconds"]
-        report("otf2 write, ctypes engine (one libotf2 call per event)", per_call_rate,
-               "events/s", peer="otf2 high-level writer", peer_value=high_rate,
-               note="the fallback engine; the target applies to the default (fast) engine; "
-                    f"{per_call['events']:,} events in {per_call['seconds']:.2f} s")
+        report(
+            "otf2 write, ctypes engine (one libotf2 call per event)",
+            per_call_rate,
+            "events/s",
+            peer="otf2 high-level writer",
+            peer_value=high_rate,
+            note="the fallback engine; the target applies to the default (fast) engine; "
+            f"{per_call['events']:,} events in {per_call['seconds']:.2f} s",
+        )
 
         started = time.perf_counter()
         profile = build_profile(big, root_name="bench")
         profile_s = time.perf_counter() - started
         cube = write_cubex(big, tmp / "profile.cubex", profile=profile)
         total_s = profile_s + cube["seconds"]
-        report("profile.cubex write (call paths + file)", total_s, "s",
-               peer="OTF2 fast write of the same events", peer_value=fast["seconds"],
-               note=f"{big.event_count:,} events, {cube['cnodes']:,} cnodes, "
-                    f"{cube['locations']} locations: call paths {profile_s:.2f} s, "
-                    f"file {cube['seconds']:.3f} s")
+        report(
+            "profile.cubex write (call paths + file)",
+            total_s,
+            "s",
+            peer="OTF2 fast write of the same events",
+            peer_value=fast["seconds"],
+            note=f"{big.event_count:,} events, {cube['cnodes']:,} cnodes, "
+            f"{cube['locations']} locations: call paths {profile_s:.2f} s, "
+            f"file {cube['seconds']:.3f} s",
+        )
 
 
 if __name__ == "__main__":

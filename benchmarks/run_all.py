@@ -31,16 +31,23 @@ def machine() -> str:
     except OSError:
         pass
     mem = psutil.virtual_memory().total / 2**30
-    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}"
+    )
 
 
 def run(script: Path) -> tuple[list[dict], str, float, int]:
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(script)], cwd=HERE.parent, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=TIME_LIMIT_S)
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=HERE.parent,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=TIME_LIMIT_S,
+        )
         out, rc = proc.stdout, proc.returncode
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -50,7 +57,7 @@ def run(script: Path) -> tuple[list[dict], str, float, int]:
     for line in out.splitlines():
         if line.startswith("RESULT "):
             try:
-                results.append(json.loads(line[len("RESULT "):]))
+                results.append(json.loads(line[len("RESULT ") :]))
             except ValueError:
                 pass
     return results, out, time.perf_counter() - start, rc
@@ -66,9 +73,11 @@ def fmt(v) -> str:
 
 def main() -> int:
     only = set(sys.argv[1:])
-    scripts = sorted(p for p in HERE.glob("*.py")
-                     if not p.name.startswith("_") and p.name != "run_all.py"
-                     and (not only or p.stem in only))
+    scripts = sorted(
+        p
+        for p in HERE.glob("*.py")
+        if not p.name.startswith("_") and p.name != "run_all.py" and (not only or p.stem in only)
+    )
     rows, sections, failed = [], [], []
     for script in scripts:
         print(f"==> {script.name}", flush=True)
@@ -78,12 +87,16 @@ def main() -> int:
             failed.append(script.name)
         for r in results:
             met = {True: "yes", False: "**no**", None: ""}[r.get("met")]
-            rows.append(f"| {script.stem} | {r['name']} | {fmt(r['value'])} {r['unit']} | "
-                        f"{r.get('peer') or ''} {fmt(r.get('peer_value'))} | "
-                        f"{r.get('target') or ''} | {met} |")
-        sections.append(f"### {script.name} ({seconds:.0f} s, exit {rc})\n\n```\n"
-                        + "\n".join(l for l in out.splitlines() if not l.startswith("RESULT "))
-                        + "\n```\n")
+            rows.append(
+                f"| {script.stem} | {r['name']} | {fmt(r['value'])} {r['unit']} | "
+                f"{r.get('peer') or ''} {fmt(r.get('peer_value'))} | "
+                f"{r.get('target') or ''} | {met} |"
+            )
+        sections.append(
+            f"### {script.name} ({seconds:.0f} s, exit {rc})\n\n```\n"
+            + "\n".join(l for l in out.splitlines() if not l.startswith("RESULT "))
+            + "\n```\n"
+        )
     text = [
         "# Benchmark results",
         "",

@@ -52,9 +52,15 @@ def main() -> None:
             if seen >= 200_000:
                 break
     peer = (time.perf_counter() - t) * N_EVENTS / seen
-    report("run end -> timeline served (1M events)", seconds, "s",
-           peer="public otf2 reader, reading only (extrapolated)", peer_value=peer,
-           target="-", note="index build in the warm worker + first full-view query + JSON")
+    report(
+        "run end -> timeline served (1M events)",
+        seconds,
+        "s",
+        peer="public otf2 reader, reading only (extrapolated)",
+        peer_value=peer,
+        target="-",
+        note="index build in the warm worker + first full-view query + JSON",
+    )
 
 
 if __name__ == "__main__":

@@ -81,23 +81,48 @@ def main() -> None:
         raw_query(t0, t1)
         peer_times.append(time.thread_time() - c)
     peer_p95 = np.percentile(peer_times, 95) * 1e3
-    note = (f"{index.meta['events']:,} events, {len(index.locations)} locations, "
-            f"{QUERIES} windows at {WIDTH} px, index built in {build:.1f} s "
-            f"({index.meta['build_s']['total']:.1f} s when first built); peer on 40 windows")
+    note = (
+        f"{index.meta['events']:,} events, {len(index.locations)} locations, "
+        f"{QUERIES} windows at {WIDTH} px, index built in {build:.1f} s "
+        f"({index.meta['build_s']['total']:.1f} s when first built); peer on 40 windows"
+    )
     report("timeline query p50 (10M events, CPU time)", p50, "ms", target="-", note=note)
-    report("timeline query p95 (10M events, CPU time)", p95, "ms",
-           peer="raw calls, no levels", peer_value=peer_p95, target="<= 50",
-           met=bool(p95 <= 50), note=note)
-    report("timeline query p95 (10M events, wall time)", wall95, "ms", target="<= 50",
-           met=bool(wall95 <= 50), note=f"p50 {wall50:.1f} ms; includes waiting for the CPU")
-    report("timeline largest response (10M events)", max(sizes) / 1e6, "MB",
-           target="<= 1", met=bool(max(sizes) <= 1_000_000))
+    report(
+        "timeline query p95 (10M events, CPU time)",
+        p95,
+        "ms",
+        peer="raw calls, no levels",
+        peer_value=peer_p95,
+        target="<= 50",
+        met=bool(p95 <= 50),
+        note=note,
+    )
+    report(
+        "timeline query p95 (10M events, wall time)",
+        wall95,
+        "ms",
+        target="<= 50",
+        met=bool(wall95 <= 50),
+        note=f"p50 {wall50:.1f} ms; includes waiting for the CPU",
+    )
+    report(
+        "timeline largest response (10M events)",
+        max(sizes) / 1e6,
+        "MB",
+        target="<= 1",
+        met=bool(max(sizes) <= 1_000_000),
+    )
     http_p50, http_p95, cpu_ms = over_http(exp, windows[:100])
-    report("timeline p95 over HTTP (10M events)", http_p95, "ms", target="<= 50",
-           met=bool(http_p95 <= 50),
-           note=f"jupyter server on localhost, token auth, 100 windows; p50 {http_p50:.1f} ms;"
-                f" server CPU {cpu_ms:.1f} ms per request (wall times include the load of "
-                "the other processes on this shared machine)")
+    report(
+        "timeline p95 over HTTP (10M events)",
+        http_p95,
+        "ms",
+        target="<= 50",
+        met=bool(http_p95 <= 50),
+        note=f"jupyter server on localhost, token auth, 100 windows; p50 {http_p50:.1f} ms;"
+        f" server CPU {cpu_ms:.1f} ms per request (wall times include the load of "
+        "the other processes on this shared machine)",
+    )
 
 
 def over_http(exp, windows):
@@ -107,34 +132,51 @@ def over_http(exp, windows):
         port = s.getsockname()[1]
     token = "bench-" + os.urandom(8).hex()
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False",
-         f"--ServerApp.root_dir={exp.parent}", "--ServerApp.log_level=WARN",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}",
+            "--ServerApp.open_browser=False",
+            f"--ServerApp.root_dir={exp.parent}",
+            "--ServerApp.log_level=WARN",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}/scorep/api/timeline?"
     headers = {"Authorization": f"token {token}"}
     try:
         for _ in range(100):  # wait for it to listen
             try:
-                urllib.request.urlopen(urllib.request.Request(
-                    f"http://127.0.0.1:{port}/scorep/api/version", headers=headers), timeout=2)
+                urllib.request.urlopen(
+                    urllib.request.Request(
+                        f"http://127.0.0.1:{port}/scorep/api/version", headers=headers
+                    ),
+                    timeout=2,
+                )
                 break
             except OSError:
                 time.sleep(0.2)
         import psutil
 
         proc = psutil.Process(server.pid)
-        urllib.request.urlopen(urllib.request.Request(  # load the index once
-            base + urllib.parse.urlencode({"path": exp.name, "width": 10}), headers=headers),
-            timeout=120).read()
+        urllib.request.urlopen(
+            urllib.request.Request(  # load the index once
+                base + urllib.parse.urlencode({"path": exp.name, "width": 10}), headers=headers
+            ),
+            timeout=120,
+        ).read()
         cpu0 = sum(proc.cpu_times()[:2])
         times = []
         for t0, t1 in windows:
             q = urllib.parse.urlencode({"path": exp.name, "t0": t0, "t1": t1, "width": WIDTH})
             t = time.perf_counter()
-            with urllib.request.urlopen(urllib.request.Request(base + q, headers=headers),
-                                        timeout=60) as r:
+            with urllib.request.urlopen(
+                urllib.request.Request(base + q, headers=headers), timeout=60
+            ) as r:
                 r.read()
             times.append(time.perf_counter() - t)
         cpu_ms = (sum(proc.cpu_times()[:2]) - cpu0) / len(windows) * 1e3

@@ -15,13 +15,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _kernel_client import kernel  # noqa: E402
-from _report import report  # noqa: E402
+from _kernel_client import kernel
+from _report import report
 
 ROUNDS = 5
 PROFILED = {"scorep": {"profile": True, "backend": "builtin", "isolation": "subprocess"}}
-TIMED_COPY = ("import time as _t\n_s = _t.perf_counter()\nb = a.copy()\n"
-              "_copy_s = _t.perf_counter() - _s\ndel b\nprint(_copy_s)")
+TIMED_COPY = (
+    "import time as _t\n_s = _t.perf_counter()\nb = a.copy()\n"
+    "_copy_s = _t.perf_counter() - _s\ndel b\nprint(_copy_s)"
+)
 
 
 def main() -> None:
@@ -45,9 +47,16 @@ def main() -> None:
     print(f"profiled cell with a 1 GiB array: {', '.join(f'{t:.3f}' for t in trips)} s")
     print(f"a.copy() in a plain cell:         {', '.join(f'{t:.3f}' for t in copies)} s")
     print(f"profiled cell, small namespace:   {', '.join(f'{t:.3f}' for t in smalls)} s")
-    report("1 GiB array through a profiled cell (subprocess)", trip, "s",
-           peer="plain copy of the array", peer_value=copy, target="<= 2x the copy",
-           met=trip <= 2 * copy, note="includes the fixed cost of a profiled cell")
+    report(
+        "1 GiB array through a profiled cell (subprocess)",
+        trip,
+        "s",
+        peer="plain copy of the array",
+        peer_value=copy,
+        target="<= 2x the copy",
+        met=trip <= 2 * copy,
+        note="includes the fixed cost of a profiled cell",
+    )
     report("profiled cell, small namespace, cells back to back (fixed cost)", small, "s")
 
 

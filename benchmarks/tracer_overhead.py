@@ -77,8 +77,9 @@ def viztracer(code):
 
     gc.collect()
     # Python functions only, as our default records (ignore_c_function).
-    tracer = VizTracer(tracer_entries=2_000_000, verbose=0, register_global=False,
-                       ignore_c_function=True)
+    tracer = VizTracer(
+        tracer_entries=2_000_000, verbose=0, register_global=False, ignore_c_function=True
+    )
     t0 = time.perf_counter()
     tracer.start()
     exec(code, {"__name__": "__main__"})
@@ -98,9 +99,13 @@ def pure_python_recorder(code):
 
     def hook(frame, event, arg):
         if event == "call":
-            ta(pc()); ca(frame.f_code); ka(1)  # noqa: E702
+            ta(pc())
+            ca(frame.f_code)
+            ka(1)
         elif event == "return":
-            ta(pc()); ca(frame.f_code); ka(0)  # noqa: E702
+            ta(pc())
+            ca(frame.f_code)
+            ka(0)
 
     gc.collect()
     t = time.perf_counter()
@@ -125,28 +130,48 @@ def interleaved(source: str, name: str, with_python: bool):
 
 
 def main() -> None:
-    print(f"engine: {engine_mod.ENGINE_NAME} (viztracer {engine_mod.VIZTRACER_VERSION}, "
-          f"C recorder, buffer read directly); CPU time is shared with other work on this machine")
+    print(
+        f"engine: {engine_mod.ENGINE_NAME} (viztracer {engine_mod.VIZTRACER_VERSION}, "
+        f"C recorder, buffer read directly); CPU time is shared with other work on this machine"
+    )
     for label, source in (("fib(25)", FIB), ("numpy loop", NUMPY)):
         key = label.split("(")[0].replace(" ", "_")
         base, (o_trace, o_stop, o_events), (v_trace, v_parse, v_events), py = interleaved(
-            source, key, with_python=label == "fib(25)")
+            source, key, with_python=label == "fib(25)"
+        )
         print(f"\n{label}: untraced {base:.4f} s (best of {ROUNDS} interleaved rounds)")
-        print(f"  ours      tracing {o_trace:.4f} s ({o_trace / base:.1f}x), stop() {o_stop:.4f} s, "
-              f"until data {(o_trace + o_stop) / base:.1f}x, {o_events:,} events kept, "
-              f"{o_events / o_trace / 1e6:.2f} M events/s")
-        print(f"  viztracer tracing {v_trace:.4f} s ({v_trace / base:.1f}x), parse() {v_parse:.4f} s, "
-              f"until data {(v_trace + v_parse) / base:.1f}x, {v_events:,} events")
+        print(
+            f"  ours      tracing {o_trace:.4f} s ({o_trace / base:.1f}x), stop() {o_stop:.4f} s, "
+            f"until data {(o_trace + o_stop) / base:.1f}x, {o_events:,} events kept, "
+            f"{o_events / o_trace / 1e6:.2f} M events/s"
+        )
+        print(
+            f"  viztracer tracing {v_trace:.4f} s ({v_trace / base:.1f}x), parse() {v_parse:.4f} s, "
+            f"until data {(v_trace + v_parse) / base:.1f}x, {v_events:,} events"
+        )
         if label == "fib(25)":
             p_trace, p_events = py
-            print(f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.4f} s "
-                  f"({p_trace / base:.1f}x), {p_events:,} events, no filtering or read-out")
-            report("tracer slowdown fib(25), tracing only", round(o_trace / base, 2), "x",
-                   peer="VizTracer tracing only", peer_value=round(v_trace / base, 2),
-                   note=f"pure-Python recorder {p_trace / base:.1f}x")
-        report(f"tracer slowdown {label}, until data in hand", round((o_trace + o_stop) / base, 2), "x",
-               peer="VizTracer incl. parse()", peer_value=round((v_trace + v_parse) / base, 2),
-               target="<= VizTracer's", met=(o_trace + o_stop) <= (v_trace + v_parse))
+            print(
+                f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.4f} s "
+                f"({p_trace / base:.1f}x), {p_events:,} events, no filtering or read-out"
+            )
+            report(
+                "tracer slowdown fib(25), tracing only",
+                round(o_trace / base, 2),
+                "x",
+                peer="VizTracer tracing only",
+                peer_value=round(v_trace / base, 2),
+                note=f"pure-Python recorder {p_trace / base:.1f}x",
+            )
+        report(
+            f"tracer slowdown {label}, until data in hand",
+            round((o_trace + o_stop) / base, 2),
+            "x",
+            peer="VizTracer incl. parse()",
+            peer_value=round((v_trace + v_parse) / base, 2),
+            target="<= VizTracer's",
+            met=(o_trace + o_stop) <= (v_trace + v_parse),
+        )
 
     # C functions on (c_functions=True): what recording builtins would cost by default.
     code, filename = compiled(NUMPY, "numpy_c")
@@ -162,17 +187,23 @@ def main() -> None:
             runs.append((time.perf_counter() - t0, m.stop().event_count))
     c_trace, c_events = min(runs)
     base_c = min(bases)
-    print(f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
-          f"{c_trace / base_c:.1f}x, {c_events:,} events")
-    report("tracer slowdown numpy loop, C functions recorded (off by default)",
-           round(c_trace / base_c, 2), "x", note=f"c_functions=True, {c_events:,} events")
+    print(
+        f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
+        f"{c_trace / base_c:.1f}x, {c_events:,} events"
+    )
+    report(
+        "tracer slowdown numpy loop, C functions recorded (off by default)",
+        round(c_trace / base_c, 2),
+        "x",
+        note=f"c_functions=True, {c_events:,} events",
+    )
 
     # import sympy (pure Python, heavy) in a fresh interpreter: one region under our
     # tracer. numpy is loaded first in every mode, as our package imports it.
     import subprocess
 
     script = (
-        "import sys, time, tempfile, numpy; sys.path.insert(0, %r)\n"
+        "import sys, time, tempfile, numpy; sys.path.insert(0, {kernel_dir!r})\n"
         "mode = sys.argv[1]\n"
         "if mode == 'ours':\n"
         "    from scorep_kernel.measure import Measurement\n"
@@ -189,25 +220,41 @@ def main() -> None:
         "elif mode == 'viz':\n"
         "    v.stop(); n = 2 * v.parse()\n"
         "print(dt, n)\n"
-    ) % str(HERE.parent / "kernel")
+    ).replace("{kernel_dir!r}", repr(str(HERE.parent / "kernel")))
     res: dict = {}
     for _ in range(ROUNDS):  # interleaved, best of each
         for mode in ("plain", "ours", "viz"):
-            out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, "-c", script, mode], capture_output=True, text=True
+            )
             dt, n = out.stdout.split()
             if mode not in res or float(dt) < res[mode][0]:
                 res[mode] = (float(dt), int(n))
-    print(f"import sympy (fresh interpreter): plain {res['plain'][0]:.3f} s; ours "
-          f"{res['ours'][0]:.3f} s, {res['ours'][1]} events (cell + one import:sympy region); VizTracer "
-          f"{res['viz'][0]:.3f} s, {res['viz'][1]:,} events")
-    report("import sympy under the tracer", round(res["ours"][0] / res["plain"][0], 2), "x",
-           peer="VizTracer", peer_value=round(res["viz"][0] / res["plain"][0], 2),
-           note=f"ours {res['ours'][1]} events, VizTracer {res['viz'][1]} events")
+    print(
+        f"import sympy (fresh interpreter): plain {res['plain'][0]:.3f} s; ours "
+        f"{res['ours'][0]:.3f} s, {res['ours'][1]} events (cell + one import:sympy region); VizTracer "
+        f"{res['viz'][0]:.3f} s, {res['viz'][1]:,} events"
+    )
+    report(
+        "import sympy under the tracer",
+        round(res["ours"][0] / res["plain"][0], 2),
+        "x",
+        peer="VizTracer",
+        peer_value=round(res["viz"][0] / res["plain"][0], 2),
+        note=f"ours {res['ours'][1]} events, VizTracer {res['viz'][1]} events",
+    )
 
-    print(f"\nbytes per event while recording: {engine_mod.NODE_BYTES} bytes per call = "
-          f"{engine_mod.NODE_BYTES / 2:.0f} bytes per event (VizTracer's node, enter+leave in one)")
-    report("bytes per event while recording", engine_mod.NODE_BYTES / 2, "bytes",
-           target="< 100", met=engine_mod.NODE_BYTES / 2 < 100)
+    print(
+        f"\nbytes per event while recording: {engine_mod.NODE_BYTES} bytes per call = "
+        f"{engine_mod.NODE_BYTES / 2:.0f} bytes per event (VizTracer's node, enter+leave in one)"
+    )
+    report(
+        "bytes per event while recording",
+        engine_mod.NODE_BYTES / 2,
+        "bytes",
+        target="< 100",
+        met=engine_mod.NODE_BYTES / 2 < 100,
+    )
 
     sampler = MetricSampler(0.1)
     sampler.start()
@@ -216,9 +263,13 @@ def main() -> None:
     sampler.stop()
     wall = time.perf_counter() - t
     share = 100 * sampler.cpu_time_s / wall
-    print(f"metric sampler at 100 ms: {sampler.cpu_time_s * 1e3:.1f} ms CPU in {wall:.1f} s "
-          f"({len(sampler._times)} samples)")
-    report("metric sampler CPU at 100 ms", round(share, 3), "% of a core", target="< 1%", met=share < 1)
+    print(
+        f"metric sampler at 100 ms: {sampler.cpu_time_s * 1e3:.1f} ms CPU in {wall:.1f} s "
+        f"({len(sampler._times)} samples)"
+    )
+    report(
+        "metric sampler CPU at 100 ms", round(share, 3), "% of a core", target="< 1%", met=share < 1
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ import secrets
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 FORMAT_VERSION = 1
 

@@ -18,17 +18,18 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
 
 from scorep_kernel import __version__
-from scorep_kernel.state import transfer
-from scorep_kernel.settings import Availability, KernelSettings, SettingsError, detect
-from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
 from scorep_kernel.runs.base import RunBase, error_reply, reserve_experiment
+from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.subprocess_run import SubprocessRun, WorkerDied
+from scorep_kernel.settings import Availability, KernelSettings, SettingsError, detect
+from scorep_kernel.state import transfer
 from scorep_kernel.worker.client import WorkerPool
 
 log = logging.getLogger("scorep_kernel")
@@ -42,7 +43,11 @@ def namespace_modules(namespace: dict[str, Any]) -> list[str]:
         if isinstance(value, types.ModuleType):
             name = value.__name__
         else:
-            name = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType)) else None
+            name = (
+                getattr(value, "__module__", None)
+                if isinstance(value, (type, types.FunctionType))
+                else None
+            )
             name = name or getattr(type(value), "__module__", None)
         if isinstance(name, str) and name in sys.modules and not name.startswith(_SKIP_PRELOAD):
             found.add(name)
@@ -379,7 +384,9 @@ class ScorePKernel(IPythonKernel):
             if recipe.backend == "scorep"
             else None
         )
-        self.pool.prepare(recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved)
+        self.pool.prepare(
+            recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved
+        )
 
     def do_shutdown(self, restart):
         self._after_reply = [c for c in self._after_reply if c != self._prepare_spare]

@@ -80,7 +80,9 @@ def parse_binding_arguments(body: str) -> list[str]:
     try:
         args = shlex.split(body, comments=True)
     except ValueError as e:
-        raise SettingsError(f"%%scorep_python_binding_arguments: cannot split the line ({e})") from None
+        raise SettingsError(
+            f"%%scorep_python_binding_arguments: cannot split the line ({e})"
+        ) from None
     for arg in args:
         if not arg.startswith("-"):
             raise SettingsError(

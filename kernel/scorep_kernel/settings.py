@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 BACKENDS = ("auto", "scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
@@ -43,15 +44,14 @@ def detect() -> Availability:
     from scorep_kernel.measure.detect import detect_scorep
 
     found = detect_scorep()
-    return Availability(bool(found["available"]), str(found["message"]), True,
-                        "builtin tracer installed")
+    return Availability(
+        bool(found["available"]), str(found["message"]), True, "builtin tracer installed"
+    )
 
 
 def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise SettingsError(
-            f"{key}={value!r} is not a choice: use one of {', '.join(choices)}"
-        )
+        raise SettingsError(f"{key}={value!r} is not a choice: use one of {', '.join(choices)}")
     return value
 
 
@@ -60,7 +60,9 @@ def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key in _INT_KEYS:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
                 raise SettingsError(f"{key} must be a whole number >= 0, not {value!r}")
         elif key == "metric_interval":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -96,7 +98,9 @@ class CellSettings:
     measure: dict[str, Any]
     run: str | None = None  # multi-cell run id
     last: bool = False
-    experiment_parent: str | None = None  # where run directories go (None: <cwd>/scorep-experiments)
+    experiment_parent: str | None = (
+        None  # where run directories go (None: <cwd>/scorep-experiments)
+    )
 
 
 @dataclass
@@ -120,9 +124,7 @@ class KernelSettings:
             if backend:
                 settings.backend = _check_choice("SCOREP_KERNEL_BACKEND", backend, BACKENDS)
             if isolation:
-                settings.isolation = _check_choice(
-                    "SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS
-                )
+                settings.isolation = _check_choice("SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS)
         except SettingsError as e:  # a bad variable must not stop the kernel
             settings.environ_problem = f"{e} (the variable is ignored)"
         spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip().lower()
@@ -168,7 +170,9 @@ class KernelSettings:
                 new_backend = _check_choice("backend", value, BACKENDS)
             elif key == "isolation":
                 new_isolation = (
-                    None if value in ("", "default", None) else _check_choice("isolation", value, ISOLATIONS)
+                    None
+                    if value in ("", "default", None)
+                    else _check_choice("isolation", value, ISOLATIONS)
                 )
             elif key == "spare_worker":
                 spare = bool(value)

@@ -79,24 +79,39 @@ def known_threads(base: int = MONO_BASE) -> list[ThreadEvents]:
         "Master thread",
         0,
         [
-            (CELL, b, b + 1000 * MS, [
-                (G, b + 100 * MS, b + 800 * MS, [
-                    (F, b + 100 * MS, b + 300 * MS, [(H, b + 150 * MS, b + 200 * MS)]),
-                    (F, b + 300 * MS, b + 500 * MS),
-                    (F, b + 500 * MS, b + 700 * MS),
-                ]),
-            ]),
+            (
+                CELL,
+                b,
+                b + 1000 * MS,
+                [
+                    (
+                        G,
+                        b + 100 * MS,
+                        b + 800 * MS,
+                        [
+                            (F, b + 100 * MS, b + 300 * MS, [(H, b + 150 * MS, b + 200 * MS)]),
+                            (F, b + 300 * MS, b + 500 * MS),
+                            (F, b + 500 * MS, b + 700 * MS),
+                        ],
+                    ),
+                ],
+            ),
         ],
     )
     worker = thread_from_calls(
         "Thread 1 (worker)",
         1,
         [
-            (G, b + 200 * MS, b + 900 * MS, [
-                (F, b + 250 * MS, b + 450 * MS),
-                (F, b + 450 * MS, b + 650 * MS),
-                (F, b + 650 * MS, b + 850 * MS),
-            ]),
+            (
+                G,
+                b + 200 * MS,
+                b + 900 * MS,
+                [
+                    (F, b + 250 * MS, b + 450 * MS),
+                    (F, b + 450 * MS, b + 650 * MS),
+                    (F, b + 650 * MS, b + 850 * MS),
+                ],
+            ),
         ],
     )
     return [master, worker]
@@ -104,16 +119,28 @@ def known_threads(base: int = MONO_BASE) -> list[ThreadEvents]:
 
 def known_metrics(base: int = MONO_BASE) -> MetricSamples:
     series = [
-        {"key": "cpu.total", "label": "CPU total", "unit": "%", "group": "cpu",
-         "description": "CPU utilisation of all cores"},
-        {"key": "mem.rss", "label": "Memory (RSS)", "unit": "bytes", "group": "memory",
-         "description": "Resident memory of the measured process tree"},
+        {
+            "key": "cpu.total",
+            "label": "CPU total",
+            "unit": "%",
+            "group": "cpu",
+            "description": "CPU utilisation of all cores",
+        },
+        {
+            "key": "mem.rss",
+            "label": "Memory (RSS)",
+            "unit": "bytes",
+            "group": "memory",
+            "description": "Resident memory of the measured process tree",
+        },
     ]
     times = base + np.arange(0, 1001 * MS, 100 * MS, dtype=np.int64)
-    values = np.column_stack([
-        np.linspace(10.0, 90.0, times.size),
-        np.full(times.size, 123_456_789.0),
-    ])
+    values = np.column_stack(
+        [
+            np.linspace(10.0, 90.0, times.size),
+            np.full(times.size, 123_456_789.0),
+        ]
+    )
     return MetricSamples(series=series, times=times, values=values, interval_s=0.1)
 
 
@@ -138,18 +165,20 @@ def known_recording() -> Recording:
     return make_recording(known_threads(), metrics=known_metrics())
 
 
-def random_recording(seed: int, n_threads: int = 2, n_events: int = 2000, n_regions: int = 12,
-                     max_depth: int = 8) -> Recording:
+def random_recording(
+    seed: int, n_threads: int = 2, n_events: int = 2000, n_regions: int = 12, max_depth: int = 8
+) -> Recording:
     """Random balanced call stacks (times strictly increasing per thread)."""
     rng = np.random.default_rng(seed)
-    regions = [Region(f"mod{i % 3}:fn{i}", f"mod{i % 3}", f"/src/mod{i % 3}.py", i + 1)
-               for i in range(n_regions)]
+    regions = [
+        Region(f"mod{i % 3}:fn{i}", f"mod{i % 3}", f"/src/mod{i % 3}.py", i + 1)
+        for i in range(n_regions)
+    ]
     threads = []
     for t in range(n_threads):
         kinds, regs, stack = [], [], []
         while len(kinds) < n_events or stack:
-            if stack and (len(stack) >= max_depth or len(kinds) >= n_events
-                          or rng.random() < 0.45):
+            if stack and (len(stack) >= max_depth or len(kinds) >= n_events or rng.random() < 0.45):
                 kinds.append(LEAVE)
                 regs.append(stack.pop())
             else:
@@ -159,13 +188,15 @@ def random_recording(seed: int, n_threads: int = 2, n_events: int = 2000, n_regi
                 regs.append(r)
         steps = rng.integers(1, 1000, size=len(kinds))
         times = MONO_BASE + np.cumsum(steps)
-        threads.append(ThreadEvents(
-            name="Master thread" if t == 0 else f"Thread {t}",
-            thread_id=t,
-            times=times.astype(np.int64),
-            regions=np.asarray(regs, dtype=np.int32),
-            kinds=np.asarray(kinds, dtype=np.int8),
-        ))
+        threads.append(
+            ThreadEvents(
+                name="Master thread" if t == 0 else f"Thread {t}",
+                thread_id=t,
+                times=times.astype(np.int64),
+                regions=np.asarray(regs, dtype=np.int32),
+                kinds=np.asarray(kinds, dtype=np.int8),
+            )
+        )
     return make_recording(threads, regions)
 
 
@@ -202,8 +233,7 @@ def expected_thread_events(recording: Recording) -> dict[str, list[tuple]]:
         times = (np.asarray(t.times, np.int64) + recording.clock_offset_ns).tolist()
         expected[t.name] = [
             ("Enter" if k == ENTER else "Leave", ts, recording.regions[r].name)
-            for ts, r, k in zip(times, np.asarray(t.regions).tolist(),
-                                np.asarray(t.kinds).tolist())
+            for ts, r, k in zip(times, np.asarray(t.regions).tolist(), np.asarray(t.kinds).tolist())
         ]
     return expected
 
@@ -212,9 +242,7 @@ def otf2_print_available() -> bool:
     return shutil.which("otf2-print") is not None
 
 
-_EVENT_LINE = re.compile(
-    r'^(ENTER|LEAVE)\s+(\d+)\s+(\d+)\s+Region: "(.*)" <(\d+)>\s*$'
-)
+_EVENT_LINE = re.compile(r'^(ENTER|LEAVE)\s+(\d+)\s+(\d+)\s+Region: "(.*)" <(\d+)>\s*$')
 _METRIC_LINE = re.compile(r"^METRIC\s+(\d+)\s+(\d+)\s+Metric: (\d+), (\d+) Values: (.*)$")
 _METRIC_VALUE = re.compile(r'\("([^"]*)" <\d+>; (\w+); ([^)]*)\)')
 
@@ -222,8 +250,9 @@ _METRIC_VALUE = re.compile(r'\("([^"]*)" <\d+>; (\w+); ([^)]*)\)')
 def otf2_print_events(anchor) -> list[tuple]:
     """Events from ``otf2-print``: (kind, location id, time, region name) for enter/leave,
     ("METRIC", location id, time, [(member, type, value)])."""
-    text = subprocess.run(["otf2-print", str(anchor)], check=True, capture_output=True,
-                          text=True, encoding="utf-8").stdout
+    text = subprocess.run(
+        ["otf2-print", str(anchor)], check=True, capture_output=True, text=True, encoding="utf-8"
+    ).stdout
     events = []
     for line in text.splitlines():
         m = _EVENT_LINE.match(line)
@@ -238,26 +267,42 @@ def otf2_print_events(anchor) -> list[tuple]:
 
 
 def otf2_print_definitions(anchor) -> str:
-    return subprocess.run(["otf2-print", "-G", str(anchor)], check=True, capture_output=True,
-                          text=True, encoding="utf-8").stdout
+    return subprocess.run(
+        ["otf2-print", "-G", str(anchor)],
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    ).stdout
 
 
 @pytest.fixture
 def rec() -> types.SimpleNamespace:
     """Recording builders and the region indices / clock constants of the known recording."""
     return types.SimpleNamespace(
-        MS=MS, MONO_BASE=MONO_BASE, EPOCH_BASE=EPOCH_BASE, CELL=CELL, G=G, F=F, H=H,
-        KNOWN_REGIONS=KNOWN_REGIONS, thread_from_calls=thread_from_calls,
-        known_threads=known_threads, known_metrics=known_metrics,
-        make_recording=make_recording, random_recording=random_recording,
+        MS=MS,
+        MONO_BASE=MONO_BASE,
+        EPOCH_BASE=EPOCH_BASE,
+        CELL=CELL,
+        G=G,
+        F=F,
+        H=H,
+        KNOWN_REGIONS=KNOWN_REGIONS,
+        thread_from_calls=thread_from_calls,
+        known_threads=known_threads,
+        known_metrics=known_metrics,
+        make_recording=make_recording,
+        random_recording=random_recording,
     )
 
 
 @pytest.fixture
 def readback() -> types.SimpleNamespace:
     return types.SimpleNamespace(
-        read_events=read_events, events_by_location=events_by_location,
+        read_events=read_events,
+        events_by_location=events_by_location,
         expected_thread_events=expected_thread_events,
-        otf2_print_available=otf2_print_available, otf2_print_events=otf2_print_events,
+        otf2_print_available=otf2_print_available,
+        otf2_print_events=otf2_print_events,
         otf2_print_definitions=otf2_print_definitions,
     )

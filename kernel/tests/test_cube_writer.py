@@ -32,15 +32,18 @@ def read_cubex(path) -> dict:
             "names": {c.id: cx.get_region(c).name for c in cnodes},
             "parent": {c.id: (c.parent.id if c.parent else -1) for c in cnodes},
             "regions": {c.id: cx.get_region(c) for c in cnodes},
-            "metrics": {m.name: (getattr(m.metric_type, "name", str(m.metric_type)),
-                                 m.data_type, m.units) for m in cx.get_metrics()},
+            "metrics": {
+                m.name: (getattr(m.metric_type, "name", str(m.metric_type)), m.data_type, m.units)
+                for m in cx.get_metrics()
+            },
         }
         for name in ("visits", "time", "min_time", "max_time"):
             mv = cx.get_metric_values(cx.get_metric_by_name(name))
             out[name] = {c.id: _as_float(mv.cnode_values(c)) for c in cnodes}
         mv = cx.get_metric_values(cx.get_metric_by_name("time"))
-        out["excl_time"] = {c.id: _as_float(mv.cnode_values(c, convert_to_exclusive=True))
-                            for c in cnodes}
+        out["excl_time"] = {
+            c.id: _as_float(mv.cnode_values(c, convert_to_exclusive=True)) for c in cnodes
+        }
     return out
 
 
@@ -91,8 +94,12 @@ KNOWN = {
     "run 1/__main__:<cell 1>": ([1, 0], [1.0, 0], [1.0, 0], [1.0, 0]),
     "run 1/__main__:<cell 1>/__main__:g": ([1, 0], [0.7, 0], [0.7, 0], [0.7, 0]),
     "run 1/__main__:<cell 1>/__main__:g/__main__:f": ([3, 0], [0.6, 0], [0.2, 0], [0.2, 0]),
-    "run 1/__main__:<cell 1>/__main__:g/__main__:f/numpy:h":
-        ([1, 0], [0.05, 0], [0.05, 0], [0.05, 0]),
+    "run 1/__main__:<cell 1>/__main__:g/__main__:f/numpy:h": (
+        [1, 0],
+        [0.05, 0],
+        [0.05, 0],
+        [0.05, 0],
+    ),
     "run 1/__main__:g": ([0, 1], [0, 0.7], [0, 0.7], [0, 0.7]),
     "run 1/__main__:g/__main__:f": ([0, 3], [0, 0.6], [0, 0.2], [0, 0.2]),
 }
@@ -112,8 +119,15 @@ def test_known_recording_exact_values(tmp_path, known_recording):
         "min_time": ("EXCLUSIVE", "MINDOUBLE", "sec"),
         "max_time": ("EXCLUSIVE", "MAXDOUBLE", "sec"),
     }
-    got = {path_names(cube, c): (cube["visits"][c], cube["time"][c], cube["min_time"][c],
-                                  cube["max_time"][c]) for c in cube["names"]}
+    got = {
+        path_names(cube, c): (
+            cube["visits"][c],
+            cube["time"][c],
+            cube["min_time"][c],
+            cube["max_time"][c],
+        )
+        for c in cube["names"]
+    }
     assert got == KNOWN  # exact: ns / 1e9 rounds to the same doubles as the literals
 
     by_path = {path_names(cube, c): c for c in cube["names"]}
@@ -123,13 +137,24 @@ def test_known_recording_exact_values(tmp_path, known_recording):
 
     h = cube["regions"][by_path["run 1/__main__:<cell 1>/__main__:g/__main__:f/numpy:h"]]
     assert (h.mod, h.begin, h.paradigm, h.role, h.description) == (
-        "/usr/lib/numpy/h.py", 77, "user:numpy", "function", "function")
+        "/usr/lib/numpy/h.py",
+        77,
+        "user:numpy",
+        "function",
+        "function",
+    )
     cell_region = cube["regions"][cell]
     assert (cell_region.role, cell_region.description, cell_region.paradigm) == (
-        "code", "cell", "user:__main__")
+        "code",
+        "cell",
+        "user:__main__",
+    )
     root_region = cube["regions"][0]
     assert (root_region.name, root_region.role, root_region.paradigm) == (
-        "run 1", "artificial", "measurement")
+        "run 1",
+        "artificial",
+        "measurement",
+    )
 
 
 def test_cube_values_equal_the_callpath_profile(tmp_path, known_recording):
@@ -157,8 +182,9 @@ def test_inclusive_rows_are_in_wide_search_order(tmp_path, known_recording):
     write_cubex(known_recording, path, profile=profile)
     with tarfile.open(path) as tar:
         members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
-    assert list(members) == ["anchor.xml"] + [f"{i}.{k}" for i in range(4)
-                                              for k in ("index", "data")]
+    assert list(members) == ["anchor.xml"] + [
+        f"{i}.{k}" for i in range(4) for k in ("index", "data")
+    ]
 
     def index_positions(raw):
         assert raw[:11] == b"CUBEX.INDEX"
@@ -204,9 +230,12 @@ def test_random_recordings_against_a_naive_reference(tmp_path, rec, seed):
             continue
         for ti in range(3):
             v, incl, vmin, vmax = naive[p].get(ti, [0, 0, 0, 0])
-            assert (int(profile.visits[c, ti]), int(profile.incl_ns[c, ti]),
-                    int(profile.min_ns[c, ti]), int(profile.max_ns[c, ti])) == (
-                        v, incl, vmin if v else 0, vmax)
+            assert (
+                int(profile.visits[c, ti]),
+                int(profile.incl_ns[c, ti]),
+                int(profile.min_ns[c, ti]),
+                int(profile.max_ns[c, ti]),
+            ) == (v, incl, vmin if v else 0, vmax)
     # pre-order ids: every parent precedes its children, siblings by first visit
     assert all(profile.parent[c] < c for c in range(1, profile.num_cnodes))
 
@@ -223,8 +252,9 @@ def test_random_recordings_against_a_naive_reference(tmp_path, rec, seed):
 
 
 def _empty(name="Thread 2 (idle)", tid=2):
-    return ThreadEvents(name, tid, np.zeros(0, np.int64), np.zeros(0, np.int32),
-                        np.zeros(0, np.int8))
+    return ThreadEvents(
+        name, tid, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8)
+    )
 
 
 def test_empty_thread_gets_a_zero_column(tmp_path, rec):
@@ -274,13 +304,15 @@ def test_single_event_pair(tmp_path, rec):
 
 
 def test_unicode_and_xml_special_names(tmp_path, rec):
-    regions = [Region("__main__:größe<λ>&\"数据\"", "__main__", "/tmp/ünï & co.py", 3),
-               Region("bad\x01control", "m\x02od", "", 0)]
+    regions = [
+        Region('__main__:größe<λ>&"数据"', "__main__", "/tmp/ünï & co.py", 3),
+        Region("bad\x01control", "m\x02od", "", 0),
+    ]
     t = rec.thread_from_calls("Faden ✓ <1>", 0, [(0, 10, 40, [(1, 20, 30)])])
     write_cubex(rec.make_recording([t], regions), tmp_path / "p.cubex")
     cube = read_cubex(tmp_path / "p.cubex")
     assert cube["locations"] == ["Faden ✓ <1>"]
-    assert cube["names"][0] == "__main__:größe<λ>&\"数据\""
+    assert cube["names"][0] == '__main__:größe<λ>&"数据"'
     assert cube["regions"][0].mod == "/tmp/ünï & co.py"
     # XML 1.0 cannot hold control characters: they become U+FFFD
     assert cube["names"][1] == "bad\ufffdcontrol"
@@ -291,7 +323,8 @@ def test_very_deep_stack(tmp_path, rec):
     regions = [Region(f"deep:level{i}", "deep") for i in range(depth)]
     levels = np.arange(depth)
     thread = ThreadEvents(
-        "Master thread", 0,
+        "Master thread",
+        0,
         times=np.arange(2 * depth, dtype=np.int64) + rec.MONO_BASE,
         regions=np.concatenate([levels, levels[::-1]]).astype(np.int32),
         kinds=np.concatenate([np.full(depth, ENTER), np.full(depth, LEAVE)]).astype(np.int8),
@@ -331,8 +364,13 @@ def test_very_deep_stack(tmp_path, rec):
     ],
 )
 def test_unusable_events_are_named(tmp_path, rec, times, regions, kinds, message):
-    t = ThreadEvents("Master thread", 0, np.array(times, np.int64),
-                     np.array(regions, np.int32), np.array(kinds, np.int8))
+    t = ThreadEvents(
+        "Master thread",
+        0,
+        np.array(times, np.int64),
+        np.array(regions, np.int32),
+        np.array(kinds, np.int8),
+    )
     with pytest.raises(RecordingError, match=message):
         write_cubex(rec.make_recording([t]), tmp_path / "p.cubex")
     assert not (tmp_path / "p.cubex").exists()

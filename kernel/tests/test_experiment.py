@@ -25,13 +25,18 @@ def test_create_uses_explicit_directory_or_default_parent(tmp_path):
 
 
 def test_manifest_life_cycle_merges_files_and_appends_errors(tmp_path):
-    m = ex.new_manifest("x1", backend="builtin", isolation="subprocess",
-                        cells=[{"cell_id": "c", "execution_count": 3, "code": "f()"}])
+    m = ex.new_manifest(
+        "x1",
+        backend="builtin",
+        isolation="subprocess",
+        cells=[{"cell_id": "c", "execution_count": 3, "code": "f()"}],
+    )
     ex.write_manifest(tmp_path, m)
     assert ex.read_manifest(tmp_path)["status"] == "running"
     ex.update_manifest(tmp_path, files={"otf2": "traces.otf2"}, errors=["first"])
-    new = ex.update_manifest(tmp_path, files={"cubex": "profile.cubex"}, errors=["second"],
-                             status="ok")
+    new = ex.update_manifest(
+        tmp_path, files={"cubex": "profile.cubex"}, errors=["second"], status="ok"
+    )
     assert new["files"] == {"otf2": "traces.otf2", "cubex": "profile.cubex"}
     assert new["errors"] == ["first", "second"] and new["status"] == "ok"
     assert ex.read_manifest(tmp_path) == new
@@ -51,15 +56,20 @@ def test_concurrent_updates_lose_nothing(tmp_path):
     assert len(ex.read_manifest(tmp_path)["files"]) == 20
 
 
-@pytest.mark.parametrize("content, reason", [
-    (None, "has no manifest.json"),
-    (b"{not json", "not valid JSON"),
-    (b"\xff\xfe\x00garbage", "not UTF-8"),
-    (b"[1, 2]", "does not hold a JSON object"),
-    (json.dumps({"format_version": 99, "id": "a", "backend": "b", "status": "ok"}).encode(),
-     "format version 99"),
-    (json.dumps({"format_version": 1, "backend": "b", "status": "ok"}).encode(), "'id'"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (None, "has no manifest.json"),
+        (b"{not json", "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b"[1, 2]", "does not hold a JSON object"),
+        (
+            json.dumps({"format_version": 99, "id": "a", "backend": "b", "status": "ok"}).encode(),
+            "format version 99",
+        ),
+        (json.dumps({"format_version": 1, "backend": "b", "status": "ok"}).encode(), "'id'"),
+    ],
+)
 def test_bad_manifests_are_refused_with_the_reason(tmp_path, content, reason):
     if content is not None:
         (tmp_path / ex.MANIFEST).write_bytes(content)
@@ -72,16 +82,19 @@ def test_list_experiments_newest_first_skipping_broken(tmp_path):
     for i, start in enumerate((10, 30, 20)):
         d = parent / f"e{i}"
         d.mkdir(parents=True)
-        ex.write_manifest(d, ex.new_manifest(f"e{i}", backend="builtin",
-                                             isolation="inprocess", start_ns=start))
+        ex.write_manifest(
+            d, ex.new_manifest(f"e{i}", backend="builtin", isolation="inprocess", start_ns=start)
+        )
     (parent / "broken").mkdir()
     (parent / "broken" / ex.MANIFEST).write_bytes(b"\xff")
     assert [m["id"] for _, m in ex.list_experiments(parent)] == ["e1", "e2", "e0"]
 
 
 def test_metrics_round_trip_and_mismatch(tmp_path):
-    series = [{"key": "cpu.total", "label": "CPU", "unit": "%", "group": "cpu"},
-              {"key": "mem.rss", "label": "RSS", "unit": "B", "group": "memory"}]
+    series = [
+        {"key": "cpu.total", "label": "CPU", "unit": "%", "group": "cpu"},
+        {"key": "mem.rss", "label": "RSS", "unit": "B", "group": "memory"},
+    ]
     t = np.arange(5, dtype=np.int64) * 100_000_000
     v = np.arange(10, dtype=np.float64).reshape(5, 2)
     ex.write_metrics(tmp_path, series, t, v, interval_s=0.1, notes=["no GPU"])

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_kernel_harness import MIME, PROFILE_IN, PROFILE_SUB, KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
@@ -101,7 +100,9 @@ def test_rich_outputs_and_execution_count(kernels):
         PROFILE_SUB,
     )
     assert result.status == "ok", result.reply
-    html = [c for c in result.of("display_data") if "text/html" in c["data"] and MIME not in c["data"]]
+    html = [
+        c for c in result.of("display_data") if "text/html" in c["data"] and MIME not in c["data"]
+    ]
     assert html and html[0]["data"]["text/html"] == "<b>bold</b>"
     assert "printed" in result.stdout()
     assert "from-shell" in result.stdout()
@@ -187,11 +188,15 @@ def test_bad_settings_give_clear_error_and_kernel_lives(kernels):
 def test_execute_with_scorep_magic_and_scorep_env(kernels, workdir):
     profiled, _ = kernels
     target = workdir / "chosen-experiment"
-    env = profiled.run(f"%%scorep_env\nSCOREP_EXPERIMENT_DIRECTORY={target}\nSCOREP_ENABLE_TRACING=true")
+    env = profiled.run(
+        f"%%scorep_env\nSCOREP_EXPERIMENT_DIRECTORY={target}\nSCOREP_ENABLE_TRACING=true"
+    )
     assert env.status == "ok"
     assert profiled.run("%%scorep_env\nPATH=/bin").status == "error"
     assert profiled.run("%scorep isolation=subprocess").status == "ok"  # kernel-wide default
-    result = profiled.run("%%execute_with_scorep\nimport os\nseen = os.environ.get('SCOREP_EXPERIMENT_DIRECTORY')")
+    result = profiled.run(
+        "%%execute_with_scorep\nimport os\nseen = os.environ.get('SCOREP_EXPERIMENT_DIRECTORY')"
+    )
     try:
         assert result.status == "ok", result.reply
         assert Path(result.bundle()["path"]) == target
@@ -286,7 +291,7 @@ def test_prints_and_displays_keep_their_order(kernels):
     out = [(k, t) for k, name, t in seq if k == "display" or name == "stdout"]
     shown = next(i for i, (k, _) in enumerate(out) if k == "display")
     before = "".join(t for k, t in out[:shown] if k == "stream")
-    assert before == "one\n", f"display came out of order: {out[:shown + 2]}"
+    assert before == "one\n", f"display came out of order: {out[: shown + 2]}"
     assert "three\n" in "".join(t for k, name, t in seq if name == "stderr")
     numbers = "".join(t for k, name, t in seq if k == "stream" and name == "stdout")
     assert numbers == "one\n" + "".join(f"{i}\n" for i in range(20000)) + "end\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from test_kernel_harness import PROFILE_SUB, KernelHandle
 
 pytestmark = pytest.mark.timeout(180)
@@ -75,9 +74,11 @@ def test_interrupt_stops_cell_quickly_and_keeps_partial_state(kernel):
 def test_interrupt_that_cannot_stop_the_cell_kills_the_worker(kernel):
     # The cell blocks SIGINT (as native code stuck in a system call effectively does): the
     # kernel kills the worker after its grace period and keeps the namespace as it was.
-    code = ("stuck = 'in worker'\nimport signal, time\n"
-            "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
-            "print('blocked', flush=True)\ntime.sleep(30)")
+    code = (
+        "stuck = 'in worker'\nimport signal, time\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
+        "print('blocked', flush=True)\ntime.sleep(30)"
+    )
     msg_id = kernel.send(code, PROFILE_SUB)
     kernel.wait_output(msg_id, "blocked")
     sent = time.monotonic()
@@ -147,7 +148,9 @@ def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
 
 
 def test_input_in_a_profiled_cell_is_asked_of_the_notebook(kernel):
-    result, asked = kernel.run_answering("answer = input('name? ')\nprint('hi', answer)", PROFILE_SUB, "Ada")
+    result, asked = kernel.run_answering(
+        "answer = input('name? ')\nprint('hi', answer)", PROFILE_SUB, "Ada"
+    )
     assert result.status == "ok", result.reply
     assert asked == {"prompt": "name? ", "password": False}
     assert "hi Ada" in result.stdout()
@@ -171,7 +174,9 @@ def test_interrupt_while_input_waits(kernel):
 
 def test_inprocess_interrupt_and_error_are_recorded(kernel):
     inproc = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
-    msg_id = kernel.send("import time\nin_partial = 1\nprint('asleep', flush=True)\ntime.sleep(30)", inproc)
+    msg_id = kernel.send(
+        "import time\nin_partial = 1\nprint('asleep', flush=True)\ntime.sleep(30)", inproc
+    )
     kernel.wait_output(msg_id, "asleep")
     time.sleep(0.3)
     sent = time.monotonic()

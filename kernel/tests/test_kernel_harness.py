@@ -35,7 +35,9 @@ def wait_files(path: Path, timeout: float = 60.0) -> dict[str, Any]:
 
 
 class CellResult:
-    def __init__(self, reply: dict[str, Any], messages: list[tuple[float, dict[str, Any]]], t0: float):
+    def __init__(
+        self, reply: dict[str, Any], messages: list[tuple[float, dict[str, Any]]], t0: float
+    ):
         self.reply = reply
         self.messages = messages  # (seconds since the request, message)
         self.t0 = t0
@@ -131,7 +133,9 @@ class KernelHandle:
         t0 = time.monotonic()
         return self.collect(self.send(code, metadata, user_expressions), timeout, t0)
 
-    def run_answering(self, code: str, metadata: dict[str, Any], answer: str) -> tuple[CellResult, dict]:
+    def run_answering(
+        self, code: str, metadata: dict[str, Any], answer: str
+    ) -> tuple[CellResult, dict]:
         """Run a cell that asks for input; answer its first input_request with ``answer``.
         Returns the result and the request's content."""
         asked: dict = {}

@@ -17,12 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_kernel_harness import KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
 
-FAKE_MAIN = '''
+FAKE_MAIN = """
 import json, os, runpy, sys
 args = sys.argv[1:]
 binding_args = []
@@ -34,14 +33,16 @@ with open(os.environ["FAKE_SCOREP_LOG"], "a") as f:
                         "pid": os.getpid()}) + "\\n")
 sys.argv = args
 runpy.run_path(args[0], run_name="__main__")
-'''
-FAKE_LOG = '''
+"""
+FAKE_LOG = """
 import json, os
 def log(**event):
     with open(os.environ["FAKE_SCOREP_LOG"], "a") as f:
         f.write(json.dumps({**event, "pid": os.getpid()}) + "\\n")
-'''
-FAKE_USER = FAKE_LOG + '''
+"""
+FAKE_USER = (
+    FAKE_LOG
+    + """
 import contextlib
 @contextlib.contextmanager
 def region(name):
@@ -50,13 +51,17 @@ def region(name):
         yield
     finally:
         log(event="region_end", name=name)
-'''
-FAKE_INSTRUMENTER = FAKE_LOG + '''
+"""
+)
+FAKE_INSTRUMENTER = (
+    FAKE_LOG
+    + """
 def register():
     log(event="register")
 def unregister():
     log(event="unregister")
-'''
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +97,9 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
     kernel, log = fake_scorep
     shown = kernel.run("%scorep")
     assert "scorep         available" in shown.stdout()
-    assert kernel.run("%%scorep_python_binding_arguments\n--instrumenter-type=cTrace").status == "ok"
+    assert (
+        kernel.run("%%scorep_python_binding_arguments\n--instrumenter-type=cTrace").status == "ok"
+    )
     assert kernel.run("%%scorep_env\nSCOREP_ENABLE_TRACING=true").status == "ok"
     result = kernel.run("%%execute_with_scorep\nimport os\nanswer = 6 * 7\nprint(answer)")
     assert result.status == "ok", result.reply
@@ -105,8 +112,11 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
     # The process that ran the cell: a spare, started ahead (perhaps before `before`);
     # spares with earlier settings may have logged too.
     calls = events(log)
-    start = next(c for c in calls if c["event"] == "start"
-                 and c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == bundle["path"])
+    start = next(
+        c
+        for c in calls
+        if c["event"] == "start" and c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == bundle["path"]
+    )
     calls = [c for c in calls if c["pid"] == start["pid"]]
     assert start["binding_args"] == ["--instrumenter-type=cTrace"]
     assert start["script"].endswith("worker/entry.py")
@@ -131,7 +141,9 @@ def test_scorep_backend_runs_cells_under_python_m_scorep(fake_scorep):
 
 def test_inprocess_is_refused_for_scorep(fake_scorep):
     kernel, _ = fake_scorep
-    result = kernel.run("x = 1", {"scorep": {"profile": True, "backend": "scorep", "isolation": "inprocess"}})
+    result = kernel.run(
+        "x = 1", {"scorep": {"profile": True, "backend": "scorep", "isolation": "inprocess"}}
+    )
     assert result.status == "error" and result.reply["ename"] == "ScorePSettingsError"
     assert "process of its own" in result.reply["evalue"]
 
@@ -144,5 +156,7 @@ def test_changed_binding_arguments_replace_the_spare(fake_scorep):
     assert result.status == "ok", result.reply
     # (the spare that ran it started with the kernel's settings of its time: maybe early)
     starts = [c for c in events(log) if c["event"] == "start"]
-    used = [c for c in starts if c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == result.bundle()["path"]]
+    used = [
+        c for c in starts if c["env"].get("SCOREP_EXPERIMENT_DIRECTORY") == result.bundle()["path"]
+    ]
     assert used and used[0]["binding_args"] == ["--noinstrumenter"]

@@ -6,10 +6,10 @@ import signal
 
 import pytest
 
-from scorep_kernel.settings import Availability, KernelSettings, SettingsError
+from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
 from scorep_kernel.runs.display import MIME_TYPE, experiment_bundle
 from scorep_kernel.runs.faults import describe_exit
-from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.settings import Availability, KernelSettings, SettingsError
 from scorep_kernel.worker.client import WORKER_FILE, WorkerKey
 
 NO_SCOREP = Availability(False, "Score-P not found: scorep-config is not on PATH", True, "builtin")
@@ -25,9 +25,11 @@ def test_cell_magic_parsing():
 
 
 def test_scorep_env_lines():
-    env = parse_scorep_env("SCOREP_ENABLE_TRACING=true\n# comment\n\nexport SCOREP_TOTAL_MEMORY='3g'")
+    env = parse_scorep_env(
+        "SCOREP_ENABLE_TRACING=true\n# comment\n\nexport SCOREP_TOTAL_MEMORY='3g'"
+    )
     assert env == {"SCOREP_ENABLE_TRACING": "true", "SCOREP_TOTAL_MEMORY": "3g"}
-    with pytest.raises(SettingsError, match="line 1.*not a Score-P variable"):
+    with pytest.raises(SettingsError, match=r"line 1.*not a Score-P variable"):
         parse_scorep_env("PATH=/bin")
     with pytest.raises(SettingsError, match="not KEY=VALUE"):
         parse_scorep_env("SCOREP_ENABLE_TRACING")
@@ -43,15 +45,25 @@ def test_binding_arguments():
 
 def test_defaults_follow_the_backend():
     s = KernelSettings()
-    assert (s.resolve({}, NO_SCOREP).backend, s.resolve({}, NO_SCOREP).isolation) == ("builtin", "inprocess")
-    assert (s.resolve({}, WITH_SCOREP).backend, s.resolve({}, WITH_SCOREP).isolation) == ("scorep", "subprocess")
-    cell = s.resolve({"isolation": "subprocess", "max_depth": 3, "run": "r", "last": True}, NO_SCOREP)
+    assert (s.resolve({}, NO_SCOREP).backend, s.resolve({}, NO_SCOREP).isolation) == (
+        "builtin",
+        "inprocess",
+    )
+    assert (s.resolve({}, WITH_SCOREP).backend, s.resolve({}, WITH_SCOREP).isolation) == (
+        "scorep",
+        "subprocess",
+    )
+    cell = s.resolve(
+        {"isolation": "subprocess", "max_depth": 3, "run": "r", "last": True}, NO_SCOREP
+    )
     assert cell.isolation == "subprocess" and cell.measure == {"max_depth": 3}
     assert cell.run == "r" and cell.last
 
 
 def test_environment_defaults():
-    s = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "builtin", "SCOREP_KERNEL_ISOLATION": "subprocess"})
+    s = KernelSettings.from_environ(
+        {"SCOREP_KERNEL_BACKEND": "builtin", "SCOREP_KERNEL_ISOLATION": "subprocess"}
+    )
     assert (s.backend, s.isolation) == ("builtin", "subprocess")
     bad = KernelSettings.from_environ({"SCOREP_KERNEL_BACKEND": "nonsense"})
     assert bad.backend == "auto" and s.environ_problem is None
@@ -67,11 +79,11 @@ def test_environment_defaults():
 
 def test_bad_settings_say_what_to_do():
     s = KernelSettings()
-    with pytest.raises(SettingsError, match="backend 'scorep' was asked for.*scorep-config"):
+    with pytest.raises(SettingsError, match=r"backend 'scorep' was asked for.*scorep-config"):
         s.resolve({"backend": "scorep"}, NO_SCOREP)
     with pytest.raises(SettingsError, match="one of auto, scorep, builtin"):
         s.resolve({"backend": "fast"}, NO_SCOREP)
-    with pytest.raises(SettingsError, match="inprocess.*builtin"):
+    with pytest.raises(SettingsError, match=r"inprocess.*builtin"):
         s.resolve({"backend": "scorep", "isolation": "inprocess"}, WITH_SCOREP)
     with pytest.raises(SettingsError, match="max_depth"):
         s.resolve({"max_depth": -1}, NO_SCOREP)

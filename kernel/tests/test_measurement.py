@@ -10,10 +10,10 @@ import numpy as np
 import otf2
 import pytest
 from pycubexr import CubexParser
+from test_tracer_util import calls, run_cell
 
 from scorep_kernel import experiment
 from scorep_kernel.measure import MeasureConfig, Measurement
-from test_tracer_util import calls, run_cell
 
 WORKLOAD = """
 import time, threading
@@ -35,7 +35,9 @@ t.join()
 @pytest.fixture
 def exp_dir(tmp_path):
     exp_id, path = experiment.create_experiment_dir(explicit=tmp_path / "exp")
-    experiment.write_manifest(path, experiment.new_manifest(exp_id, backend="builtin", isolation="inprocess"))
+    experiment.write_manifest(
+        path, experiment.new_manifest(exp_id, backend="builtin", isolation="inprocess")
+    )
     return path
 
 
@@ -53,8 +55,10 @@ def test_files_written_and_read_back(exp_dir):
     manifest = experiment.read_manifest(exp_dir)
     assert manifest["files_status"] == "ready", manifest["errors"]
     assert manifest["files"] == {
-        "otf2": "traces.otf2", "cubex": "profile.cubex",
-        "metrics": "metrics.json", "metrics_data": "metrics.npz",
+        "otf2": "traces.otf2",
+        "cubex": "profile.cubex",
+        "metrics": "metrics.json",
+        "metrics_data": "metrics.npz",
     }
     meas = manifest["measurement"]
     assert meas["events"] == rec.event_count and meas["threads"] == 2
@@ -133,7 +137,13 @@ def test_notes_say_what_was_filtered(exp_dir):
     notes = rec.notes
     assert notes["filters"]["max_depth"] == 5 and "json" in notes["filters"]["exclude"]
     assert any("import machinery" in s for s in notes["filters"]["always_out"])
-    assert set(notes["dropped"]) == {"outside_cells", "excluded", "paused", "too_deep", "not_nested"}
+    assert set(notes["dropped"]) == {
+        "outside_cells",
+        "excluded",
+        "paused",
+        "too_deep",
+        "not_nested",
+    }
     assert notes["events"] == rec.event_count
     json.dumps(notes)  # goes into the manifest as is
 

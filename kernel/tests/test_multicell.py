@@ -8,7 +8,6 @@ from pathlib import Path
 
 import otf2
 import pytest
-
 from test_kernel_harness import KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
@@ -30,7 +29,7 @@ def cell_regions(path: Path) -> list[str]:
     """Names of the cell regions entered on the master location, in time order."""
     names = []
     with otf2.reader.open(str(path / "traces.otf2")) as trace:
-        for location, event in trace.events:
+        for _location, event in trace.events:
             if isinstance(event, otf2.events.Enter) and event.region.name.startswith("cell ["):
                 names.append(event.region.name)
     return names
@@ -117,7 +116,9 @@ def test_two_kernels_in_one_directory_profile_at_once(workdir):
             assert r.status == "ok", r.reply
             assert r.stdout() == "0\n1\n2\n"
         paths = [Path(r.bundle()["path"]) for r in results]
-        assert paths[0] != paths[1] and all(p.parent == workdir / "scorep-experiments" for p in paths)
+        assert paths[0] != paths[1] and all(
+            p.parent == workdir / "scorep-experiments" for p in paths
+        )
         for p in paths:
             assert wait_files(p)["files_status"] in ("ready", "unavailable")
         assert a.value("who") == 0 and b.value("who") == 1

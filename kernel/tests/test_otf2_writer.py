@@ -60,10 +60,13 @@ def test_known_recording_definitions(tmp_path, known_recording):
         nodes = {n.class_name: n for n in d.system_tree_nodes}
         assert nodes["machine"].name == "Linux" and nodes["machine"].parent is None
         assert nodes["node"].name == "testhost" and nodes["node"].parent is nodes["machine"]
-        domains = {(x.system_tree_node.name, x.system_tree_node_domain)
-                   for x in d.system_tree_node_domains}
-        assert domains == {("Linux", SystemTreeDomain.MACHINE),
-                           ("testhost", SystemTreeDomain.SHARED_MEMORY)}
+        domains = {
+            (x.system_tree_node.name, x.system_tree_node_domain) for x in d.system_tree_node_domains
+        }
+        assert domains == {
+            ("Linux", SystemTreeDomain.MACHINE),
+            ("testhost", SystemTreeDomain.SHARED_MEMORY),
+        }
         (group,) = list(d.location_groups)
         assert group.name == "Process"
         assert group.location_group_type == LocationGroupType.PROCESS
@@ -76,25 +79,64 @@ def test_known_recording_definitions(tmp_path, known_recording):
             ("System metrics", LocationType.METRIC, 11, "Process"),
         ]
 
-        regions = [(r.name, r.canonical_name, r.source_file, r.begin_line_number,
-                    r.region_role, r.paradigm, r.description) for r in d.regions]
+        regions = [
+            (
+                r.name,
+                r.canonical_name,
+                r.source_file,
+                r.begin_line_number,
+                r.region_role,
+                r.paradigm,
+                r.description,
+            )
+            for r in d.regions
+        ]
         assert regions == [
-            ("__main__:<cell 1>", "__main__:<cell 1>", "<cell 1>", 1, RegionRole.CODE,
-             Paradigm.USER, "cell"),
-            ("__main__:g", "__main__:g", "<cell 1>", 4, RegionRole.FUNCTION, Paradigm.USER,
-             "function"),
-            ("__main__:f", "__main__:f", "<cell 1>", 1, RegionRole.FUNCTION, Paradigm.USER,
-             "function"),
-            ("numpy:h", "numpy:h", "/usr/lib/numpy/h.py", 77, RegionRole.FUNCTION,
-             Paradigm.USER, "function"),
+            (
+                "__main__:<cell 1>",
+                "__main__:<cell 1>",
+                "<cell 1>",
+                1,
+                RegionRole.CODE,
+                Paradigm.USER,
+                "cell",
+            ),
+            (
+                "__main__:g",
+                "__main__:g",
+                "<cell 1>",
+                4,
+                RegionRole.FUNCTION,
+                Paradigm.USER,
+                "function",
+            ),
+            (
+                "__main__:f",
+                "__main__:f",
+                "<cell 1>",
+                1,
+                RegionRole.FUNCTION,
+                Paradigm.USER,
+                "function",
+            ),
+            (
+                "numpy:h",
+                "numpy:h",
+                "/usr/lib/numpy/h.py",
+                77,
+                RegionRole.FUNCTION,
+                Paradigm.USER,
+                "function",
+            ),
         ]
         groups = {g.name: [m.name for m in g.members] for g in d.groups}
-        assert groups == {"__main__": ["__main__:<cell 1>", "__main__:g", "__main__:f"],
-                          "numpy": ["numpy:h"]}
+        assert groups == {
+            "__main__": ["__main__:<cell 1>", "__main__:g", "__main__:f"],
+            "numpy": ["numpy:h"],
+        }
 
         members = [(m.name, m.description, m.unit) for m in d.metric_members]
-        assert members == [("cpu.total", "CPU total", "%"),
-                           ("mem.rss", "Memory (RSS)", "bytes")]
+        assert members == [("cpu.total", "CPU total", "%"), ("mem.rss", "Memory (RSS)", "bytes")]
         (metric_class,) = list(d.metric_classes)
         assert metric_class.occurrence == MetricOccurrence.ASYNCHRONOUS
         assert [m.name for m in metric_class.members] == ["cpu.total", "mem.rss"]
@@ -145,8 +187,11 @@ def test_known_recording_through_otf2_print(tmp_path, known_recording, readback)
     expected = readback.expected_thread_events(known_recording)
     location_ids = {"Master thread": 0, "Thread 1 (worker)": 1}
     for name, loc_id in location_ids.items():
-        got = [(kind.capitalize(), t, region) for kind, loc, t, region in printed
-               if loc == loc_id and kind != "METRIC"]
+        got = [
+            (kind.capitalize(), t, region)
+            for kind, loc, t, region in printed
+            if loc == loc_id and kind != "METRIC"
+        ]
         assert got == expected[name]
 
     metric_events = [e for e in printed if e[0] == "METRIC"]
@@ -156,8 +201,9 @@ def test_known_recording_through_otf2_print(tmp_path, known_recording, readback)
     assert first[2] == known_recording.metrics.times[0] + known_recording.clock_offset_ns
     assert [(n, t) for n, t, _ in first[3]] == [("cpu.total", "DOUBLE"), ("mem.rss", "DOUBLE")]
     # otf2-print shows 6 significant digits
-    assert [v for *_, v in first[3]] == pytest.approx(known_recording.metrics.values[0].tolist(),
-                                                      rel=1e-5)
+    assert [v for *_, v in first[3]] == pytest.approx(
+        known_recording.metrics.values[0].tolist(), rel=1e-5
+    )
 
     defs = readback.otf2_print_definitions(anchor)
     assert "Ticks per Seconds: 1000000000" in defs
@@ -168,8 +214,9 @@ def test_known_recording_through_otf2_print(tmp_path, known_recording, readback)
     assert 'Name: "testhost" <' in defs and 'Class: "node"' in defs
     assert 'Name: "Process" <' in defs and "Type: PROCESS" in defs
     assert 'Name: "System metrics" <' in defs and "Type: METRIC" in defs
-    assert ('Name: "numpy:h"' in defs and 'File: "/usr/lib/numpy/h.py"' in defs
-            and "Begin: 77" in defs)
+    assert (
+        'Name: "numpy:h"' in defs and 'File: "/usr/lib/numpy/h.py"' in defs and "Begin: 77" in defs
+    )
     assert "Role: CODE" in defs and "Role: FUNCTION" in defs
 
 
@@ -182,14 +229,21 @@ def test_roles_map_to_otf2_roles(tmp_path, rec):
     t = rec.thread_from_calls("Master thread", 0, [(0, 10, 20, [(1, 11, 12)]), (2, 30, 31)])
     write_otf2(rec.make_recording([t], regions), tmp_path)
     with otf2.reader.open(str(tmp_path / experiment.OTF2_ANCHOR)) as trace:
-        got = [(r.name, r.region_role, r.paradigm, r.description, r.source_file)
-               for r in trace.definitions.regions]
+        got = [
+            (r.name, r.region_role, r.paradigm, r.description, r.source_file)
+            for r in trace.definitions.regions
+        ]
         groups = {g.name for g in trace.definitions.groups}
     assert got == [
         ("user:phase", RegionRole.FUNCTION, Paradigm.USER, "user", "<cell 2>"),
         ("import numpy", RegionRole.FUNCTION, Paradigm.USER, "import", None),
-        ("recording stopped: event cap reached", RegionRole.ARTIFICIAL,
-         Paradigm.MEASUREMENT_SYSTEM, "artificial", None),
+        (
+            "recording stopped: event cap reached",
+            RegionRole.ARTIFICIAL,
+            Paradigm.MEASUREMENT_SYSTEM,
+            "artificial",
+            None,
+        ),
     ]
     assert groups == {"user", "numpy"}  # the artificial region has no group
 
@@ -198,8 +252,9 @@ def test_roles_map_to_otf2_roles(tmp_path, rec):
 
 
 def test_empty_thread_single_pair_and_no_metrics(tmp_path, rec, readback, engine):
-    empty = ThreadEvents("Thread 2 (idle)", 2, np.zeros(0, np.int64), np.zeros(0, np.int32),
-                         np.zeros(0, np.int8))
+    empty = ThreadEvents(
+        "Thread 2 (idle)", 2, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8)
+    )
     single = rec.thread_from_calls("Master thread", 0, [(rec.F, 1000, 1500)])
     recording = rec.make_recording([single, empty])
     assert recording.metrics is None
@@ -209,8 +264,10 @@ def test_empty_thread_single_pair_and_no_metrics(tmp_path, rec, readback, engine
     with otf2.reader.open(str(anchor)) as trace:
         locations = [(l.name, l.type, l.number_of_events) for l in trace.definitions.locations]
         assert list(trace.definitions.metric_members) == []
-    assert locations == [("Master thread", LocationType.CPU_THREAD, 2),
-                         ("Thread 2 (idle)", LocationType.CPU_THREAD, 0)]
+    assert locations == [
+        ("Master thread", LocationType.CPU_THREAD, 2),
+        ("Thread 2 (idle)", LocationType.CPU_THREAD, 0),
+    ]
     offset = recording.clock_offset_ns
     assert readback.read_events(anchor) == [
         ("Master thread", "Enter", 1000 + offset, "__main__:f"),
@@ -219,14 +276,18 @@ def test_empty_thread_single_pair_and_no_metrics(tmp_path, rec, readback, engine
 
 
 def test_threads_with_one_name_stay_separate_locations(tmp_path, rec, readback, engine):
-    threads = [rec.thread_from_calls("worker", i, [(rec.F, 10 * i + 1, 10 * i + 5)])
-               for i in range(3)]
+    threads = [
+        rec.thread_from_calls("worker", i, [(rec.F, 10 * i + 1, 10 * i + 5)]) for i in range(3)
+    ]
     write_otf2(rec.make_recording(threads), tmp_path, engine=engine)
     per_location = readback.events_by_location(
-        readback.read_events(tmp_path / experiment.OTF2_ANCHOR))
+        readback.read_events(tmp_path / experiment.OTF2_ANCHOR)
+    )
     assert sorted(per_location) == ["worker", "worker [2]", "worker [3]"]
     assert [e[1] for e in per_location["worker [3]"]] == [
-        21 + rec.EPOCH_BASE - rec.MONO_BASE, 25 + rec.EPOCH_BASE - rec.MONO_BASE]
+        21 + rec.EPOCH_BASE - rec.MONO_BASE,
+        25 + rec.EPOCH_BASE - rec.MONO_BASE,
+    ]
 
 
 def test_recording_without_threads(tmp_path, rec):
@@ -246,8 +307,10 @@ def test_metrics_with_no_series_write_no_metric_location(tmp_path, rec):
 
 
 def test_unicode_region_and_thread_names(tmp_path, rec, readback, engine):
-    regions = [Region("__main__:größe_λ", "__main__", "/tmp/ünï.py", 7),
-               Region("__main__:数据", "__main__", "<cell 1>", 1)]
+    regions = [
+        Region("__main__:größe_λ", "__main__", "/tmp/ünï.py", 7),
+        Region("__main__:数据", "__main__", "<cell 1>", 1),
+    ]
     t = rec.thread_from_calls("Hauptfaden ✓", 0, [(0, 10, 40, [(1, 20, 30)])])
     write_otf2(rec.make_recording([t], regions), tmp_path, engine=engine)
     anchor = tmp_path / experiment.OTF2_ANCHOR
@@ -265,7 +328,8 @@ def test_very_deep_stack(tmp_path, rec, readback):
     regions = [Region(f"deep:level{i}", "deep") for i in range(depth)]
     levels = np.arange(depth)
     thread = ThreadEvents(
-        "Master thread", 0,
+        "Master thread",
+        0,
         times=np.arange(2 * depth, dtype=np.int64) * 10 + rec.MONO_BASE,
         regions=np.concatenate([levels, levels[::-1]]).astype(np.int32),
         kinds=np.concatenate([np.full(depth, ENTER), np.full(depth, LEAVE)]).astype(np.int8),
@@ -280,15 +344,19 @@ def test_very_deep_stack(tmp_path, rec, readback):
 
 def test_many_metric_series_split_into_classes_of_255(tmp_path, rec, readback, engine):
     n_series = 300
-    series = [{"key": f"cpu.core{i}", "label": f"Core {i}", "unit": "%", "group": "cpu"}
-              for i in range(n_series)]
+    series = [
+        {"key": f"cpu.core{i}", "label": f"Core {i}", "unit": "%", "group": "cpu"}
+        for i in range(n_series)
+    ]
     times = rec.MONO_BASE + np.arange(3, dtype=np.int64) * 100 * rec.MS
     values = np.arange(3 * n_series, dtype=np.float64).reshape(3, n_series)
-    recording = rec.make_recording(rec.known_threads(),
-                                   metrics=MetricSamples(series, times, values))
+    recording = rec.make_recording(
+        rec.known_threads(), metrics=MetricSamples(series, times, values)
+    )
     write_otf2(recording, tmp_path, engine=engine)
-    events = [e for e in readback.read_events(tmp_path / experiment.OTF2_ANCHOR)
-              if e[1] == "Metric"]
+    events = [
+        e for e in readback.read_events(tmp_path / experiment.OTF2_ANCHOR) if e[1] == "Metric"
+    ]
     assert len(events) == 6  # two classes (255 + 45 members) per sample
     for sample in range(3):
         first, second = events[2 * sample], events[2 * sample + 1]
@@ -309,12 +377,22 @@ def test_refuses_to_overwrite_an_archive(tmp_path, known_recording):
 def test_bad_engine_and_bad_events_are_named(tmp_path, rec, known_recording):
     with pytest.raises(ValueError, match="engine must be one of"):
         write_otf2(known_recording, tmp_path, engine="turbo")
-    backwards = ThreadEvents("Master thread", 0, np.array([10, 5], np.int64),
-                             np.array([0, 0], np.int32), np.array([ENTER, LEAVE], np.int8))
+    backwards = ThreadEvents(
+        "Master thread",
+        0,
+        np.array([10, 5], np.int64),
+        np.array([0, 0], np.int32),
+        np.array([ENTER, LEAVE], np.int8),
+    )
     with pytest.raises(ValueError, match="event 1 goes backwards"):
         write_otf2(rec.make_recording([backwards]), tmp_path / "a")
-    unknown = ThreadEvents("Master thread", 0, np.array([1, 2], np.int64),
-                           np.array([7, 7], np.int32), np.array([ENTER, LEAVE], np.int8))
+    unknown = ThreadEvents(
+        "Master thread",
+        0,
+        np.array([1, 2], np.int64),
+        np.array([7, 7], np.int32),
+        np.array([ENTER, LEAVE], np.int8),
+    )
     with pytest.raises(ValueError, match="region index 7"):
         write_otf2(rec.make_recording([unknown]), tmp_path / "b")
     bad_role = [Region("x:y", "x", role="method")]

@@ -24,14 +24,25 @@ def _definitions(anchor):
     with otf2.reader.open(str(anchor)) as trace:
         d = trace.definitions
         return {
-            "locations": [(l.name, str(l.type), l.number_of_events, l.group.name)
-                          for l in d.locations],
-            "regions": [(r.name, r.canonical_name, r.description, str(r.region_role),
-                         str(r.paradigm), r.source_file, r.begin_line_number)
-                        for r in d.regions],
+            "locations": [
+                (l.name, str(l.type), l.number_of_events, l.group.name) for l in d.locations
+            ],
+            "regions": [
+                (
+                    r.name,
+                    r.canonical_name,
+                    r.description,
+                    str(r.region_role),
+                    str(r.paradigm),
+                    r.source_file,
+                    r.begin_line_number,
+                )
+                for r in d.regions
+            ],
             "groups": [(g.name, [m.name for m in g.members]) for g in d.groups],
-            "members": [(m.name, m.description, m.unit, str(m.value_type))
-                        for m in d.metric_members],
+            "members": [
+                (m.name, m.description, m.unit, str(m.value_type)) for m in d.metric_members
+            ],
             "system_tree": [(n.name, n.class_name) for n in d.system_tree_nodes],
             "resolution": d.clock_properties.timer_resolution,
         }
@@ -50,8 +61,10 @@ def test_engines_write_identical_event_streams(tmp_path, rec, readback):
     recording = rec.random_recording(seed=7, n_threads=3, n_events=3000, n_regions=25)
     times = rec.MONO_BASE + np.arange(0, 40, dtype=np.int64) * 25_000
     recording.metrics = MetricSamples(
-        series=[{"key": "cpu.total", "label": "CPU", "unit": "%", "group": "cpu"},
-                {"key": "net.recv", "label": "Received", "unit": "bytes/s", "group": "network"}],
+        series=[
+            {"key": "cpu.total", "label": "CPU", "unit": "%", "group": "cpu"},
+            {"key": "net.recv", "label": "Received", "unit": "bytes/s", "group": "network"},
+        ],
         times=times,
         values=np.random.default_rng(1).random((times.size, 2)) * 100,
     )
@@ -103,8 +116,9 @@ def test_encoded_event_files_match_libotf2_across_chunks(tmp_path, rec):
     (The events are correct if libotf2 wrote the same bytes; other tests read back.)"""
     rng = np.random.default_rng(5)
     regions = [Region(f"mod:f{i}", "mod") for i in range(300)]
-    unit = rec.random_recording(seed=20, n_threads=1, n_events=1000, n_regions=300,
-                                max_depth=12).threads[0]
+    unit = rec.random_recording(
+        seed=20, n_threads=1, n_events=1000, n_regions=300, max_depth=12
+    ).threads[0]
     threads = []
     for tid in range(2):
         copies = 450
@@ -113,8 +127,15 @@ def test_encoded_event_files_match_libotf2_across_chunks(tmp_path, rec):
         regs = (np.tile(unit.regions, copies) + shift) % 300
         steps = rng.integers(0, 3, copies * len(unit)) * rng.integers(1, 500, copies * len(unit))
         times = rec.MONO_BASE + np.cumsum(steps)  # about a third repeat the previous time
-        threads.append(ThreadEvents(f"Thread {tid}", tid, times.astype(np.int64),
-                                    regs.astype(np.int32), np.tile(unit.kinds, copies)))
+        threads.append(
+            ThreadEvents(
+                f"Thread {tid}",
+                tid,
+                times.astype(np.int64),
+                regs.astype(np.int32),
+                np.tile(unit.kinds, copies),
+            )
+        )
     recording = rec.make_recording(threads, regions)
     fast, _ = _write_both(recording, tmp_path, other="ctypes")
     files = _event_files(fast.parent)
@@ -131,16 +152,19 @@ def test_encoder_matches_libotf2_for_every_region_ref_width(tmp_path):
     refs = np.array([0, 1, 255, 256, 65535, 65536, 0xFFFFFF, 7], dtype=np.int64)
     refs = np.repeat(refs, 2)
     kinds = np.tile([ENTER, LEAVE], refs.size // 2)
-    times = 1_700_000_000_000_000_000 + np.array([0, 0, 5, 9, 9, 9, 20, 21, 21, 30, 31, 31,
-                                                  40, 40, 41, 50], dtype=np.int64)
-    with otf2.writer.open(str(tmp_path), timer_resolution=10**9,
-                          chunk_size_events=_otf2_encode.CHUNK_SIZE) as trace:
+    times = 1_700_000_000_000_000_000 + np.array(
+        [0, 0, 5, 9, 9, 9, 20, 21, 21, 30, 31, 31, 40, 40, 41, 50], dtype=np.int64
+    )
+    with otf2.writer.open(
+        str(tmp_path), timer_resolution=10**9, chunk_size_events=_otf2_encode.CHUNK_SIZE
+    ) as trace:
         node = trace.definitions.system_tree_node("n")
         group = trace.definitions.location_group("g", system_tree_parent=node)
         location = trace.definitions.location("l", group=group)
         writer = trace.event_writer_from_location(location)
-        _otf2_fast.write_enter_leave(_otf2_fast.handle_address(writer), times, refs, kinds,
-                                     "test events")
+        _otf2_fast.write_enter_leave(
+            _otf2_fast.handle_address(writer), times, refs, kinds, "test events"
+        )
     assert _otf2_encode.supported(times, refs)
     encoded = _otf2_encode.encode(times, refs, kinds).tobytes()
     assert encoded == (tmp_path / "traces" / "0.evt").read_bytes()
@@ -157,5 +181,7 @@ def test_fast_engine_falls_back_where_the_encoder_does_not_apply(tmp_path, rec, 
     recording.start_ns = 10
     assert not _otf2_encode.supported(t.times + recording.clock_offset_ns, t.regions)
     fast, ctypes_ = _write_both(recording, tmp_path, other="ctypes")
-    assert readback.read_events(fast) == [("Master thread", "Enter", 0, "m:f"),
-                                          ("Master thread", "Leave", 10, "m:f")]
+    assert readback.read_events(fast) == [
+        ("Master thread", "Enter", 0, "m:f"),
+        ("Master thread", "Leave", 10, "m:f"),
+    ]

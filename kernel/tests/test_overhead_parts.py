@@ -4,7 +4,6 @@ imports that the spare worker takes off a profiled cell's path."""
 from __future__ import annotations
 
 import pytest
-
 from test_kernel_harness import PROFILE_IN, PROFILE_SUB, KernelHandle
 
 pytestmark = pytest.mark.timeout(180)
@@ -32,8 +31,21 @@ def test_first_profiled_cell_takes_the_spare_started_with_the_kernel(kernel):
 @pytest.mark.parametrize(
     "metadata, phases",
     [
-        (PROFILE_SUB, {"pack", "to_worker", "worker_unpack", "worker_apply", "cell", "worker_pack",
-                       "unpack", "apply", "manifest", "messages"}),
+        (
+            PROFILE_SUB,
+            {
+                "pack",
+                "to_worker",
+                "worker_unpack",
+                "worker_apply",
+                "cell",
+                "worker_pack",
+                "unpack",
+                "apply",
+                "manifest",
+                "messages",
+            },
+        ),
         (PROFILE_IN, {"measure_start", "cell", "tracer_stop", "recording_build", "manifest"}),
     ],
     ids=["subprocess", "inprocess"],

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import otf2
 import pytest
+from test_kernel_harness import KernelHandle
 
 from scorep_kernel.measure.detect import detect_scorep
-from test_kernel_harness import KernelHandle
 
 SCOREP = detect_scorep()
 pytestmark = [

@@ -37,13 +37,20 @@ def test_samples_are_plausible_and_follow_the_documented_series():
 
     keys = [x["key"] for x in samples.series]
     ncpu = psutil.cpu_count(logical=True)
-    expected = ["cpu.total"] + [f"cpu.core{i}" for i in range(ncpu)] + [
-        "mem.rss", "mem.used", "disk.read", "disk.write", "net.recv", "net.sent"]
-    gpu_keys = keys[len(expected):]
+    expected = (
+        ["cpu.total"]
+        + [f"cpu.core{i}" for i in range(ncpu)]
+        + ["mem.rss", "mem.used", "disk.read", "disk.write", "net.recv", "net.sent"]
+    )
+    gpu_keys = keys[len(expected) :]
     assert keys[: len(expected)] == expected
     assert all(k.startswith("gpu") and k.endswith((".util", ".mem")) for k in gpu_keys)
     units = {x["key"]: x["unit"] for x in samples.series}
-    assert units["cpu.total"] == "%" and units["mem.rss"] == "bytes" and units["disk.read"] == "bytes/s"
+    assert (
+        units["cpu.total"] == "%"
+        and units["mem.rss"] == "bytes"
+        and units["disk.read"] == "bytes/s"
+    )
     assert {x["group"] for x in samples.series} <= {"cpu", "memory", "io", "network", "gpu"}
     assert all(set(x) == {"key", "label", "unit", "group", "description"} for x in samples.series)
 
@@ -72,7 +79,11 @@ def test_rss_counts_child_processes():
     import sys
 
     child = subprocess.Popen(
-        [sys.executable, "-c", "import time; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(3)"]
+        [
+            sys.executable,
+            "-c",
+            "import time; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(3)",
+        ]
     )
     try:
         time.sleep(1.0)  # the child has touched its 200 MB
@@ -99,8 +110,12 @@ def test_gpu_series_through_nvml(monkeypatch):
     fake.nvmlShutdown = lambda: calls.append("shutdown")
     fake.nvmlDeviceGetCount = lambda: 2
     fake.nvmlDeviceGetHandleByIndex = lambda i: f"gpu{i}"
-    fake.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=40 if h == "gpu0" else 75)
-    fake.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=(1 if h == "gpu0" else 3) * 2**30)
+    fake.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(
+        gpu=40 if h == "gpu0" else 75
+    )
+    fake.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(
+        used=(1 if h == "gpu0" else 3) * 2**30
+    )
     monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
 
     s = MetricSampler(0.05)

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-
-from scorep_kernel.measure import Measurement, detect_scorep, install_scorep_shim, shim_path
-from scorep_kernel.formats.recording import ROLE_USER
 from test_tracer_util import calls, run_cell
+
+from scorep_kernel.formats.recording import ROLE_USER
+from scorep_kernel.measure import Measurement, detect_scorep, install_scorep_shim, shim_path
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("scorep") is not None and shim_path() not in sys.path,
@@ -138,7 +138,11 @@ def test_instrumenter_disable_pauses_function_recording(tmp_path, scorep):
     )
     got = calls(measure(tmp_path, source, scorep))
     assert [c.name for c in got if c.depth >= 1] == [
-        "__main__:a", "user:still here", "__main__:c", "user_instrumenter:quiet", "__main__:a",
+        "__main__:a",
+        "user:still here",
+        "__main__:c",
+        "user_instrumenter:quiet",
+        "__main__:a",
     ]
 
 
@@ -156,7 +160,9 @@ def test_disable_recording_pauses_everything(tmp_path, scorep):
     )
     got = calls(measure(tmp_path, source, scorep))
     assert [(c.name, c.parent) for c in got if c.depth >= 1] == [
-        ("__main__:a", "cell [1]"), ("user:shown", "cell [1]"), ("__main__:a", "user:shown"),
+        ("__main__:a", "cell [1]"),
+        ("user:shown", "cell [1]"),
+        ("__main__:a", "user:shown"),
     ]
 
 

@@ -6,8 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from scorep_kernel.state import apply, pack, unpack
-from test_state_roundtrip import kernel_ns, run_in_worker  # noqa: F401
+from test_state_roundtrip import kernel_ns, run_in_worker  # noqa: E402, F401 (torch first)
+
+from scorep_kernel.state import apply, pack, unpack  # noqa: E402
 
 
 def local_round_trip(namespace: dict) -> tuple[dict, int]:
@@ -34,10 +35,19 @@ def test_large_tensor_out_of_band_and_views_share_storage():
 
 def test_parameters_and_small_tensors():
     p = torch.nn.Parameter(torch.ones(3, 3))
-    ns = {"p": p, "small": torch.tensor([1, 2, 3]), "empty": torch.empty(0), "b": torch.tensor([True, False])}
+    ns = {
+        "p": p,
+        "small": torch.tensor([1, 2, 3]),
+        "empty": torch.empty(0),
+        "b": torch.tensor([True, False]),
+    }
     t, _ = local_round_trip(ns)
     assert isinstance(t["p"], torch.nn.Parameter) and t["p"].requires_grad
-    assert torch.equal(t["small"], ns["small"]) and t["empty"].numel() == 0 and torch.equal(t["b"], ns["b"])
+    assert (
+        torch.equal(t["small"], ns["small"])
+        and t["empty"].numel() == 0
+        and torch.equal(t["b"], ns["b"])
+    )
     t["small"] += 1  # writable even when it came in band
     assert t["small"].tolist() == [2, 3, 4]
 

@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 import pytest
+
 from scorep_kernel.state import (
     NotTransferredError,
     StateTransferError,
@@ -50,29 +51,67 @@ def test_ipython_bookkeeping_never_travels():
         InteractiveShell.clear_instance()
 
 
-@pytest.mark.parametrize("name, bookkeeping", [
-    ("In", True), ("Out", True), ("_", True), ("__", True), ("___", True), ("_7", True), ("_i", True),
-    ("_ii", True), ("_iii", True), ("_i12", True), ("_ih", True), ("_oh", True), ("_dh", True),
-    ("get_ipython", True), ("exit", True), ("quit", True), ("__builtins__", True), ("__name__", True),
-    ("_exit_code", True), ("x", False), ("_helper", False), ("_x1", False), ("i", False), ("open", False),
-])
+@pytest.mark.parametrize(
+    "name, bookkeeping",
+    [
+        ("In", True),
+        ("Out", True),
+        ("_", True),
+        ("__", True),
+        ("___", True),
+        ("_7", True),
+        ("_i", True),
+        ("_ii", True),
+        ("_iii", True),
+        ("_i12", True),
+        ("_ih", True),
+        ("_oh", True),
+        ("_dh", True),
+        ("get_ipython", True),
+        ("exit", True),
+        ("quit", True),
+        ("__builtins__", True),
+        ("__name__", True),
+        ("_exit_code", True),
+        ("x", False),
+        ("_helper", False),
+        ("_x1", False),
+        ("i", False),
+        ("open", False),
+    ],
+)
 def test_bookkeeping_names(name, bookkeeping):
     assert is_bookkeeping(name, object()) is bookkeeping
 
 
 def test_placeholder_message_and_every_use_raises():
     ph = placeholder_for("f", "an open file")
-    message = ("`f` (an open file) stays in the kernel: it cannot be sent to the profiling process. "
-               "Open it inside the profiled cell, or run this cell without profiling.")
+    message = (
+        "`f` (an open file) stays in the kernel: it cannot be sent to the profiling process. "
+        "Open it inside the profiled cell, or run this cell without profiling."
+    )
     assert "f" in repr(ph) and "an open file" in repr(ph)
-    uses = [lambda: ph.read, lambda: ph(), lambda: iter(ph), lambda: len(ph), lambda: ph[0], lambda: ph + 1,
-            lambda: bool(ph), lambda: str(ph), lambda: setattr(ph, "a", 1), lambda: ph == 1, lambda: 1 in ph]
+    uses = [
+        lambda: ph.read,
+        lambda: ph(),
+        lambda: iter(ph),
+        lambda: len(ph),
+        lambda: ph[0],
+        lambda: ph + 1,
+        lambda: bool(ph),
+        lambda: str(ph),
+        lambda: setattr(ph, "a", 1),
+        lambda: ph == 1,
+        lambda: 1 in ph,
+    ]
     for use in uses:
         with pytest.raises(NotTransferredError) as info:
             use()
         assert str(info.value) == message
     generic = placeholder_for("g", "a generator")
-    with pytest.raises(NotTransferredError, match=r"^`g` \(a generator\) stays in the kernel: .* Create it inside"):
+    with pytest.raises(
+        NotTransferredError, match=r"^`g` \(a generator\) stays in the kernel: .* Create it inside"
+    ):
         next(generic)
     back = placeholder_for("g", "a generator", where="worker")
     with pytest.raises(NotTransferredError, match="was created in the profiling process"):
@@ -98,14 +137,23 @@ def test_skip_argument_and_unpicklables_are_reported():
     import socket
 
     sock = socket.socket()
-    namespace = {"ok": 1, "gen": (i for i in range(2)), "sock": sock, "fh": open(__file__),
-                 "co": None, "keep_out": 5, "inner": {"lock": threading.RLock()},
-                 "closure": (lambda lock=threading.Lock(): lock)}
+    namespace = {
+        "ok": 1,
+        "gen": (i for i in range(2)),
+        "sock": sock,
+        "fh": open(__file__),  # noqa: SIM115 (an open file is the point)
+        "co": None,
+        "keep_out": 5,
+        "inner": {"lock": threading.RLock()},
+        "closure": (lambda lock=threading.Lock(): lock),  # noqa: B008
+    }
     try:
         packet = pack(namespace, skip=["keep_out"], process_state=False)
         assert packet.skipped["keep_out"] == "left out on request"
         assert packet.skipped["gen"] == "a generator" and packet.skipped["sock"] == "a socket"
-        assert packet.skipped["fh"] == "an open file" and packet.skipped["inner"] == "contains a lock"
+        assert (
+            packet.skipped["fh"] == "an open file" and packet.skipped["inner"] == "contains a lock"
+        )
         assert packet.skipped["closure"] == "contains a lock"
         assert set(packet.names) == {"ok", "co"}
         packet.release()
@@ -138,7 +186,12 @@ def test_aliasing_and_cycles_survive():
 
 
 def test_large_arrays_stay_out_of_the_header():
-    ns = {"big": np.arange(2_000_000.0), "also": None, "blob": b"z" * (3 << 20), "ba": bytearray(2 << 20)}
+    ns = {
+        "big": np.arange(2_000_000.0),
+        "also": None,
+        "blob": b"z" * (3 << 20),
+        "ba": bytearray(2 << 20),
+    }
     ns["also"] = ns["big"]
     packet = pack(ns, process_state=False)
     assert len(packet.header) < 4096
@@ -153,7 +206,10 @@ def test_large_arrays_stay_out_of_the_header():
 
 def test_functions_see_the_target_namespace_even_when_built_early():
     src = {"__name__": "__main__"}
-    exec("x = 1\ndef f(): return x\nclass K:\n    def m(self): return x\n    @staticmethod\n    def s(): return x", src)
+    exec(
+        "x = 1\ndef f(): return x\nclass K:\n    def m(self): return x\n    @staticmethod\n    def s(): return x",
+        src,
+    )
     packet = pack(src, process_state=False)
     unpacked = unpack(packet.header)
     packet.release()
@@ -237,7 +293,7 @@ def test_unpack_after_release_is_a_clear_error():
     packet = pack({"a": np.ones(1 << 18)}, process_state=False, transport="shm")
     packet.release()
     packet.release()  # idempotent
-    with pytest.raises(StateTransferError, match="released|gone"):
+    with pytest.raises(StateTransferError, match=r"released|gone"):
         unpack(packet.header)
 
 
@@ -264,7 +320,9 @@ def test_shm_file_fallback_names_are_unique_and_removed(monkeypatch):
 
 def test_memfd_release_and_gc_close_everything():
     fds = len(os.listdir("/proc/self/fd"))
-    packet = pack({f"a{i}": np.ones(1 << 18) for i in range(20)}, process_state=False, transport="shm")
+    packet = pack(
+        {f"a{i}": np.ones(1 << 18) for i in range(20)}, process_state=False, transport="shm"
+    )
     assert len(os.listdir("/proc/self/fd")) == fds + 1, "small buffers share one segment"
     t = {}
     apply(t, unpack(packet.header))
@@ -276,11 +334,17 @@ def test_memfd_release_and_gc_close_everything():
 
 def test_killed_sender_leaves_nothing_in_dev_shm():
     before = _shm_names()
-    code = ("import os, signal, numpy as np\nfrom scorep_kernel.state import pack\n"
-            "p = pack({'a': np.ones(1 << 20)}, transport='shm')\nprint(len(p.header), flush=True)\n"
-            "os.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    code = (
+        "import os, signal, numpy as np\nfrom scorep_kernel.state import pack\n"
+        "p = pack({'a': np.ones(1 << 20)}, transport='shm')\nprint(len(p.header), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     assert proc.returncode == -signal.SIGKILL and proc.stdout.strip()
     assert _shm_names() == before
 
@@ -312,7 +376,12 @@ def test_odd_objects_never_fail_the_pack():
     for _ in range(100_000):
         node.append([])
         node = node[0]
-    ns = {"reduce": _RaisesOnPickle(), "state": _StateFails(), "deep": deep, "fine": {"a": (1, 2.0, "x")}}
+    ns = {
+        "reduce": _RaisesOnPickle(),
+        "state": _StateFails(),
+        "deep": deep,
+        "fine": {"a": (1, 2.0, "x")},
+    }
     packet = pack(ns, process_state=False)
     assert set(packet.skipped) == {"reduce", "state", "deep"}
     assert "refuses to be pickled" in packet.skipped["reduce"]

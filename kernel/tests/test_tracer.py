@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-
-from scorep_kernel.measure import MeasureConfig, Measurement
-from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION
 from test_tracer_util import calls, compile_cell, names, run_cell
+
+from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION
+from scorep_kernel.measure import MeasureConfig, Measurement
 
 WORKLOAD = """
 import time, threading
@@ -43,7 +43,9 @@ def test_g_calls_f_three_times_on_two_threads(tmp_path):
     rec, _, filename = measure(tmp_path, WORKLOAD)
     got = calls(rec)
     assert [t.name for t in rec.threads] == ["Master thread", "Thread 1 (worker)"]
-    by_thread = {t: [c for c in got if c.thread == t] for t in ("Master thread", "Thread 1 (worker)")}
+    by_thread = {
+        t: [c for c in got if c.thread == t] for t in ("Master thread", "Thread 1 (worker)")
+    }
 
     master = by_thread["Master thread"]
     cell = [c for c in master if c.role == ROLE_CELL]
@@ -66,7 +68,10 @@ def test_g_calls_f_three_times_on_two_threads(tmp_path):
     # The region carries Score-P's naming, the module as group, file and first line.
     f_region = next(r for r in rec.regions if r.name == "__main__:f")
     assert (f_region.group, f_region.file, f_region.line, f_region.role) == (
-        "__main__", filename, 4, ROLE_FUNCTION
+        "__main__",
+        filename,
+        4,
+        ROLE_FUNCTION,
     )
     # The cell region spans everything on the master thread.
     assert cell[0].start <= min(c.start for c in master)
@@ -93,7 +98,12 @@ Model.make().step()
 """
     rec, _, _ = measure(tmp_path, source)
     got = names(rec)
-    assert {"__main__.Model:step", "__main__.Model:make", "__main__:inner", "__main__:<lambda>"} <= got
+    assert {
+        "__main__.Model:step",
+        "__main__.Model:make",
+        "__main__:inner",
+        "__main__:<lambda>",
+    } <= got
     # the cell's <module> frame is the cell region, not a region of its own
     assert "__main__:<module>" not in got
 
@@ -149,7 +159,11 @@ def test_several_cells_in_one_measurement(tmp_path):
         ("__main__:b", "cell [2]"),
     ]
     # a() called from cell 2 is recorded there, beneath b (its code is cell 1's file)
-    assert [c.parent for c in got if c.name == "__main__:a"] == ["cell [1]", "__main__:b", "__main__:b"]
+    assert [c.parent for c in got if c.name == "__main__:a"] == [
+        "cell [1]",
+        "__main__:b",
+        "__main__:b",
+    ]
 
 
 def test_stop_restores_previous_profile_functions(tmp_path):
@@ -217,7 +231,9 @@ def test_only_one_measurement_at_a_time(tmp_path):
 
 def test_functions_from_earlier_notebook_cells_are_main(tmp_path):
     # defined by a cell that ran before the measurement, in ipykernel's cell file layout
-    earlier = compile("def from_earlier():\n    return 1\n", "/tmp/ipykernel_4242/0f3a9c.py", "exec")
+    earlier = compile(
+        "def from_earlier():\n    return 1\n", "/tmp/ipykernel_4242/0f3a9c.py", "exec"
+    )
     ns = {"__name__": "__main__"}
     exec(earlier, ns)
     m = Measurement(tmp_path)
@@ -225,19 +241,27 @@ def test_functions_from_earlier_notebook_cells_are_main(tmp_path):
     run_cell(m, "cell [5]", "from_earlier()\n", ns)
     rec = m.stop()
     got = calls(rec)
-    assert [(c.name, c.parent) for c in got if c.depth == 1] == [("__main__:from_earlier", "cell [5]")]
+    assert [(c.name, c.parent) for c in got if c.depth == 1] == [
+        ("__main__:from_earlier", "cell [5]")
+    ]
 
 
 def test_a_cell_that_raises_is_recorded_up_to_the_exception(tmp_path):
     m = Measurement(tmp_path)
     m.start()
     with pytest.raises(ZeroDivisionError):
-        run_cell(m, "cell [1]", "def inner():\n    return 1 / 0\ndef outer():\n    return inner()\nouter()\n")
+        run_cell(
+            m,
+            "cell [1]",
+            "def inner():\n    return 1 / 0\ndef outer():\n    return inner()\nouter()\n",
+        )
     run_cell(m, "cell [2]", "z = 3\n")
     rec = m.stop()
     got = calls(rec)
     assert [(c.name, c.parent) for c in got if c.depth >= 1] == [
-        ("__main__:outer", "cell [1]"), ("__main__:inner", "__main__:outer")]
+        ("__main__:outer", "cell [1]"),
+        ("__main__:inner", "__main__:outer"),
+    ]
     assert [c.name for c in got if c.depth == 0] == ["cell [1]", "cell [2]"]
 
 
@@ -248,19 +272,27 @@ def test_a_thread_still_running_at_stop_is_closed_there(tmp_path):
     m = Measurement(tmp_path)
     m.start()
     ns = {"__name__": "__main__", "release": release}
-    run_cell(m, "cell [1]", (
-        "import threading\n"
-        "def background():\n"
-        "    release.wait(5)\n"
-        "t = threading.Thread(target=background, name='bg', daemon=True)\n"
-        "t.start()\n"), ns)
+    run_cell(
+        m,
+        "cell [1]",
+        (
+            "import threading\n"
+            "def background():\n"
+            "    release.wait(5)\n"
+            "t = threading.Thread(target=background, name='bg', daemon=True)\n"
+            "t.start()\n"
+        ),
+        ns,
+    )
     rec = m.stop()
     release.set()
     ns["t"].join(5)
     got = calls(rec)
     bg = [c for c in got if c.name == "__main__:background"]
     assert len(bg) == 1 and bg[0].thread == "Thread 1 (bg)"
-    assert bg[0].end <= rec.end_ns and bg[0].end >= max(c.end for c in got if c.thread == "Master thread")
+    assert bg[0].end <= rec.end_ns and bg[0].end >= max(
+        c.end for c in got if c.thread == "Master thread"
+    )
     assert sys.getprofile() is None
 
 
@@ -306,8 +338,13 @@ def test_threads_running_before_start_are_not_recorded(tmp_path):
     host.start()
     m = holder["m"] = Measurement(tmp_path)
     m.start()
-    run_cell(m, "cell [1]", "started = threading.Thread(target=lambda: None, name='new'); "
-             "started.start(); started.join()\n", {"__name__": "__main__", "threading": th})
+    run_cell(
+        m,
+        "cell [1]",
+        "started = threading.Thread(target=lambda: None, name='new'); "
+        "started.start(); started.join()\n",
+        {"__name__": "__main__", "threading": th},
+    )
     go.set()
     done.wait(5)
     rec = m.stop()

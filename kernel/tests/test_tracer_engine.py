@@ -53,7 +53,9 @@ def test_direct_read_equals_viztracers_public_load():
 
     mine = sorted(
         (int(tid), name(k), round(s / 1000.0, 3), round((e - s) / 1000.0, 3))
-        for tid, k, s, e in zip(raw.tid.tolist(), raw.key.tolist(), raw.start.tolist(), raw.end.tolist())
+        for tid, k, s, e in zip(
+            raw.tid.tolist(), raw.key.tolist(), raw.start.tolist(), raw.end.tolist()
+        )
     )
     theirs = sorted((e["tid"], e["name"], round(e["ts"], 3), round(e["dur"], 3)) for e in public)
     assert [(t, n) for t, n, _, _ in mine] == [(t, n) for t, n, _, _ in theirs]

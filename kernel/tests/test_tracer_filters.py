@@ -6,10 +6,10 @@ import sys
 import textwrap
 
 import pytest
-
-from scorep_kernel.measure import DEFAULT_EXCLUDE, MeasureConfig, Measurement
-from scorep_kernel.formats.recording import ROLE_IMPORT
 from test_tracer_util import calls, names, run_cell
+
+from scorep_kernel.formats.recording import ROLE_IMPORT
+from scorep_kernel.measure import DEFAULT_EXCLUDE, MeasureConfig, Measurement
 
 JSON_CELL = "import json\ndef use():\n    return json.dumps({'a': [1, 2]}, indent=1)\nuse()\n"
 
@@ -53,7 +53,11 @@ def test_include_wins_over_exclude(tmp_path):
 def test_max_depth_keeps_the_top_levels(tmp_path):
     source = "def c():\n    return 1\ndef b():\n    return c()\ndef a():\n    return b()\na()\n"
     got = calls(measure(tmp_path, source, MeasureConfig(max_depth=2)))
-    assert [(c.name, c.depth) for c in got] == [("cell [1]", 0), ("__main__:a", 1), ("__main__:b", 2)]
+    assert [(c.name, c.depth) for c in got] == [
+        ("cell [1]", 0),
+        ("__main__:a", 1),
+        ("__main__:b", 2),
+    ]
     rec = measure(tmp_path, source, MeasureConfig(max_depth=0))
     assert [c.name for c in calls(rec)] == ["cell [1]"]
     assert rec.notes["dropped"]["too_deep"] == 3
@@ -65,13 +69,15 @@ def fresh_package(tmp_path, monkeypatch):
     name = f"scorep_probe_pkg_{tmp_path.name.replace('-', '_')}"
     pkg = tmp_path / "src" / name
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         import json, decimal
         from . import helpers
         def busy():
             return sum(helpers.square(i) for i in range(200))
         TABLE = busy()
-    """))
+    """)
+    )
     (pkg / "helpers.py").write_text("def square(x):\n    return x * x\n")
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     yield name
@@ -132,8 +138,13 @@ def test_the_event_cap_stops_recording_and_says_so(tmp_path):
 
 def test_config_from_mapping_accepts_lists_and_comma_strings():
     c = MeasureConfig.from_mapping(
-        {"include": "numpy, pandas", "exclude": ["json"], "max_depth": "3",
-         "event_cap": 1000, "metric_interval": 0.5}
+        {
+            "include": "numpy, pandas",
+            "exclude": ["json"],
+            "max_depth": "3",
+            "event_cap": 1000,
+            "metric_interval": 0.5,
+        }
     )
     assert c.include == ("numpy", "pandas")
     assert c.exclude[-1] == "json" and c.exclude[: len(DEFAULT_EXCLUDE)] == DEFAULT_EXCLUDE
@@ -152,7 +163,10 @@ def test_config_from_mapping_accepts_lists_and_comma_strings():
         ({"metric_interval": 0}, "metric_interval must be seconds > 0"),
         ({"metric_interval": "fast"}, "metric_interval must be seconds"),
         ({"include": 5}, "include must be a list of module prefixes"),
-        ({"exclude": ["numpy", "not a module"]}, "exclude entry 'not a module' is not a module name"),
+        (
+            {"exclude": ["numpy", "not a module"]},
+            "exclude entry 'not a module' is not a module name",
+        ),
         ({"colour": "red"}, "unknown measurement setting 'colour': accepted keys are"),
     ],
 )
@@ -175,7 +189,9 @@ def test_recording_goes_on_after_imports(tmp_path, fresh_package, c_functions):
         "after()\n"
     )
     rec = measure(tmp_path, source, MeasureConfig(c_functions=c_functions))
-    got = [(c.name, c.parent) for c in calls(rec) if c.depth == 1 and not c.name.startswith("builtins")]
+    got = [
+        (c.name, c.parent) for c in calls(rec) if c.depth == 1 and not c.name.startswith("builtins")
+    ]
     assert got == [
         ("__main__:before", "cell [1]"),
         (f"import:{fresh_package}", "cell [1]"),

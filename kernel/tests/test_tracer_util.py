@@ -38,7 +38,9 @@ def calls(recording) -> list[Call]:
                 out.append(None)  # placeholder, filled at the leave
             else:
                 assert k == LEAVE
-                assert stack, f"{thread.name}: leave of {recording.regions[r].name} with nothing open"
+                assert stack, (
+                    f"{thread.name}: leave of {recording.regions[r].name} with nothing open"
+                )
                 r0, t0, slot = stack.pop()
                 assert r0 == r, (
                     f"{thread.name}: leave of {recording.regions[r].name} while "

@@ -49,11 +49,17 @@ def test_worker_runs_a_measured_cell_and_writes_the_experiment(tmp_path):
         exp.mkdir()
         from scorep_kernel import experiment
 
-        experiment.write_manifest(exp, experiment.new_manifest("x", backend="builtin", isolation="subprocess"))
-        await worker.send("start_run", {"exp_dir": str(exp), "measure": {}, "env": {"SCOREP_X": "1"}})
+        experiment.write_manifest(
+            exp, experiment.new_manifest("x", backend="builtin", isolation="subprocess")
+        )
+        await worker.send(
+            "start_run", {"exp_dir": str(exp), "measure": {}, "env": {"SCOREP_X": "1"}}
+        )
         started = await worker.recv_until("run_started", 30)
         namespace = {"a": 1}
-        messages, done = await _run_cell(worker, namespace, "import os\nb = a + 1\nprint(os.environ['SCOREP_X'])\nb")
+        messages, done = await _run_cell(
+            worker, namespace, "import os\nb = a + 1\nprint(os.environ['SCOREP_X'])\nb"
+        )
         assert done["status"] == "ok"
         kinds = [k for k, _ in messages]
         assert ("stream", {"name": "stdout", "text": "1\n"}) in messages

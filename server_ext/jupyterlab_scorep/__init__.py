@@ -27,9 +27,7 @@ class ScorePExtension(Configurable):
     build_timeout = Float(
         600.0, help="Seconds a trace may take to index before the reader is stopped."
     ).tag(config=True)
-    index_cache_size = Int(8, help="Trace indexes kept loaded (memory-mapped).").tag(
-        config=True
-    )
+    index_cache_size = Int(8, help="Trace indexes kept loaded (memory-mapped).").tag(config=True)
 
 
 def _jupyter_labextension_paths():

@@ -7,8 +7,7 @@ class ApiError(Exception):
     """``status`` (4xx), ``message`` for a person (cause and fix), ``reason`` a short tag;
     ``transient``: not the file's fault (a worker crash or timeout), so not remembered."""
 
-    def __init__(self, status: int, message: str, reason: str = "", *,
-                 transient: bool = False):
+    def __init__(self, status: int, message: str, reason: str = "", *, transient: bool = False):
         super().__init__(message)
         self.status = status
         self.message = message

@@ -55,8 +55,9 @@ def _from_cubex(path: Path) -> CallTree:
         locations = [{"id": i, "name": loc.name} for i, loc in enumerate(cube.get_locations())]
         n_loc = len(locations)
         index = {c.id: i for i, c in enumerate(cnodes)}
-        parent = np.array([index.get(c.parent.id, -1) if c.parent else -1 for c in cnodes],
-                          np.int64)
+        parent = np.array(
+            [index.get(c.parent.id, -1) if c.parent else -1 for c in cnodes], np.int64
+        )
 
         def metric(name: str, **conv):
             try:
@@ -73,8 +74,10 @@ def _from_cubex(path: Path) -> CallTree:
 
         time_incl = metric("time", convert_to_inclusive=True)
         if time_incl is None:
-            raise ProfileReadError("profile.cubex has no 'time' metric: it was not written "
-                                   "by Score-P or the builtin tracer")
+            raise ProfileReadError(
+                "profile.cubex has no 'time' metric: it was not written "
+                "by Score-P or the builtin tracer"
+            )
         time_excl = metric("time", convert_to_exclusive=True)
         visits = metric("visits")
         mins, maxs = metric("min_time"), metric("max_time")
@@ -82,18 +85,25 @@ def _from_cubex(path: Path) -> CallTree:
         for c in cnodes:
             region = c.region or cube.get_region(c)
             name = region.name or f"region {c.callee_region_id}"
-            nodes.append({
-                "name": name,
-                "group": region.mod or (name.split(":", 1)[0] if ":" in name else ""),
-                "file": region.url or region.mod or "",
-                "line": int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0,
-            })
+            nodes.append(
+                {
+                    "name": name,
+                    "group": region.mod or (name.split(":", 1)[0] if ":" in name else ""),
+                    "file": region.url or region.mod or "",
+                    "line": int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0,
+                }
+            )
     zeros = np.zeros_like(time_incl)
     return CallTree(
-        source="cubex", locations=locations, parent=parent, nodes=nodes,
+        source="cubex",
+        locations=locations,
+        parent=parent,
+        nodes=nodes,
         visits=visits if visits is not None else zeros,
-        incl_s=time_incl, excl_s=time_excl if time_excl is not None else zeros,
-        min_s=mins if mins is not None else zeros, max_s=maxs if maxs is not None else zeros,
+        incl_s=time_incl,
+        excl_s=time_excl if time_excl is not None else zeros,
+        min_s=mins if mins is not None else zeros,
+        max_s=maxs if maxs is not None else zeros,
     )
 
 
@@ -107,29 +117,39 @@ def from_index(index) -> CallTree:
         info = index.region_info(r)
         nodes.append({k: info[k] for k in ("name", "group", "file", "line")})
     return CallTree(
-        source="trace", locations=locs, parent=np.asarray(a("ct.parent"), np.int64),
-        nodes=nodes, visits=np.asarray(a("ct.visits"), np.float64),
-        incl_s=a("ct.incl") / 1e9, excl_s=a("ct.excl") / 1e9,
-        min_s=a("ct.min") / 1e9, max_s=a("ct.max") / 1e9,
+        source="trace",
+        locations=locs,
+        parent=np.asarray(a("ct.parent"), np.int64),
+        nodes=nodes,
+        visits=np.asarray(a("ct.visits"), np.float64),
+        incl_s=a("ct.incl") / 1e9,
+        excl_s=a("ct.excl") / 1e9,
+        min_s=a("ct.min") / 1e9,
+        max_s=a("ct.max") / 1e9,
     )
 
 
 def _columns(tree: CallTree, location: int | None):
     if location is not None:
         col = slice(location, location + 1)
-        pick = lambda m: m[:, col][:, 0]  # noqa: E731
-        return (pick(tree.visits), pick(tree.incl_s), pick(tree.excl_s), pick(tree.min_s),
-                pick(tree.max_s))
+        pick = lambda m: m[:, col][:, 0]
+        return (
+            pick(tree.visits),
+            pick(tree.incl_s),
+            pick(tree.excl_s),
+            pick(tree.min_s),
+            pick(tree.max_s),
+        )
     visited = tree.visits > 0
     mins = np.where(visited, tree.min_s, np.inf).min(axis=1, initial=np.inf)
     mins = np.where(np.isfinite(mins), mins, 0.0)
     maxs = np.where(visited, tree.max_s, 0.0).max(axis=1, initial=0.0)
-    return (tree.visits.sum(axis=1), tree.incl_s.sum(axis=1), tree.excl_s.sum(axis=1),
-            mins, maxs)
+    return (tree.visits.sum(axis=1), tree.incl_s.sum(axis=1), tree.excl_s.sum(axis=1), mins, maxs)
 
 
-def to_json(tree: CallTree, location: int | None, run_name: str,
-            max_nodes: int = MAX_NODES) -> dict[str, Any]:
+def to_json(
+    tree: CallTree, location: int | None, run_name: str, max_nodes: int = MAX_NODES
+) -> dict[str, Any]:
     visits, incl, excl, mins, maxs = _columns(tree, location)
     n = len(tree.nodes)
     keep = np.ones(n, bool)
@@ -149,9 +169,14 @@ def to_json(tree: CallTree, location: int | None, run_name: str,
     roots = []
     for i in np.flatnonzero(keep).tolist():
         node = {
-            "id": i, **tree.nodes[i],
-            "incl_s": float(incl[i]), "excl_s": float(excl[i]), "visits": int(visits[i]),
-            "min_s": float(mins[i]), "max_s": float(maxs[i]), "children": [],
+            "id": i,
+            **tree.nodes[i],
+            "incl_s": float(incl[i]),
+            "excl_s": float(excl[i]),
+            "visits": int(visits[i]),
+            "min_s": float(mins[i]),
+            "max_s": float(maxs[i]),
+            "children": [],
         }
         built[i] = node
         p = int(tree.parent[i])
@@ -163,10 +188,19 @@ def to_json(tree: CallTree, location: int | None, run_name: str,
         root = roots[0]
     else:
         total = float(sum(r["incl_s"] for r in roots))
-        root = {"id": -1, "name": run_name, "group": "", "file": "", "line": 0,
-                "incl_s": total, "excl_s": 0.0,
-                "visits": 1 if location is not None else max(len(tree.locations), 1),
-                "min_s": total, "max_s": total, "children": roots}
+        root = {
+            "id": -1,
+            "name": run_name,
+            "group": "",
+            "file": "",
+            "line": 0,
+            "incl_s": total,
+            "excl_s": 0.0,
+            "visits": 1 if location is not None else max(len(tree.locations), 1),
+            "min_s": total,
+            "max_s": total,
+            "children": roots,
+        }
     out = {
         "source": tree.source,
         "location": location,

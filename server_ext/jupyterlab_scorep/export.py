@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -74,14 +74,22 @@ def perfetto_stream(index, run_name: str, batch: int = 50_000) -> Iterator[bytes
     names = {int(k): json.dumps(v.get("name", "")) for k, v in regions.items()}
     cats = {int(k): json.dumps(v.get("group", "") or "python") for k, v in regions.items()}
     no_cat = json.dumps("python")
-    head = {"displayTimeUnit": "ns", "otherData": {"experiment": run_name,
-            "origin_epoch_ns": index.meta.get("origin_epoch_ns")}}
+    head = {
+        "displayTimeUnit": "ns",
+        "otherData": {"experiment": run_name, "origin_epoch_ns": index.meta.get("origin_epoch_ns")},
+    }
     yield (json.dumps(head)[:-1] + ', "traceEvents": [\n').encode()
-    meta = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
-             "args": {"name": run_name}}]
+    meta = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": run_name}}]
     for loc in index.locations:
-        meta.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": loc["id"],
-                     "args": {"name": loc["name"]}})
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": 1,
+                "tid": loc["id"],
+                "args": {"name": loc["name"]},
+            }
+        )
     yield ",\n".join(json.dumps(m) for m in meta).encode()
     for loc in index.locations:
         i = loc["id"]

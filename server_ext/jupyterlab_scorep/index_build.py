@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from scorep_kernel import experiment as ex
 
 from . import intervals, lod, otf2_read
@@ -106,8 +107,12 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     pixels = lod.level_pixels(all_durations, full_range)
     for i, (info, iv, ev) in enumerate(zip(defs.locations, per_location, events)):
         levels = lod.build_levels(iv.start, iv.end, iv.region, iv.depth_ptr, pixels)
-        cols = {"start": [iv.start], "end": [iv.end], "region": [iv.region],
-                "count": [np.ones(len(iv), np.int32)]}
+        cols = {
+            "start": [iv.start],
+            "end": [iv.end],
+            "region": [iv.region],
+            "count": [np.ones(len(iv), np.int32)],
+        }
         ptr_rows = [iv.depth_ptr]
         offset = len(iv)
         kept = [lvl for lvl in levels if lvl is not None]
@@ -123,8 +128,10 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         np.save(out / f"L{i}.ptr.npy", np.vstack(ptr_rows).astype(np.int64))
         np.save(out / f"L{i}.px.npy", np.asarray(level_px, np.float64))
         if ev.metric_times.size:
-            np.save(out / f"L{i}.mt.npy",
-                    intervals.to_ns(ev.metric_times, defs.global_offset, defs.timer_resolution))
+            np.save(
+                out / f"L{i}.mt.npy",
+                intervals.to_ns(ev.metric_times, defs.global_offset, defs.timer_resolution),
+            )
             np.save(out / f"L{i}.mm.npy", ev.metric_members)
             np.save(out / f"L{i}.mv.npy", ev.metric_values)
         locations.append(

@@ -13,10 +13,12 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
+
 from scorep_kernel.experiment import file_lock
 
 from .index_build import INDEX_NAME, build_index, source_files
@@ -104,8 +106,7 @@ class LoadedIndex:
         """Name, group, file, line and role of a region; a placeholder for an unknown ref."""
         info = self.regions.get(str(ref))
         if info is None:
-            return {"name": f"region {ref}", "group": "", "file": "", "line": 0,
-                    "role": "function"}
+            return {"name": f"region {ref}", "group": "", "file": "", "line": 0, "role": "function"}
         return {k: info.get(k) for k in REGION_KEYS}
 
 

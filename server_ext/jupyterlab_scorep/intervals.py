@@ -168,8 +168,12 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
     child_sum = np.zeros(shape, np.int64)
     has_parent = parent >= 0
     for li in range(n_loc):
-        child_sum[:, li] = np.bincount(
-            parent[has_parent], weights=incl[has_parent, li], minlength=n_paths
-        )[:n_paths].round().astype(np.int64)
+        child_sum[:, li] = (
+            np.bincount(parent[has_parent], weights=incl[has_parent, li], minlength=n_paths)[
+                :n_paths
+            ]
+            .round()
+            .astype(np.int64)
+        )
     excl = incl - child_sum
     return CallPaths(parent, region, visits, incl, excl, mins, maxs)

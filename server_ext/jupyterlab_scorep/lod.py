@@ -80,9 +80,7 @@ def merge(
     dur = end - start
     narrow = dur < px
     bucket = np.floor((start - origin) / px).astype(np.int64)
-    same = (
-        narrow[1:] & narrow[:-1] & (bucket[1:] == bucket[:-1]) & (segment[1:] == segment[:-1])
-    )
+    same = narrow[1:] & narrow[:-1] & (bucket[1:] == bucket[:-1]) & (segment[1:] == segment[:-1])
     first = np.flatnonzero(np.r_[True, ~same])
     n_groups = first.size
     if n_groups == n:

@@ -50,22 +50,38 @@ def downsample(
                 mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
                 mins = np.fmin.reduceat(np.where(finite, col, np.nan), first)
                 maxs = np.fmax.reduceat(np.where(finite, col, np.nan), first)
-                series.append({
-                    "key": meta.get("key", f"series{k}"),
-                    "label": meta.get("label", meta.get("key", "")),
-                    "unit": meta.get("unit", ""),
-                    "group": meta.get("group", ""),
-                    "t": t_mid,
-                    "mean": _clean(mean),
-                    "min": _clean(mins),
-                    "max": _clean(maxs),
-                })
+                series.append(
+                    {
+                        "key": meta.get("key", f"series{k}"),
+                        "label": meta.get("label", meta.get("key", "")),
+                        "unit": meta.get("unit", ""),
+                        "group": meta.get("group", ""),
+                        "t": t_mid,
+                        "mean": _clean(mean),
+                        "min": _clean(mins),
+                        "max": _clean(maxs),
+                    }
+                )
     else:
-        series = [{"key": m.get("key", ""), "label": m.get("label", ""),
-                   "unit": m.get("unit", ""), "group": m.get("group", ""),
-                   "t": [], "mean": [], "min": [], "max": []} for m in series_meta]
-    return {"window": [int(t0), int(t1)], "notes": list(schema.get("notes", [])),
-            "interval_s": schema.get("interval_s"), "series": series}
+        series = [
+            {
+                "key": m.get("key", ""),
+                "label": m.get("label", ""),
+                "unit": m.get("unit", ""),
+                "group": m.get("group", ""),
+                "t": [],
+                "mean": [],
+                "min": [],
+                "max": [],
+            }
+            for m in series_meta
+        ]
+    return {
+        "window": [int(t0), int(t1)],
+        "notes": list(schema.get("notes", [])),
+        "interval_s": schema.get("interval_s"),
+        "series": series,
+    }
 
 
 def from_trace(index) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
@@ -90,8 +106,14 @@ def from_trace(index) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
                 columns[(i, ref)] = len(series)
                 info = members.get(str(ref), {"name": f"metric {ref}", "unit": ""})
                 key = info["name"] if len(with_metrics) == 1 else f"{loc['name']}/{info['name']}"
-                series.append({"key": key, "label": info.get("description") or info["name"],
-                               "unit": info.get("unit", ""), "group": "trace"})
+                series.append(
+                    {
+                        "key": key,
+                        "label": info.get("description") or info["name"],
+                        "unit": info.get("unit", ""),
+                        "group": "trace",
+                    }
+                )
         blocks.append((i, t, m, v))
     times = np.unique(np.concatenate([t for _i, t, _m, _v in blocks]))
     values = np.full((times.size, len(series)), np.nan)

@@ -59,8 +59,16 @@ _U64 = ctypes.c_uint64
 _ENTER_LEAVE = ctypes.CFUNCTYPE(ctypes.c_int, _U64, _U64, _U64, _VP, _VP, ctypes.c_uint32)
 # OTF2_EvtReaderCallback_Metric(..., metric, numberOfMetrics, typeIDs, metricValues)
 _METRIC = ctypes.CFUNCTYPE(
-    ctypes.c_int, _U64, _U64, _U64, _VP, _VP, ctypes.c_uint32, ctypes.c_uint8,
-    ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_uint64),
+    ctypes.c_int,
+    _U64,
+    _U64,
+    _U64,
+    _VP,
+    _VP,
+    ctypes.c_uint32,
+    ctypes.c_uint8,
+    ctypes.POINTER(ctypes.c_uint8),
+    ctypes.POINTER(ctypes.c_uint64),
 )
 _lib = None
 

@@ -74,7 +74,9 @@ class ParseWorker:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "jupyterlab_scorep.parse_worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=None,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         return self._proc
@@ -110,8 +112,9 @@ class ParseWorker:
             except (EOFError, BrokenPipeError, OSError) as e:
                 code = proc.poll()
                 self._kill()
-                raise WorkerCrashed(f"the worker died ({e or 'exit status ' + str(code)})") \
-                    from None
+                raise WorkerCrashed(
+                    f"the worker died ({e or 'exit status ' + str(code)})"
+                ) from None
         if ok:
             return value
         raise value

@@ -8,8 +8,8 @@ inside it are served only when their real path stays inside the experiment.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from scorep_kernel import experiment as ex
 
@@ -35,22 +35,31 @@ class Roots:
     def resolve(self, param: str | None, what: str = "path") -> Path:
         """The real path a request parameter names, if it may be served."""
         if param is None or not param.strip():
-            raise ApiError(400, f"the {what} parameter is missing: pass the experiment "
-                                "directory, absolute or relative to the server root")
+            raise ApiError(
+                400,
+                f"the {what} parameter is missing: pass the experiment "
+                "directory, absolute or relative to the server root",
+            )
         if "\x00" in param:
             raise ApiError(400, f"the {what} parameter holds a NUL character")
         raw = Path(os.path.expanduser(param))
         if ".." in raw.parts:
-            raise ApiError(403, f"{param!r} climbs out with '..': name the directory "
-                                "directly (absolute or relative to the server root)",
-                           "Outside the roots")
+            raise ApiError(
+                403,
+                f"{param!r} climbs out with '..': name the directory "
+                "directly (absolute or relative to the server root)",
+                "Outside the roots",
+            )
         candidate = raw if raw.is_absolute() else Path(self.server_root) / raw
         real = os.path.realpath(candidate)
         if not self.allowed(real):
-            raise ApiError(403, f"{param!r} lies outside the server root and the configured "
-                                "experiment roots; add its parent to "
-                                "c.ScorePExtension.experiment_roots to serve it",
-                           "Outside the roots")
+            raise ApiError(
+                403,
+                f"{param!r} lies outside the server root and the configured "
+                "experiment roots; add its parent to "
+                "c.ScorePExtension.experiment_roots to serve it",
+                "Outside the roots",
+            )
         return Path(real)
 
     def experiment(self, param: str | None) -> Path:
@@ -58,8 +67,11 @@ class Roots:
         if not exp.is_dir():
             raise ApiError(404, f"no directory {param!r}: the experiment was moved or deleted")
         if not (exp / ex.MANIFEST).is_file():
-            raise ApiError(404, f"{param!r} is not an experiment: it has no {ex.MANIFEST}. "
-                                "Pass a directory the kernel wrote under scorep-experiments/")
+            raise ApiError(
+                404,
+                f"{param!r} is not an experiment: it has no {ex.MANIFEST}. "
+                "Pass a directory the kernel wrote under scorep-experiments/",
+            )
         return exp
 
 
@@ -71,8 +83,11 @@ def experiment_file(exp: Path, name: str) -> Path | None:
         return None
     real = os.path.realpath(path)
     if not _within(real, str(exp)):
-        raise ApiError(403, f"{name} in this experiment links outside it; refusing to read it",
-                       "Outside the roots")
+        raise ApiError(
+            403,
+            f"{name} in this experiment links outside it; refusing to read it",
+            "Outside the roots",
+        )
     return Path(real)
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tornado
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
-from scorep_kernel import experiment as ex
 from tornado.iostream import StreamClosedError
+
+from scorep_kernel import experiment as ex
 
 from . import calltree, export, metrics, summary, timeline, tools
 from .api_error import ApiError
@@ -31,8 +33,7 @@ class ScorePHandler(APIHandler):
         return self.settings["scorep_service"]
 
     def fail(self, error: ApiError) -> None:
-        raise tornado.web.HTTPError(error.status, log_message=error.message,
-                                    reason=error.reason)
+        raise tornado.web.HTTPError(error.status, log_message=error.message, reason=error.reason)
 
     async def respond(self, make: Callable) -> None:
         try:
@@ -51,14 +52,19 @@ class ScorePHandler(APIHandler):
             raise
         except Exception as e:
             self.log.warning("scorep: %s failed: %s", what, e, exc_info=True)
-            raise ApiError(422, f"{what} failed on this experiment's files "
-                                f"({type(e).__name__}: {e}); they are damaged or of an "
-                                "unknown version", "Unreadable file") from None
+            raise ApiError(
+                422,
+                f"{what} failed on this experiment's files "
+                f"({type(e).__name__}: {e}); they are damaged or of an "
+                "unknown version",
+                "Unreadable file",
+            ) from None
 
     # -- parameters ------------------------------------------------------------------
 
-    def int_arg(self, name: str, default: int | None, lo: int | None = None,
-                hi: int | None = None) -> int | None:
+    def int_arg(
+        self, name: str, default: int | None, lo: int | None = None, hi: int | None = None
+    ) -> int | None:
         raw = self.get_argument(name, None)
         if raw is None or raw == "":
             return default
@@ -168,8 +174,7 @@ class TimelineHandler(JsonGetHandler):
         exp, manifest = await self.experiment()
         index = await self.service.index(exp, manifest)
         t0, t1, width = _window(self, index.meta["range"])
-        return await self.computed("the timeline query", timeline.query, index, t0, t1,
-                                   width)
+        return await self.computed("the timeline query", timeline.query, index, t0, t1, width)
 
 
 class CalltreeHandler(JsonGetHandler):
@@ -179,8 +184,9 @@ class CalltreeHandler(JsonGetHandler):
         location = self.int_arg("location", None, 0, max(len(tree.locations) - 1, 0))
         if location is not None and not tree.locations:
             raise ApiError(400, "this profile has no locations")
-        return await self.computed("building the call tree", calltree.to_json, tree,
-                                   location, manifest["id"])
+        return await self.computed(
+            "building the call tree", calltree.to_json, tree, location, manifest["id"]
+        )
 
 
 class MetricsHandler(JsonGetHandler):
@@ -192,23 +198,27 @@ class MetricsHandler(JsonGetHandler):
         else:
             samples, origin = await self._trace_metrics(exp, manifest), 0
         if samples is None:
-            raise ApiError(404, "this experiment has no metric samples (no metrics.json + "
-                                "metrics.npz, no metric events in the trace): system "
-                                "metrics were off for the run", "No metrics")
+            raise ApiError(
+                404,
+                "this experiment has no metric samples (no metrics.json + "
+                "metrics.npz, no metric events in the trace): system "
+                "metrics were off for the run",
+                "No metrics",
+            )
         t0 = self.int_arg("t0", None)
         t1 = self.int_arg("t1", None)
         width = self.int_arg("width", 1000, 1, 20_000)
         if t0 is not None and t1 is not None and t1 <= t0:
             raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
-        return await self.computed("bucketing the metric samples", metrics.downsample,
-                                   *samples, origin, t0, t1, width)
+        return await self.computed(
+            "bucketing the metric samples", metrics.downsample, *samples, origin, t0, t1, width
+        )
 
     async def _trace_metrics(self, exp, manifest):
         if experiment_file(exp, ex.OTF2_ANCHOR) is None:
             return None
         index = await self.service.index(exp, manifest)
-        return await self.computed("reading the trace's metric events", metrics.from_trace,
-                                   index)
+        return await self.computed("reading the trace's metric events", metrics.from_trace, index)
 
     async def _origin(self, exp, manifest) -> int:
         # Times are relative to the trace's start (OTF2 global offset) when there is one.
@@ -246,8 +256,10 @@ class SummaryHandler(JsonGetHandler):
         except ApiError as e:
             samples = None
             notes.append(f"No metrics: {e.message}")
-        return await self.computed("summarising", lambda: summary.summarize(
-            manifest, tree, samples, events=events, trace_notes=notes))
+        return await self.computed(
+            "summarising",
+            lambda: summary.summarize(manifest, tree, samples, events=events, trace_notes=notes),
+        )
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -320,8 +332,9 @@ class OpenHandler(ScorePHandler):
                 raise ApiError(400, f"tool={tool!r}: choose vampir or cube")
             target = experiment_file(exp, tools.TOOL_FILES[tool])
             if target is None:
-                raise ApiError(404, f"this experiment has no {tools.TOOL_FILES[tool]} to open "
-                                    f"in {tool}")
+                raise ApiError(
+                    404, f"this experiment has no {tools.TOOL_FILES[tool]} to open in {tool}"
+                )
             pid = await self.service.in_thread(tools.open_in_tool, tool, exp, target)
             return {"pid": pid}
 
@@ -344,6 +357,8 @@ ROUTES = {
 def setup_route_handlers(web_app, service: Service) -> None:
     web_app.settings["scorep_service"] = service
     base_url = web_app.settings["base_url"]
-    handlers = [(url_path_join(base_url, "scorep", "api", name), handler)
-                for name, handler in ROUTES.items()]
+    handlers = [
+        (url_path_join(base_url, "scorep", "api", name), handler)
+        for name, handler in ROUTES.items()
+    ]
     web_app.add_handlers(".*$", handlers)

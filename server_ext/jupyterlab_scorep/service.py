@@ -10,8 +10,9 @@ import functools
 import logging
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scorep_kernel import experiment as ex
 
@@ -20,15 +21,21 @@ from .api_error import ApiError
 from .index_build import source_files
 from .index_store import IndexCache, LoadedIndex
 from .otf2_read import TraceReadError
+from .parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
 from .paths import Roots, archive_files, experiment_file
-from .parse_worker import WorkerCrashed, ParseWorker, WorkerTimeout
 
 log = logging.getLogger(__name__)
 
 
 class Service:
-    def __init__(self, server_root: str, experiment_roots=(), *, build_timeout: float = 600,
-                 cache_size: int = 8):
+    def __init__(
+        self,
+        server_root: str,
+        experiment_roots=(),
+        *,
+        build_timeout: float = 600,
+        cache_size: int = 8,
+    ):
         self.roots = Roots(server_root, experiment_roots)
         self.build_timeout = build_timeout
         self.indexes = IndexCache(cache_size)
@@ -54,8 +61,7 @@ class Service:
         self._waiters.shutdown(wait=False, cancel_futures=True)
 
     async def in_thread(self, fn: Callable, *args) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(fn, *args))
+        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
 
     async def in_worker(self, what: str, fn: Callable, *args) -> Any:
         call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
@@ -64,14 +70,22 @@ class Service:
         try:
             return await asyncio.get_running_loop().run_in_executor(self._waiters, call)
         except WorkerCrashed:
-            raise ApiError(422, f"the reader crashed on {what}: the file is damaged. Re-run "
-                                "the cell to record it again.", "Unreadable file",
-                           transient=True) from None
+            raise ApiError(
+                422,
+                f"the reader crashed on {what}: the file is damaged. Re-run "
+                "the cell to record it again.",
+                "Unreadable file",
+                transient=True,
+            ) from None
         except WorkerTimeout:
-            raise ApiError(422, f"reading {what} took longer than {self.build_timeout:.0f} "
-                                "s and was stopped; raise c.ScorePExtension.build_timeout "
-                                "for very large traces", "Unreadable file",
-                           transient=True) from None
+            raise ApiError(
+                422,
+                f"reading {what} took longer than {self.build_timeout:.0f} "
+                "s and was stopped; raise c.ScorePExtension.build_timeout "
+                "for very large traces",
+                "Unreadable file",
+                transient=True,
+            ) from None
 
     async def _once(self, key: tuple, signature: Any, make: Callable) -> Any:
         """Run ``make()`` once for concurrent callers with the same key; remember failures
@@ -99,18 +113,25 @@ class Service:
         try:
             return await self.in_thread(ex.read_manifest, exp)
         except ex.ExperimentError as e:
-            raise ApiError(422, f"{e}. The kernel writes manifest.json; re-run the cell or "
-                                "remove the directory.", "Unreadable manifest") from None
+            raise ApiError(
+                422,
+                f"{e}. The kernel writes manifest.json; re-run the cell or remove the directory.",
+                "Unreadable manifest",
+            ) from None
 
     def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
         """Raise unless the trace can be read now."""
         anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
         if manifest.get("files_status") == "pending":
-            raise ApiError(409, "the trace is still being written; try again in a moment",
-                           "Not ready")
+            raise ApiError(
+                409, "the trace is still being written; try again in a moment", "Not ready"
+            )
         if anchor is None:
-            raise ApiError(404, "this experiment has no OTF2 trace (traces.otf2): it was "
-                                "recorded without tracing", "No trace")
+            raise ApiError(
+                404,
+                "this experiment has no OTF2 trace (traces.otf2): it was recorded without tracing",
+                "No trace",
+            )
 
     def _lookup(self, exp: Path):
         """``(signature, loaded index or None)``, in one trip to a thread: the archive's
@@ -134,16 +155,22 @@ class Service:
             if loaded is not None:
                 return loaded
         except (OSError, ValueError, KeyError) as e:
-            raise ApiError(422, f"the trace index of this experiment is unreadable ({e}); "
-                                "delete its .index folder to rebuild it",
-                           "Unreadable index") from None
+            raise ApiError(
+                422,
+                f"the trace index of this experiment is unreadable ({e}); "
+                "delete its .index folder to rebuild it",
+                "Unreadable index",
+            ) from None
         directory = await self._once(("index", str(exp)), signature, lambda: self._build(exp))
         try:
             return await self.in_thread(self.indexes.get, directory)
         except (OSError, ValueError, KeyError) as e:
-            raise ApiError(422, f"the trace index of this experiment is unreadable ({e}); "
-                                f"delete {directory} to rebuild it", "Unreadable index") \
-                from None
+            raise ApiError(
+                422,
+                f"the trace index of this experiment is unreadable ({e}); "
+                f"delete {directory} to rebuild it",
+                "Unreadable index",
+            ) from None
 
     async def _build(self, exp: Path) -> str:
         """Build the index unless it is fresh on disk by now. The check repeats here, inside
@@ -159,17 +186,18 @@ class Service:
         try:
             return await self.in_worker("the OTF2 trace", index_store.ensure_index, str(exp))
         except TraceReadError as e:
-            raise ApiError(422, f"the OTF2 trace cannot be read: {e}", "Unreadable trace") \
-                from None
+            raise ApiError(422, f"the OTF2 trace cannot be read: {e}", "Unreadable trace") from None
         except OSError as e:
-            raise ApiError(422, f"the OTF2 trace cannot be read or indexed: {e}",
-                           "Unreadable trace") from None
+            raise ApiError(
+                422, f"the OTF2 trace cannot be read or indexed: {e}", "Unreadable trace"
+            ) from None
         except ApiError:
             raise
         except Exception as e:  # anything else a damaged file provokes in the reader
             log.exception("indexing %s failed", exp)
-            raise ApiError(422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})",
-                           "Unreadable trace") from None
+            raise ApiError(
+                422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})", "Unreadable trace"
+            ) from None
 
     @staticmethod
     def _fresh_index_dir(exp: Path) -> str | None:
@@ -200,8 +228,11 @@ class Service:
             except ApiError:
                 raise
             except Exception as e:
-                raise ApiError(422, f"profile.cubex cannot be read ({type(e).__name__}: {e})",
-                               "Unreadable profile") from None
+                raise ApiError(
+                    422,
+                    f"profile.cubex cannot be read ({type(e).__name__}: {e})",
+                    "Unreadable profile",
+                ) from None
 
         tree = await self._once(key, signature, parse)
         self._profiles[key] = (signature, tree)
@@ -217,5 +248,6 @@ class Service:
         try:
             return await self.in_thread(ex.read_metrics, exp)
         except ex.ExperimentError as e:
-            raise ApiError(422, f"{e}. Re-run the cell to sample them again.",
-                           "Unreadable metrics") from None
+            raise ApiError(
+                422, f"{e}. Re-run the cell to sample them again.", "Unreadable metrics"
+            ) from None

@@ -57,9 +57,15 @@ def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
                 p = parent[p]
             if p < 0:  # no ancestor of the same name: an outermost call
                 incl_sum += incl[i]
-        out.append({"name": str(uniq[u]), "excl_s": round(float(excl_by[u]), 6),
-                    "incl_s": round(incl_sum, 6), "visits": int(visits_by[u]),
-                    "pct": round(100.0 * float(excl_by[u]) / total, 1)})
+        out.append(
+            {
+                "name": str(uniq[u]),
+                "excl_s": round(float(excl_by[u]), 6),
+                "incl_s": round(incl_sum, 6),
+                "visits": int(visits_by[u]),
+                "pct": round(100.0 * float(excl_by[u]) / total, 1),
+            }
+        )
     return out
 
 
@@ -89,9 +95,16 @@ def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]
     verdicts: list[dict[str, Any]] = []
 
     def add(kind, level, text, **numbers):
-        verdicts.append({"kind": kind, "level": level, "text": text,
-                         "numbers": {k: (round(v, 2) if isinstance(v, float) else v)
-                                     for k, v in numbers.items()}})
+        verdicts.append(
+            {
+                "kind": kind,
+                "level": level,
+                "text": text,
+                "numbers": {
+                    k: (round(v, 2) if isinstance(v, float) else v) for k, v in numbers.items()
+                },
+            }
+        )
 
     wall = float(manifest.get("wall_s") or 0.0)
     interval = float((metrics[0].get("interval_s") if metrics else None) or 0.1)
@@ -110,50 +123,69 @@ def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]
                 means = {int(i): float(grid[:, k].mean()) for k, i in enumerate(ids)}
                 busiest = max(means, key=means.get)
                 others = {k: v for k, v in means.items() if k != busiest}
-                rest = (f"core {min(others)} at {others[min(others)]:.0f}%"
-                        if len(others) == 1 else
-                        f"the other {len(others)} at {np.mean(list(others.values())):.0f}% "
-                        "on average")
-                add("cpu", "warning",
+                rest = (
+                    f"core {min(others)} at {others[min(others)]:.0f}%"
+                    if len(others) == 1
+                    else f"the other {len(others)} at {np.mean(list(others.values())):.0f}% "
+                    "on average"
+                )
+                add(
+                    "cpu",
+                    "warning",
                     f"One core saturated while the others idled (core {busiest} at "
                     f"{means[busiest]:.0f}%, {rest}; in {share * 100:.0f}% of the samples one "
                     "core was busy and the rest idle): the work runs on one core; vectorise "
                     "it or spread it over processes to use the rest.",
                     **{f"core{k}_pct": v for k, v in sorted(means.items())},
-                    single_core_samples_pct=share * 100)
+                    single_core_samples_pct=share * 100,
+                )
     total = _series(metrics, r"(cpu\.total)").get("cpu.total")
     if total is not None and wall >= WAITING_MIN_WALL_S:
         mean_total = _mean(total)
         n_cores = max(len(cores), 1)
         busy_cores = mean_total / 100.0 * n_cores
         if np.isfinite(busy_cores) and busy_cores < WAITING_BUSY_CORES:
-            add("cpu", "warning",
+            add(
+                "cpu",
+                "warning",
                 f"Mostly waiting: on average {busy_cores:.2f} cores were busy ({mean_total:.0f}% "
                 f"of {n_cores}) over {wall:.1f} s of wall time, so the run spent its time "
                 "blocked (I/O, network, sleep or locks) rather than computing.",
-                cpu_total_pct=mean_total, busy_cores=busy_cores, wall_s=wall)
+                cpu_total_pct=mean_total,
+                busy_cores=busy_cores,
+                wall_s=wall,
+            )
     rss = _series(metrics, r"(mem\.rss)").get("mem.rss")
     if rss is not None:
         finite = rss[np.isfinite(rss)]
         if finite.size >= 2:
             growth = float(finite.max() - finite[0])
             if growth >= MEMORY_GROWTH_BYTES:
-                add("memory", "warning" if growth >= GiB else "info",
+                add(
+                    "memory",
+                    "warning" if growth >= GiB else "info",
                     f"Memory grew by {_fmt_bytes(growth)} (from {_fmt_bytes(finite[0])} to a "
                     f"peak of {_fmt_bytes(finite.max())}).",
-                    start_bytes=float(finite[0]), peak_bytes=float(finite.max()),
-                    growth_bytes=growth)
+                    start_bytes=float(finite[0]),
+                    peak_bytes=float(finite.max()),
+                    growth_bytes=growth,
+                )
     for gpu, util in sorted(_series(metrics, r"gpu(\d+)\.util").items()):
         finite = util[np.isfinite(util)]
         if not finite.size:
             continue
         idle_share = float((finite < GPU_IDLE_UTIL_PCT).mean())
         if idle_share >= GPU_IDLE_WARN_SHARE:
-            add("gpu", "warning",
+            add(
+                "gpu",
+                "warning",
                 f"GPU {gpu} idle {idle_share * 100:.0f}% of the run (mean utilisation "
                 f"{finite.mean():.0f}%): the GPU waits on the host; look for data loading "
                 "or Python work between kernels.",
-                gpu=int(gpu), idle_pct=idle_share * 100, util_mean_pct=float(finite.mean()))
+                gpu=int(gpu),
+                idle_pct=idle_share * 100,
+                util_mean_pct=float(finite.mean()),
+            )
     for kind, keys, heavy_bytes, heavy_rate, what in (
         ("io", ("disk.read", "disk.write"), DISK_HEAVY_BYTES, DISK_HEAVY_RATE, "disk"),
         ("network", ("net.recv", "net.sent"), NET_HEAVY_BYTES, NET_HEAVY_RATE, "network"),
@@ -165,20 +197,26 @@ def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]
         peak = max(float(np.nanmax(v)) if np.isfinite(v).any() else 0.0 for v in cols.values())
         if sum(moved.values()) >= heavy_bytes or peak >= heavy_rate:
             a, b = keys
-            add(kind, "info",
+            add(
+                kind,
+                "info",
                 f"Heavy {what} I/O: {_fmt_bytes(moved.get(a, 0))} {a.split('.')[1]}, "
                 f"{_fmt_bytes(moved.get(b, 0))} {b.split('.')[1]} (peak "
                 f"{_fmt_bytes(peak)}/s).",
                 **{f"{k.replace('.', '_')}_bytes": v for k, v in moved.items()},
-                peak_bytes_per_s=peak)
+                peak_bytes_per_s=peak,
+            )
     return verdicts
 
 
 # Filters that drop calls the user may have wanted; "outside_cells" is IPython's own
 # machinery and is always dropped, so it is not worth a word.
-FILTER_DROPS = {"excluded": "excluded by module filters", "too_deep": "deeper than max_depth",
-                "paused": "recorded while recording was paused",
-                "not_nested": "not properly nested"}
+FILTER_DROPS = {
+    "excluded": "excluded by module filters",
+    "too_deep": "deeper than max_depth",
+    "paused": "recorded while recording was paused",
+    "not_nested": "not properly nested",
+}
 
 
 def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict[str, Any]]:
@@ -192,30 +230,56 @@ def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict
         if isinstance(m.get("events"), int):
             numbers["events"] = m["events"]
         limit = f" of {cap:,} events" if isinstance(cap, int) else ""
-        out.append({"kind": "trace", "level": "warning",
-                    "text": f"The event cap{limit} was reached: recording stopped early and "
-                            "the timeline ends there. Raise event_cap or exclude modules "
-                            "(exclude=...) to record the whole run.", "numbers": numbers})
+        out.append(
+            {
+                "kind": "trace",
+                "level": "warning",
+                "text": f"The event cap{limit} was reached: recording stopped early and "
+                "the timeline ends there. Raise event_cap or exclude modules "
+                "(exclude=...) to record the whole run.",
+                "numbers": numbers,
+            }
+        )
     dropped = m.get("dropped") if isinstance(m.get("dropped"), dict) else {}
-    filtered = {k: int(v) for k, v in dropped.items()
-                if k in FILTER_DROPS and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    filtered = {
+        k: int(v)
+        for k, v in dropped.items()
+        if k in FILTER_DROPS and isinstance(v, int) and not isinstance(v, bool) and v > 0
+    }
     if filtered:
         parts = ", ".join(f"{n:,} {FILTER_DROPS[k]}" for k, n in filtered.items())
-        out.append({"kind": "trace", "level": "info",
-                    "text": f"{sum(filtered.values()):,} calls were left out: {parts}.",
-                    "numbers": filtered})
+        out.append(
+            {
+                "kind": "trace",
+                "level": "info",
+                "text": f"{sum(filtered.values()):,} calls were left out: {parts}.",
+                "numbers": filtered,
+            }
+        )
     status = manifest.get("status")
     if status not in (None, "ok", "running"):
-        out.append({"kind": "trace", "level": "warning",
-                    "text": f"The run ended with status '{status}': the measurement covers it "
-                            "up to that point.", "numbers": {}})
+        out.append(
+            {
+                "kind": "trace",
+                "level": "warning",
+                "text": f"The run ended with status '{status}': the measurement covers it "
+                "up to that point.",
+                "numbers": {},
+            }
+        )
     for note in notes:
         out.append({"kind": "trace", "level": "info", "text": note, "numbers": {}})
     return out
 
 
-def summarize(manifest: dict[str, Any], tree=None, metrics=None, *, events: int | None = None,
-              trace_notes: list[str] = ()) -> dict[str, Any]:
+def summarize(
+    manifest: dict[str, Any],
+    tree=None,
+    metrics=None,
+    *,
+    events: int | None = None,
+    trace_notes: list[str] = (),
+) -> dict[str, Any]:
     wall = manifest.get("wall_s")
     if wall is None and tree is not None and len(tree.nodes):
         wall = float(tree.incl_s[tree.parent < 0].sum())

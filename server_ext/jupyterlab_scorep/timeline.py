@@ -51,8 +51,7 @@ def query(index: LoadedIndex, t0: int, t1: int, width: int) -> dict[str, Any]:
         # Coarser than a pixel rather than a response the browser chokes on; merged spans
         # merge again like calls, so each round works on the previous round's output.
         px *= 2
-        merged = [lod.merge(m.start, m.end, m.region, m.count, m.segment, px, t0)
-                  for m in merged]
+        merged = [lod.merge(m.start, m.end, m.region, m.count, m.segment, px, t0) for m in merged]
     used: set[int] = set()
     locations = []
     for loc, spans in zip(shown, merged):

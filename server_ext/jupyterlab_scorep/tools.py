@@ -29,16 +29,26 @@ def scorep_status() -> dict[str, Any]:
     if config and bindings:
         message = f"Score-P found: {config}, Python bindings importable."
     elif config:
-        message = (f"Score-P found ({config}) but its Python bindings are not importable: "
-                   "`pip install scorep` in the kernel's environment.")
+        message = (
+            f"Score-P found ({config}) but its Python bindings are not importable: "
+            "`pip install scorep` in the kernel's environment."
+        )
     elif bindings:
-        message = ("The scorep Python bindings are importable but scorep-config is not on "
-                   "PATH: add Score-P's bin directory to PATH.")
+        message = (
+            "The scorep Python bindings are importable but scorep-config is not on "
+            "PATH: add Score-P's bin directory to PATH."
+        )
     else:
-        message = ("Score-P not found: scorep-config is not on PATH and the scorep bindings "
-                   "are not importable; the builtin tracer is used instead.")
-    return {"available": bool(config and bindings), "scorep_config": config,
-            "bindings": bindings, "message": message}
+        message = (
+            "Score-P not found: scorep-config is not on PATH and the scorep bindings "
+            "are not importable; the builtin tracer is used instead."
+        )
+    return {
+        "available": bool(config and bindings),
+        "scorep_config": config,
+        "bindings": bindings,
+        "message": message,
+    }
 
 
 def tool_paths() -> dict[str, str | None]:
@@ -49,8 +59,9 @@ def open_in_tool(tool: str, exp: Path, target: Path) -> int:
     """Start ``tool target`` detached, no shell; returns the pid."""
     binary = shutil.which(tool)
     if binary is None:
-        raise ApiError(404, f"{tool} is not on the server's PATH. {INSTALL_ADVICE[tool]}",
-                       "Tool not found")
+        raise ApiError(
+            404, f"{tool} is not on the server's PATH. {INSTALL_ADVICE[tool]}", "Tool not found"
+        )
     proc = subprocess.Popen(
         [binary, str(target)],
         cwd=str(exp),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from scorep_kernel import experiment as ex
 from scorep_kernel.formats.cube_writer import write_cubex
 from scorep_kernel.formats.otf2_writer import write_otf2
@@ -52,25 +53,48 @@ def thread_from_calls(name: str, thread_id: int, calls) -> ThreadEvents:
 
     for call in calls:
         emit(call)
-    return ThreadEvents(name, thread_id, np.asarray(times, np.int64),
-                        np.asarray(regions, np.int32), np.asarray(kinds, np.int8))
+    return ThreadEvents(
+        name,
+        thread_id,
+        np.asarray(times, np.int64),
+        np.asarray(regions, np.int32),
+        np.asarray(kinds, np.int8),
+    )
 
 
 def known_threads() -> list[ThreadEvents]:
     """Master: the cell (0-1000 ms) runs g (100-800) which calls f three times (200 ms
     each); the first f calls h (150-200). Worker: g (200-900) calls f three times."""
-    master = thread_from_calls("Master thread", 0, [
-        (CELL, 0, 1000, [
-            (G, 100, 800, [
-                (F, 100, 300, [(H, 150, 200)]),
-                (F, 300, 500),
-                (F, 500, 700),
-            ]),
-        ]),
-    ])
-    worker = thread_from_calls("Thread 1 (worker)", 1, [
-        (G, 200, 900, [(F, 250, 450), (F, 450, 650), (F, 650, 850)]),
-    ])
+    master = thread_from_calls(
+        "Master thread",
+        0,
+        [
+            (
+                CELL,
+                0,
+                1000,
+                [
+                    (
+                        G,
+                        100,
+                        800,
+                        [
+                            (F, 100, 300, [(H, 150, 200)]),
+                            (F, 300, 500),
+                            (F, 500, 700),
+                        ],
+                    ),
+                ],
+            ),
+        ],
+    )
+    worker = thread_from_calls(
+        "Thread 1 (worker)",
+        1,
+        [
+            (G, 200, 900, [(F, 250, 450), (F, 450, 650), (F, 650, 850)]),
+        ],
+    )
     return [master, worker]
 
 
@@ -88,11 +112,14 @@ def many_calls_thread(n_calls: int, name="Master thread") -> ThreadEvents:
     return ThreadEvents(name, 0, MONO_BASE + times, regions, kinds)
 
 
-def metric_samples(series: dict[str, tuple[str, str, np.ndarray]],
-                   n: int = 11, interval_ms: int = 100) -> MetricSamples:
+def metric_samples(
+    series: dict[str, tuple[str, str, np.ndarray]], n: int = 11, interval_ms: int = 100
+) -> MetricSamples:
     """``{key: (unit, group, values)}`` sampled every ``interval_ms`` from MONO_BASE."""
-    meta = [{"key": k, "label": k, "unit": u, "group": g, "description": k}
-            for k, (u, g, _v) in series.items()]
+    meta = [
+        {"key": k, "label": k, "unit": u, "group": g, "description": k}
+        for k, (u, g, _v) in series.items()
+    ]
     values = np.column_stack([np.asarray(v, float) for _u, _g, v in series.values()])
     times = MONO_BASE + np.arange(n, dtype=np.int64) * interval_ms * MS
     return MetricSamples(meta, times, values, interval_s=interval_ms / 1000)
@@ -100,29 +127,52 @@ def metric_samples(series: dict[str, tuple[str, str, np.ndarray]],
 
 def default_metrics() -> MetricSamples:
     n = 11
-    return metric_samples({
-        "cpu.total": ("%", "cpu", np.linspace(40.0, 60.0, n)),
-        "cpu.core0": ("%", "cpu", np.full(n, 98.0)),
-        "cpu.core1": ("%", "cpu", np.full(n, 4.0)),
-        "mem.rss": ("bytes", "memory", np.linspace(1.0, 3.0, n) * 2**30),
-    }, n)
+    return metric_samples(
+        {
+            "cpu.total": ("%", "cpu", np.linspace(40.0, 60.0, n)),
+            "cpu.core0": ("%", "cpu", np.full(n, 98.0)),
+            "cpu.core1": ("%", "cpu", np.full(n, 4.0)),
+            "mem.rss": ("bytes", "memory", np.linspace(1.0, 3.0, n) * 2**30),
+        },
+        n,
+    )
 
 
-def write_experiment(exp_dir: Path, *, threads=None, regions=REGIONS, metrics="default",
-                     otf2=True, cubex=True, status="ok", files_status="ready",
-                     measurement=None) -> Path:
+def write_experiment(
+    exp_dir: Path,
+    *,
+    threads=None,
+    regions=REGIONS,
+    metrics="default",
+    otf2=True,
+    cubex=True,
+    status="ok",
+    files_status="ready",
+    measurement=None,
+) -> Path:
     threads = known_threads() if threads is None else threads
     metrics = default_metrics() if metrics == "default" else metrics
     exp_dir = Path(exp_dir)
     exp_dir.mkdir(parents=True, exist_ok=True)
     lo = min(int(t.times[0]) for t in threads if len(t))
     hi = max(int(t.times[-1]) for t in threads if len(t))
-    recording = Recording(regions=list(regions), threads=list(threads),
-                          clock_offset_ns=EPOCH_BASE - MONO_BASE, start_ns=lo, end_ns=hi,
-                          hostname="testhost", pid=4711, metrics=metrics)
-    manifest = ex.new_manifest(exp_dir.name, backend="builtin", isolation="inprocess",
-                               start_ns=EPOCH_BASE + (lo - MONO_BASE),
-                               cells=[{"cell_id": "c1", "execution_count": 1, "code": "g()"}])
+    recording = Recording(
+        regions=list(regions),
+        threads=list(threads),
+        clock_offset_ns=EPOCH_BASE - MONO_BASE,
+        start_ns=lo,
+        end_ns=hi,
+        hostname="testhost",
+        pid=4711,
+        metrics=metrics,
+    )
+    manifest = ex.new_manifest(
+        exp_dir.name,
+        backend="builtin",
+        isolation="inprocess",
+        start_ns=EPOCH_BASE + (lo - MONO_BASE),
+        cells=[{"cell_id": "c1", "execution_count": 1, "code": "g()"}],
+    )
     files = {}
     if otf2:
         write_otf2(recording, exp_dir)
@@ -131,11 +181,22 @@ def write_experiment(exp_dir: Path, *, threads=None, regions=REGIONS, metrics="d
         write_cubex(recording, exp_dir / ex.CUBEX, root_name=exp_dir.name)
         files["cubex"] = ex.CUBEX
     if metrics is not None:
-        ex.write_metrics(exp_dir, metrics.series, metrics.times + recording.clock_offset_ns,
-                         metrics.values, interval_s=metrics.interval_s, notes=metrics.notes)
+        ex.write_metrics(
+            exp_dir,
+            metrics.series,
+            metrics.times + recording.clock_offset_ns,
+            metrics.values,
+            interval_s=metrics.interval_s,
+            notes=metrics.notes,
+        )
         files["metrics"] = ex.METRICS_SCHEMA
-    manifest.update(status=status, files_status=files_status, files=files,
-                    end_ns=EPOCH_BASE + (hi - MONO_BASE), wall_s=(hi - lo) / 1e9,
-                    measurement=dict(measurement or {"events": recording.event_count}))
+    manifest.update(
+        status=status,
+        files_status=files_status,
+        files=files,
+        end_ns=EPOCH_BASE + (hi - MONO_BASE),
+        wall_s=(hi - lo) / 1e9,
+        measurement=dict(measurement or {"events": recording.event_count}),
+    )
     ex.write_manifest(exp_dir, manifest)
     return exp_dir

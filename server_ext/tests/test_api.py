@@ -65,8 +65,10 @@ async def test_experiment_describes_trace(api, experiments):
     assert int(trace["origin_epoch_ns"]) == EPOCH_BASE
     assert trace["events"] == 2 * (6 + 4)  # cell, g, 3 f, h on master; g, 3 f on worker
     assert [(l["name"], l["kind"], l["max_depth"]) for l in trace["locations"]] == [
-        ("Master thread", "thread", 3), ("Thread 1 (worker)", "thread", 1),
-        ("System metrics", "metric", -1)]
+        ("Master thread", "thread", 3),
+        ("Thread 1 (worker)", "thread", 1),
+        ("System metrics", "metric", -1),
+    ]
     # relative path works too
     code, body2 = await api("experiment", path="scorep-experiments/run1")
     assert code == 200 and body2["path"] == str(exp)
@@ -97,8 +99,13 @@ async def test_timeline_full_view_is_exact_when_calls_are_wide(api, experiments)
     names = {body["regions"][str(r)]["name"] for r in rows[2]["region"]}
     assert names == {"__main__:f"}
     f = body["regions"][str(rows[2]["region"][0])]
-    assert f == {"name": "__main__:f", "group": "__main__", "file": "<cell 1>", "line": 1,
-                 "role": "function"}
+    assert f == {
+        "name": "__main__:f",
+        "group": "__main__",
+        "file": "<cell 1>",
+        "line": 1,
+        "role": "function",
+    }
     cell = body["regions"][str(rows[0]["region"][0])]
     assert cell["role"] == "cell"
 
@@ -121,8 +128,11 @@ async def test_timeline_merges_sub_pixel_calls(api, experiments):
 
 async def test_timeline_rejects_bad_parameters(api, experiments):
     exp = experiments()
-    for params, needle in (({"t0": "x"}, "not a number"), ({"t0": 5, "t1": 5}, "empty"),
-                           ({"width": 0}, "out of range")):
+    for params, needle in (
+        ({"t0": "x"}, "not a number"),
+        ({"t0": 5, "t1": 5}, "empty"),
+        ({"width": 0}, "out of range"),
+    ):
         code, body = await api("timeline", path=str(exp), **params)
         assert code == 400, params
         assert needle in body["message"]
@@ -170,8 +180,15 @@ async def test_calltree_from_trace_matches_cubex(api, experiments):
 
     def flatten(node, path=()):
         path = path + (node["name"],)
-        out = {path[1:]: (node["visits"], round(node["incl_s"], 6), round(node["excl_s"], 6),
-                          round(node["min_s"], 6), round(node["max_s"], 6))}
+        out = {
+            path[1:]: (
+                node["visits"],
+                round(node["incl_s"], 6),
+                round(node["excl_s"], 6),
+                round(node["min_s"], 6),
+                round(node["max_s"], 6),
+            )
+        }
         for c in node["children"]:
             out.update(flatten(c, path))
         return out
@@ -228,8 +245,11 @@ async def test_summary_words_and_numbers(api, experiments):
     # exclusive: master f 3*200-50 = 550 ms, worker f 600 ms -> 1.15 s
     assert top["name"] == "__main__:f" and top["excl_s"] == pytest.approx(1.15)
     kinds = {v["kind"]: v for v in body["verdicts"]}
-    assert kinds["cpu"]["numbers"] == {"core0_pct": 98.0, "core1_pct": 4.0,
-                                       "single_core_samples_pct": 100.0}
+    assert kinds["cpu"]["numbers"] == {
+        "core0_pct": 98.0,
+        "core1_pct": 4.0,
+        "single_core_samples_pct": 100.0,
+    }
     assert "One core saturated" in kinds["cpu"]["text"]
     assert kinds["memory"]["numbers"]["growth_bytes"] == pytest.approx(2 * 2**30)
     assert "2.00 GiB" in kinds["memory"]["text"]

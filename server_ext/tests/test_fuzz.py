@@ -21,8 +21,17 @@ from jupyterlab_scorep.service import Service
 
 pytestmark = pytest.mark.timeout(300)
 
-FILES = ["traces.otf2", "traces.def", "traces/0.evt", "traces/1.evt", "traces/0.def",
-         "profile.cubex", "metrics.json", "metrics.npz", "manifest.json"]
+FILES = [
+    "traces.otf2",
+    "traces.def",
+    "traces/0.evt",
+    "traces/1.evt",
+    "traces/0.def",
+    "profile.cubex",
+    "metrics.json",
+    "metrics.npz",
+    "manifest.json",
+]
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +68,12 @@ damage = st.tuples(
 )
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(damages=st.lists(damage, min_size=1, max_size=3))
 def test_damaged_experiments_never_5xx(damages, pristine, service):
     exp = Path(service.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
@@ -78,11 +91,11 @@ def test_damaged_experiments_never_5xx(damages, pristine, service):
             for i, b in enumerate(junk):
                 data[(at + i) % len(data)] ^= b or 0xFF
         elif how == "zero":
-            data[at:at + len(junk)] = bytes(len(data[at:at + len(junk)]))
+            data[at : at + len(junk)] = bytes(len(data[at : at + len(junk)]))
         elif how == "empty":
             data = bytearray()
         else:
-            data[at:at + len(junk)] = junk
+            data[at : at + len(junk)] = junk
         path.write_bytes(bytes(data))
     try:
         asyncio.run(asyncio.wait_for(exercise(service, exp), 90))

@@ -74,8 +74,12 @@ def raw_calls(index, loc=0):
     ptr = index.array(f"L{loc}.ptr")[0]
     depth = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     n = int(ptr[-1])
-    return (np.asarray(index.array(f"L{loc}.start")[:n]), np.asarray(index.array(f"L{loc}.end")[:n]),
-            np.asarray(index.array(f"L{loc}.region")[:n]), depth)
+    return (
+        np.asarray(index.array(f"L{loc}.start")[:n]),
+        np.asarray(index.array(f"L{loc}.end")[:n]),
+        np.asarray(index.array(f"L{loc}.region")[:n]),
+        depth,
+    )
 
 
 def test_levels_are_stored_coarsening(big_index):
@@ -117,9 +121,13 @@ def test_deep_zoom_returns_the_raw_calls(big_index):
     i = len(start) // 2
     t0, t1 = int(start[i]), int(start[i]) + 5_000
     body = timeline.query(big_index, t0, t1, 5000)  # 1 ns per pixel: nothing merges
-    got = sorted((r["depth"], s, e, g) for r in body["locations"][0]["rows"]
-                 for s, e, g in zip(r["start"], r["end"], r["region"]))
+    got = sorted(
+        (r["depth"], s, e, g)
+        for r in body["locations"][0]["rows"]
+        for s, e, g in zip(r["start"], r["end"], r["region"])
+    )
     sel = (end > t0) & (start < t1)
-    want = sorted(zip(depth[sel].tolist(), start[sel].tolist(), end[sel].tolist(),
-                      region[sel].tolist()))
+    want = sorted(
+        zip(depth[sel].tolist(), start[sel].tolist(), end[sel].tolist(), region[sel].tolist())
+    )
     assert got == want

@@ -7,16 +7,17 @@ import numpy as np
 import otf2
 import pytest
 from experiment_factory import REGIONS, default_metrics, write_experiment
-from scorep_kernel.formats.recording import ENTER, LEAVE, Region, ThreadEvents
 
 from jupyterlab_scorep import intervals
 from jupyterlab_scorep.otf2_read import TraceReadError, read_trace
+from scorep_kernel.formats.recording import ENTER, LEAVE, Region, ThreadEvents
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def random_thread(seed: int, name: str, tid: int, n_events: int = 3000, n_regions: int = 12,
-                  max_depth: int = 9) -> ThreadEvents:
+def random_thread(
+    seed: int, name: str, tid: int, n_events: int = 3000, n_regions: int = 12, max_depth: int = 9
+) -> ThreadEvents:
     rng = np.random.default_rng(seed)
     kinds, regs, stack = [], [], []
     while len(kinds) < n_events or stack:
@@ -30,21 +31,30 @@ def random_thread(seed: int, name: str, tid: int, n_events: int = 3000, n_region
             regs.append(r)
     # zero-length steps too: equal timestamps must survive
     times = 5_000_000_000 + np.cumsum(rng.integers(0, 900, size=len(kinds)))
-    return ThreadEvents(name, tid, times.astype(np.int64), np.asarray(regs, np.int32),
-                        np.asarray(kinds, np.int8))
+    return ThreadEvents(
+        name, tid, times.astype(np.int64), np.asarray(regs, np.int32), np.asarray(kinds, np.int8)
+    )
 
 
-RANDOM_REGIONS = [Region(f"mod{i % 3}:fn{i}", f"mod{i % 3}", f"/src/mod{i % 3}.py", i + 1)
-                  for i in range(12)]
+RANDOM_REGIONS = [
+    Region(f"mod{i % 3}:fn{i}", f"mod{i % 3}", f"/src/mod{i % 3}.py", i + 1) for i in range(12)
+]
 
 
 @pytest.fixture(params=[1, 2])
 def random_experiment(request, tmp_path):
     seed = request.param
-    threads = [random_thread(seed * 10 + t, "Master thread" if t == 0 else f"Thread {t}", t)
-               for t in range(3)]
-    return write_experiment(tmp_path / f"rand{seed}", threads=threads,
-                            regions=RANDOM_REGIONS, metrics=default_metrics(), cubex=False)
+    threads = [
+        random_thread(seed * 10 + t, "Master thread" if t == 0 else f"Thread {t}", t)
+        for t in range(3)
+    ]
+    return write_experiment(
+        tmp_path / f"rand{seed}",
+        threads=threads,
+        regions=RANDOM_REGIONS,
+        metrics=default_metrics(),
+        cubex=False,
+    )
 
 
 def public_events(anchor):
@@ -81,16 +91,18 @@ def test_fast_reader_matches_public_reader_event_by_event(random_experiment):
         if metrics:
             n_members = len(metrics[0][2])
             values = ev.metric_values.reshape(-1, n_members)
-            assert [("metric", int(t), tuple(v)) for t, v in
-                    zip(ev.metric_times[::n_members].tolist(), values.tolist())] == metrics
+            assert [
+                ("metric", int(t), tuple(v))
+                for t, v in zip(ev.metric_times[::n_members].tolist(), values.tolist())
+            ] == metrics
             names_of = [defs.metric_members[m]["name"] for m in ev.metric_members[:n_members]]
             assert names_of == ["cpu.total", "cpu.core0", "cpu.core1", "mem.rss"]
     with otf2.reader.open(anchor) as trace:
         clock = trace.definitions.clock_properties
-        assert (defs.global_offset, defs.trace_length) == (clock.global_offset,
-                                                          clock.trace_length)
-        assert [r["name"] for r in defs.regions.values()] == \
-            [r.name for r in trace.definitions.regions]
+        assert (defs.global_offset, defs.trace_length) == (clock.global_offset, clock.trace_length)
+        assert [r["name"] for r in defs.regions.values()] == [
+            r.name for r in trace.definitions.regions
+        ]
 
 
 def stack_walk(times, signed):
@@ -112,8 +124,7 @@ def test_pairing_matches_a_stack_walk(random_experiment):
             continue
         iv = intervals.pair_calls(ev.times, ev.signed_regions)
         depth = np.repeat(np.arange(iv.max_depth + 1), np.diff(iv.depth_ptr))
-        got = sorted(zip(depth.tolist(), iv.start.tolist(), iv.end.tolist(),
-                         iv.region.tolist()))
+        got = sorted(zip(depth.tolist(), iv.start.tolist(), iv.end.tolist(), iv.region.tolist()))
         assert got == stack_walk(ev.times, ev.signed_regions)
         assert iv.mismatched == iv.closed_at_end == iv.opened_at_start == 0
         for d in range(iv.max_depth + 1):  # within a depth, starts and ends are sorted
@@ -143,8 +154,11 @@ def test_missing_and_foreign_archives_raise_trace_read_error(tmp_path):
 def test_known_recording_reads_back(tmp_path):
     exp = write_experiment(tmp_path / "known")
     defs, events = read_trace(str(exp / "traces.otf2"))
-    assert [loc["name"] for loc in defs.locations] == ["Master thread", "Thread 1 (worker)",
-                                                      "System metrics"]
+    assert [loc["name"] for loc in defs.locations] == [
+        "Master thread",
+        "Thread 1 (worker)",
+        "System metrics",
+    ]
     assert [loc["kind"] for loc in defs.locations] == ["thread", "thread", "metric"]
     assert sorted({r["name"] for r in defs.regions.values()}) == sorted(r.name for r in REGIONS)
     roles = {r["name"]: r["role"] for r in defs.regions.values()}

@@ -41,8 +41,12 @@ RECORD = textwrap.dedent('''
 @pytest.fixture
 def recorded(jp_root_dir):
     pytest.importorskip("scorep_kernel.measure")
-    out = subprocess.run([sys.executable, "-c", RECORD, str(jp_root_dir)], text=True,
-                         capture_output=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", RECORD, str(jp_root_dir)],
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return Path(out.stdout.strip().splitlines()[-1])
 
@@ -62,15 +66,18 @@ async def test_a_real_recording_through_every_endpoint(api, recorded):
     assert "__main__:fib" in names
     fib = [int(k) for k, r in tl["regions"].items() if r["name"] == "__main__:fib"]
     master = tl["locations"][0]
-    assert sum(c for row in master["rows"] for c, r in zip(row["count"], row["region"])
-               if r in fib) == calls
+    assert (
+        sum(c for row in master["rows"] for c, r in zip(row["count"], row["region"]) if r in fib)
+        == calls
+    )
 
     code, ct = await api("calltree", path=path)
     assert code == 200 and ct["source"] == "cubex"
 
     def visits(node, name):
         return (node["visits"] if node["name"] == name else 0) + sum(
-            visits(c, name) for c in node["children"])
+            visits(c, name) for c in node["children"]
+        )
 
     assert visits(ct["root"], "__main__:fib") == calls
     code, summary = await api("summary", path=path)

@@ -11,8 +11,16 @@ from jupyter_server.auth.authorizer import AllowAllAuthorizer
 
 pytestmark = pytest.mark.timeout(120)
 
-GET_ROUTES = ["version", "experiments", "experiment", "timeline", "calltree", "metrics",
-              "summary", "download"]
+GET_ROUTES = [
+    "version",
+    "experiments",
+    "experiment",
+    "timeline",
+    "calltree",
+    "metrics",
+    "summary",
+    "download",
+]
 
 
 class NoScorePAuthorizer(AllowAllAuthorizer):
@@ -45,8 +53,9 @@ async def test_unauthenticated_is_403_everywhere(api, experiments):
     for route in GET_ROUTES:
         code, _ = await api(route, headers={"Authorization": ""}, path=str(exp))
         assert code == 403, route
-    code, _ = await api("open", method="POST", headers={"Authorization": ""}, path=str(exp),
-                        tool="cube")
+    code, _ = await api(
+        "open", method="POST", headers={"Authorization": ""}, path=str(exp), tool="cube"
+    )
     assert code == 403
 
 

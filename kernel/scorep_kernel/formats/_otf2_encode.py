@@ -51,8 +51,12 @@ def supported(times: np.ndarray, refs: np.ndarray) -> bool:
     times (a time of 0 makes libotf2 repeat timestamps) and region refs below 2**24."""
     if not len(times):
         return True
-    return bool(times[0] > 0 and refs.max(initial=0) <= MAX_REF and refs.min(initial=0) >= 0
-                and (len(times) < 2 or (np.diff(times) >= 0).all()))
+    return bool(
+        times[0] > 0
+        and refs.max(initial=0) <= MAX_REF
+        and refs.min(initial=0) >= 0
+        and (len(times) < 2 or (np.diff(times) >= 0).all())
+    )
 
 
 def _header(first: int, last: int) -> np.ndarray:
@@ -126,9 +130,9 @@ def encode(times, refs, kinds, chunk_size: int = CHUNK_SIZE, block: int = BLOCK)
     ends = np.append(starts_arr[1:], n)
     for c in range(n_chunks):
         base = c * chunk_size
-        out[base:base + HEADER_SIZE] = _header(int(starts_arr[c]) + 1, int(ends[c]))
+        out[base : base + HEADER_SIZE] = _header(int(starts_arr[c]) + 1, int(ends[c]))
         lo, hi = int(bounds[c]), int(bounds[c + 1])
-        out[base + HEADER_SIZE:base + HEADER_SIZE + hi - lo] = stream[lo:hi]
+        out[base + HEADER_SIZE : base + HEADER_SIZE + hi - lo] = stream[lo:hi]
     out[-2] = END_OF_FILE
     out[-1] = END_OF_BUFFER
     return out

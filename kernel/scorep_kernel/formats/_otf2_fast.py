@@ -49,8 +49,14 @@ _leave = _bind("OTF2_EvtWriter_Leave", _ptr, _ptr, ctypes.c_uint64, ctypes.c_uin
 # OTF2_EvtWriter_Metric(writer, attributes, time, OTF2_MetricRef, uint8_t n,
 #                       const OTF2_Type* typeIDs, const OTF2_MetricValue* values)
 _metric = _bind(
-    "OTF2_EvtWriter_Metric", _ptr, _ptr, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint8,
-    _ptr, _ptr,
+    "OTF2_EvtWriter_Metric",
+    _ptr,
+    _ptr,
+    ctypes.c_uint64,
+    ctypes.c_uint32,
+    ctypes.c_uint8,
+    _ptr,
+    _ptr,
 )
 _error_name = _lib.OTF2_Error_GetName
 _error_name.argtypes = [_c_int]

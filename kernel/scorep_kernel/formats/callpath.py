@@ -233,12 +233,14 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
         cnode_parent.append(uniq // stride - 1)
         cnode_region.append(uniq % stride)
         n_cnodes += uniq.size
-        per_level.append((
-            call_cnode,
-            np.concatenate([p[2][lo:hi] for p, lo, hi in slices]),
-            np.concatenate([p[3][lo:hi] - p[2][lo:hi] for p, lo, hi in slices]),
-            np.concatenate([p[5][lo:hi] for p, lo, hi in slices]),
-        ))
+        per_level.append(
+            (
+                call_cnode,
+                np.concatenate([p[2][lo:hi] for p, lo, hi in slices]),
+                np.concatenate([p[3][lo:hi] - p[2][lo:hi] for p, lo, hi in slices]),
+                np.concatenate([p[5][lo:hi] for p, lo, hi in slices]),
+            )
+        )
         prev_pos, prev_cnode = pos, call_cnode
     if per_level:
         call_cnode, start, dur, thread_of = (np.concatenate(a) for a in zip(*per_level))
@@ -255,8 +257,11 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     synthetic = top.size != 1
     if synthetic:
         regions.append(
-            Region(name=root_name or str(recording.notes.get("run_name") or DEFAULT_ROOT_NAME),
-                   group="", role=ROLE_ARTIFICIAL)
+            Region(
+                name=root_name or str(recording.notes.get("run_name") or DEFAULT_ROOT_NAME),
+                group="",
+                role=ROLE_ARTIFICIAL,
+            )
         )
         # temporary id n_cnodes is the root
         parent_tmp = np.where(parent_tmp == -1, n_cnodes, parent_tmp)

@@ -49,6 +49,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
+from . import CREATOR
+from .callpath import CallpathProfile, build_profile, writer_role
 from .recording import (
     ROLE_ARTIFICIAL,
     ROLE_CELL,
@@ -57,8 +59,6 @@ from .recording import (
     ROLE_USER,
     Recording,
 )
-from . import CREATOR
-from .callpath import CallpathProfile, build_profile, writer_role
 
 CUBE_VERSION = "4.4"
 INDEX_HEADER = b"CUBEX.INDEX"
@@ -76,14 +76,46 @@ CUBE_ROLES = {
 
 # (id, uniq_name, disp_name, type, dtype, uom, url, descr)
 METRICS = (
-    (0, "visits", "Visits", "EXCLUSIVE", "UINT64", "occ",
-     "@mirror@scorep_metrics.html#visits", "Number of visits"),
-    (1, "time", "Time", "INCLUSIVE", "DOUBLE", "sec",
-     "@mirror@scorep_metrics.html#time", "Total CPU allocation time"),
-    (2, "min_time", "Minimum Inclusive Time", "EXCLUSIVE", "MINDOUBLE", "sec",
-     "@mirror@scorep_metrics.html#time_min_incl", "Minimum inclusive CPU allocation time"),
-    (3, "max_time", "Maximum Inclusive Time", "EXCLUSIVE", "MAXDOUBLE", "sec",
-     "@mirror@scorep_metrics.html#time_max_incl", "Maximum inclusive CPU allocation time"),
+    (
+        0,
+        "visits",
+        "Visits",
+        "EXCLUSIVE",
+        "UINT64",
+        "occ",
+        "@mirror@scorep_metrics.html#visits",
+        "Number of visits",
+    ),
+    (
+        1,
+        "time",
+        "Time",
+        "INCLUSIVE",
+        "DOUBLE",
+        "sec",
+        "@mirror@scorep_metrics.html#time",
+        "Total CPU allocation time",
+    ),
+    (
+        2,
+        "min_time",
+        "Minimum Inclusive Time",
+        "EXCLUSIVE",
+        "MINDOUBLE",
+        "sec",
+        "@mirror@scorep_metrics.html#time_min_incl",
+        "Minimum inclusive CPU allocation time",
+    ),
+    (
+        3,
+        "max_time",
+        "Maximum Inclusive Time",
+        "EXCLUSIVE",
+        "MAXDOUBLE",
+        "sec",
+        "@mirror@scorep_metrics.html#time_max_incl",
+        "Maximum inclusive CPU allocation time",
+    ),
 )
 
 # Characters XML 1.0 cannot hold at all (even escaped).
@@ -156,8 +188,12 @@ def _system_xml(hostname: str, locations: list[str]) -> str:
             f"      <type>thread</type>\n"
             f"     </location>\n"
         )
-    lines += ["    </locationgroup>\n", "   </systemtreenode>\n", "  </systemtreenode>\n",
-              " </system>\n"]
+    lines += [
+        "    </locationgroup>\n",
+        "   </systemtreenode>\n",
+        "  </systemtreenode>\n",
+        " </system>\n",
+    ]
     return "".join(lines)
 
 
@@ -228,9 +264,10 @@ def cubex_members(profile: CallpathProfile, hostname: str) -> dict[str, bytes]:
 def _write_tar(path: Path, members: dict[str, bytes]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".profile-", suffix=".cubex.tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(
-            fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT
-        ) as tar:
+        with (
+            os.fdopen(fd, "wb") as raw,
+            tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar,
+        ):
             now = int(time.time())
             for name, payload in members.items():
                 info = tarfile.TarInfo(name)
@@ -247,8 +284,13 @@ def _write_tar(path: Path, members: dict[str, bytes]) -> None:
         raise
 
 
-def write_cubex(recording: Recording, path, *, root_name: str | None = None,
-                profile: CallpathProfile | None = None) -> dict:
+def write_cubex(
+    recording: Recording,
+    path,
+    *,
+    root_name: str | None = None,
+    profile: CallpathProfile | None = None,
+) -> dict:
     """Write the call-path profile of ``recording`` to ``path`` (a ``.cubex``), atomically.
 
     ``root_name`` names the synthetic root when the profile has several top-level call

@@ -80,6 +80,8 @@ from otf2.enums import (
 )
 
 from .. import experiment
+from . import CREATOR, _otf2_encode, _otf2_fast
+from .callpath import unique_location_names, writer_role
 from .recording import (
     ROLE_ARTIFICIAL,
     ROLE_CELL,
@@ -88,8 +90,6 @@ from .recording import (
     ROLE_USER,
     Recording,
 )
-from . import CREATOR, _otf2_encode, _otf2_fast
-from .callpath import unique_location_names, writer_role
 
 ENGINES = ("fast", "ctypes", "highlevel")
 TIMER_RESOLUTION = 1_000_000_000
@@ -137,34 +137,37 @@ class _Definitions:
 def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
     defs = trace.definitions
     machine = defs.system_tree_node("Linux", class_name="machine")
-    node = defs.system_tree_node(recording.hostname or "localhost", class_name="node",
-                                 parent=machine)
+    node = defs.system_tree_node(
+        recording.hostname or "localhost", class_name="node", parent=machine
+    )
     defs.system_tree_node_domain(machine, SystemTreeDomain.MACHINE)
     defs.system_tree_node_domain(node, SystemTreeDomain.SHARED_MEMORY)
     process = defs.location_group(
-        LOCATION_GROUP_NAME, location_group_type=LocationGroupType.PROCESS,
+        LOCATION_GROUP_NAME,
+        location_group_type=LocationGroupType.PROCESS,
         system_tree_parent=node,
     )
     names = unique_location_names([t.name for t in recording.threads])
-    threads = [defs.location(name, type=LocationType.CPU_THREAD, group=process)
-               for name in names]
+    threads = [defs.location(name, type=LocationType.CPU_THREAD, group=process) for name in names]
 
     used_paradigms = set()
     regions = []
     for index, r in enumerate(recording.regions):
         role, paradigm = writer_role(REGION_ROLES, index, r)
         used_paradigms.add(paradigm)
-        regions.append(defs.region(
-            r.name,
-            canonical_name=r.name,
-            description=r.role,
-            region_role=role,
-            paradigm=paradigm,
-            region_flags=RegionFlag.NONE,
-            source_file=r.file or None,
-            begin_line_number=int(r.line),
-            end_line_number=0,
-        ))
+        regions.append(
+            defs.region(
+                r.name,
+                canonical_name=r.name,
+                description=r.role,
+                region_role=role,
+                paradigm=paradigm,
+                region_flags=RegionFlag.NONE,
+                source_file=r.file or None,
+                begin_line_number=int(r.line),
+                end_line_number=0,
+            )
+        )
     for paradigm in sorted(used_paradigms, key=lambda p: p.value):
         defs.paradigm(paradigm, PARADIGM_NAMES[paradigm], ParadigmClass.PROCESS)
     by_group: dict[str, list] = {}
@@ -174,8 +177,13 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
             if region_def not in members:  # identical regions share one definition
                 members.append(region_def)
     for name, members in by_group.items():
-        defs.group(name, group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
-                   group_flags=GroupFlag.NONE, members=members)
+        defs.group(
+            name,
+            group_type=GroupType.REGIONS,
+            paradigm=Paradigm.USER,
+            group_flags=GroupFlag.NONE,
+            members=members,
+        )
 
     result = _Definitions(
         region_refs=np.asarray([r._ref for r in regions], dtype=np.int64),
@@ -185,7 +193,8 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
     metrics = recording.metrics
     if metrics is not None and len(metrics.series):
         result.metric_location = defs.location(
-            METRIC_LOCATION_NAME, type=LocationType.METRIC, group=process)
+            METRIC_LOCATION_NAME, type=LocationType.METRIC, group=process
+        )
         members = [
             defs.metric_member(
                 s["key"],
@@ -202,7 +211,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         step = _otf2_fast.MAX_METRIC_MEMBERS
         for lo in range(0, len(members), step):
             metric_class = defs.metric_class(
-                members[lo:lo + step],
+                members[lo : lo + step],
                 occurrence=MetricOccurrence.ASYNCHRONOUS,
                 recorder_kind=RecorderKind.ABSTRACT,
             )
@@ -220,21 +229,27 @@ def _check_recording(recording: Recording) -> None:
     for index, t in enumerate(recording.threads):
         times = np.asarray(t.times)
         if not (times.shape == np.shape(t.regions) == np.shape(t.kinds)):
-            raise ValueError(f"thread {index} ({t.name!r}): times, regions and kinds "
-                             "differ in length")
+            raise ValueError(
+                f"thread {index} ({t.name!r}): times, regions and kinds differ in length"
+            )
         if len(times) > 1 and (np.diff(times) < 0).any():
             bad = int(np.argmax(np.diff(times) < 0)) + 1
-            raise ValueError(f"thread {index} ({t.name!r}): the time of event {bad} goes "
-                             "backwards; OTF2 needs non-decreasing times per location")
+            raise ValueError(
+                f"thread {index} ({t.name!r}): the time of event {bad} goes "
+                "backwards; OTF2 needs non-decreasing times per location"
+            )
         regs = np.asarray(t.regions)
         if regs.size and (regs.min() < 0 or regs.max() >= n_regions):
-            raise ValueError(f"thread {index} ({t.name!r}) uses region index "
-                             f"{int(regs.max())}, but the recording has {n_regions} regions")
+            raise ValueError(
+                f"thread {index} ({t.name!r}) uses region index "
+                f"{int(regs.max())}, but the recording has {n_regions} regions"
+            )
     m = recording.metrics
-    if m is not None and len(m.series):
-        if np.shape(m.values) != (len(m.times), len(m.series)):
-            raise ValueError(f"metric values have shape {np.shape(m.values)}; expected "
-                             f"({len(m.times)}, {len(m.series)}) (samples x series)")
+    if m is not None and len(m.series) and np.shape(m.values) != (len(m.times), len(m.series)):
+        raise ValueError(
+            f"metric values have shape {np.shape(m.values)}; expected "
+            f"({len(m.times)}, {len(m.series)}) (samples x series)"
+        )
 
 
 def _clock(recording: Recording) -> tuple[int, int, int]:
@@ -257,8 +272,13 @@ def _sorted_metric_samples(recording: Recording):
     return _epoch(times[order], recording.clock_offset_ns), values[order]
 
 
-def _write_fast(trace: _ClockedWriter, recording: Recording, defs: _Definitions,
-                encoded: dict | None, exp_dir: Path) -> int:
+def _write_fast(
+    trace: _ClockedWriter,
+    recording: Recording,
+    defs: _Definitions,
+    encoded: dict | None,
+    exp_dir: Path,
+) -> int:
     """Events through libotf2 with argtypes bound once; with ``encoded`` (a dict), a
     thread's enter/leave events are instead encoded with numpy into ``encoded[path]``,
     to replace the empty event file libotf2 leaves once the archive is closed."""
@@ -273,8 +293,9 @@ def _write_fast(trace: _ClockedWriter, recording: Recording, defs: _Definitions,
             path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
             encoded[path] = _otf2_encode.encode(times, refs, t.kinds, CHUNK_SIZE_EVENTS)
         else:
-            _otf2_fast.write_enter_leave(_otf2_fast.handle_address(writer), times, refs,
-                                         t.kinds, f"the events of {t.name!r}")
+            _otf2_fast.write_enter_leave(
+                _otf2_fast.handle_address(writer), times, refs, t.kinds, f"the events of {t.name!r}"
+            )
         location._number_of_events_written = n  # private, see _otf2_fast
         total += n
     if defs.metric_location is not None:
@@ -285,29 +306,36 @@ def _write_fast(trace: _ClockedWriter, recording: Recording, defs: _Definitions,
         n = 0
         if len(defs.metric_classes) == 1:
             metric_class, lo, hi = defs.metric_classes[0]
-            _otf2_fast.write_metrics(addr, times, metric_class._ref, values[:, lo:hi],
-                                     "the system metrics")
+            _otf2_fast.write_metrics(
+                addr, times, metric_class._ref, values[:, lo:hi], "the system metrics"
+            )
             n = len(times)
         else:
             for i in range(len(times)):
                 for metric_class, lo, hi in defs.metric_classes:
-                    _otf2_fast.write_metrics(addr, times[i:i + 1], metric_class._ref,
-                                             values[i:i + 1, lo:hi], "the system metrics")
+                    _otf2_fast.write_metrics(
+                        addr,
+                        times[i : i + 1],
+                        metric_class._ref,
+                        values[i : i + 1, lo:hi],
+                        "the system metrics",
+                    )
                     n += 1
         defs.metric_location._number_of_events_written = n
         total += n
     return total
 
 
-def _write_highlevel(trace: otf2.writer.Writer, recording: Recording,
-                     defs: _Definitions) -> int:
+def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Definitions) -> int:
     total = 0
     for t, location in zip(recording.threads, defs.thread_locations):
         writer = trace.event_writer_from_location(location)
         regions = defs.regions
-        for ts, region, kind in zip(_epoch(t.times, recording.clock_offset_ns).tolist(),
-                                    np.asarray(t.regions).tolist(),
-                                    np.asarray(t.kinds).tolist()):
+        for ts, region, kind in zip(
+            _epoch(t.times, recording.clock_offset_ns).tolist(),
+            np.asarray(t.regions).tolist(),
+            np.asarray(t.kinds).tolist(),
+        ):
             if kind:
                 writer.enter(ts, regions[region])
             else:
@@ -343,8 +371,12 @@ def write_otf2(recording: Recording, exp_dir, *, engine: str = "fast") -> dict:
     _check_recording(recording)
     started = time.perf_counter()
     cls = otf2.writer.Writer if engine == "highlevel" else _ClockedWriter
-    writer = cls(str(exp_dir), archive_name=ARCHIVE_NAME, timer_resolution=TIMER_RESOLUTION,
-                 chunk_size_events=CHUNK_SIZE_EVENTS)
+    writer = cls(
+        str(exp_dir),
+        archive_name=ARCHIVE_NAME,
+        timer_resolution=TIMER_RESOLUTION,
+        chunk_size_events=CHUNK_SIZE_EVENTS,
+    )
     if cls is _ClockedWriter:
         writer.clock = _clock(recording)
     encoded = {} if engine == "fast" else None

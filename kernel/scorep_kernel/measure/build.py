@@ -8,8 +8,8 @@ below an excluded call" is every interval inside the union of the excluded inter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def _drop_crossing_events(ids: np.ndarray, kinds: np.ndarray, n: int) -> np.ndar
 class _Keys:
     """Per recorded function (key): its region index, and the filter decisions."""
 
-    def __init__(self, inp: BuildInput, regions: "_RegionTable"):
+    def __init__(self, inp: BuildInput, regions: _RegionTable):
         cfg = inp.config
         cell_files = tuple(c.code_filename for c in inp.cells if c.code_filename)
         modules = ModuleNames(cell_files)
@@ -128,7 +128,9 @@ class _Keys:
                 region, module = code_region(code, modules)
                 filename = code.co_filename
                 self.by_file.setdefault(filename, []).append(i)
-                drop_self = filename.startswith(inp.drop_file_prefixes) if inp.drop_file_prefixes else False
+                drop_self = (
+                    filename.startswith(inp.drop_file_prefixes) if inp.drop_file_prefixes else False
+                )
                 if filename in cell_files and code.co_name == "<module>":
                     drop_self = True  # the cell region stands for the cell's top level
             else:
@@ -156,7 +158,9 @@ class _RegionTable:
         return found
 
 
-def _open_at_enter(flag: np.ndarray, iv: np.ndarray, sign: np.ndarray, enter: np.ndarray) -> np.ndarray:
+def _open_at_enter(
+    flag: np.ndarray, iv: np.ndarray, sign: np.ndarray, enter: np.ndarray
+) -> np.ndarray:
     """For each interval: is some flagged interval open at its enter (itself included)?
     One cumulative sum over the thread's sorted events, instead of interval searches."""
     count = np.cumsum(np.where(flag[iv], sign, 0))
@@ -208,7 +212,10 @@ def build_threads(
         cs = np.array([c.t0 for c in cells], np.float64)
         ce = np.array([c.t1 for c in cells], np.float64)
         cr = np.array(
-            [regions.index(Region(c.label, "cell", c.code_filename or "", 0, ROLE_CELL)) for c in cells],
+            [
+                regions.index(Region(c.label, "cell", c.code_filename or "", 0, ROLE_CELL))
+                for c in cells
+            ],
             np.int32,
         )
         # Calls and regions still open when recording stopped (event cap, a region never
@@ -230,7 +237,7 @@ def build_threads(
         is_raw = np.zeros(N, bool)
         is_raw[:n_raw] = True
         is_cell = np.zeros(N, bool)
-        is_cell[n_raw + n_x:] = True
+        is_cell[n_raw + n_x :] = True
         order, kinds = _order(S, E)
         iv = np.where(order < N, order, order - N)
         enter = kinds == 1
@@ -242,7 +249,9 @@ def build_threads(
             anchor = np.zeros(N, bool)
             for i, c in enumerate(cells):
                 if c.code_filename:
-                    anchor[:n_raw] |= np.isin(k, keys.of_file(c.code_filename)) & (s >= c.t0) & (e <= c.t1)
+                    anchor[:n_raw] |= (
+                        np.isin(k, keys.of_file(c.code_filename)) & (s >= c.t0) & (e <= c.t1)
+                    )
                 else:
                     anchor[n_raw + n_x + i] = True
             keep = _open_at_enter(anchor, iv, sign, enter) | is_cell

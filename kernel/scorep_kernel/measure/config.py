@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 # Jupyter's and the kernel's own machinery. A region from these modules is dropped together
 # with everything it calls (print() inside a cell would otherwise show ipykernel's stream
@@ -51,8 +52,7 @@ def _modules(key: str, value: Any) -> tuple[str, ...]:
         items = list(value)
     else:
         raise ValueError(
-            f"{key} must be a list of module prefixes or a comma-separated string, "
-            f"not {value!r}"
+            f"{key} must be a list of module prefixes or a comma-separated string, not {value!r}"
         )
     out = []
     for item in items:
@@ -81,9 +81,7 @@ def _whole(key: str, value: Any, minimum: int, allow_none: bool) -> int | None:
         try:
             value = int(value.strip().replace("_", ""))
         except ValueError:
-            raise ValueError(
-                f"{key} must be a whole number >= {minimum}, not {value!r}"
-            ) from None
+            raise ValueError(f"{key} must be a whole number >= {minimum}, not {value!r}") from None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or value < minimum:
@@ -145,7 +143,7 @@ class MeasureConfig:
         self.c_functions = _flag("c_functions", self.c_functions)
 
     @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any] | None) -> "MeasureConfig":
+    def from_mapping(cls, settings: Mapping[str, Any] | None) -> MeasureConfig:
         """From an env-like or cell-metadata dict. ``exclude`` given here is added to the
         defaults (the machinery stays out); ``exclude_defaults: false`` drops them."""
         if settings is None:
@@ -161,8 +159,7 @@ class MeasureConfig:
             if key not in _KEYS:
                 accepted = sorted(set(_KEYS) - {"metric_interval_s"}) + ["exclude_defaults"]
                 raise ValueError(
-                    f"unknown measurement setting {key!r}: accepted keys are "
-                    + ", ".join(accepted)
+                    f"unknown measurement setting {key!r}: accepted keys are " + ", ".join(accepted)
                 )
             if value is None and key not in ("max_depth",):
                 continue

@@ -167,7 +167,11 @@ class CTracer:
         _restore_profile(prev_sys)
         raw = self.extract()
         codes = [k[1] for k in raw.keys if k[0] == "py"]
-        found = sum(1 for i in raw.key.tolist() if raw.keys[i][0] == "py" and raw.keys[i][1] is probe.__code__)
+        found = sum(
+            1
+            for i in raw.key.tolist()
+            if raw.keys[i][0] == "py" and raw.keys[i][1] is probe.__code__
+        )
         if found != 2 or not np.all(raw.end >= raw.start) or probe.__code__ not in codes:
             raise EngineError(
                 f"reading viztracer {VIZTRACER_VERSION}'s buffer did not give back a probe "
@@ -226,7 +230,9 @@ class CTracer:
         size = self._long(_OFF_SIZE).value
         head, tail = self._long(_OFF_HEAD).value, self._long(_OFF_TAIL).value
         buf_addr = ctypes.c_void_p.from_address(self._addr + _OFF_BUFFER).value
-        buf = np.frombuffer((ctypes.c_char * (size * NODE_BYTES)).from_address(buf_addr), NODE_DTYPE)
+        buf = np.frombuffer(
+            (ctypes.c_char * (size * NODE_BYTES)).from_address(buf_addr), NODE_DTYPE
+        )
         nodes = buf[head:tail] if tail >= head else np.concatenate([buf[head:], buf[:tail]])
         fee = nodes["ntype"] == FEE_NODE
         if not fee.all():  # only FEE nodes without instants/counters: keep the view, no copy

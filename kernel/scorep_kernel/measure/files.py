@@ -25,7 +25,7 @@ def _measurement_summary(recording: Recording) -> dict:
         duration_s=(recording.end_ns - recording.start_ns) / 1e9,
     )
     if recording.metrics is not None:
-        summary["metric_samples"] = int(len(recording.metrics.times))
+        summary["metric_samples"] = len(recording.metrics.times)
         summary["metric_notes"] = list(recording.metrics.notes)
     return summary
 
@@ -66,7 +66,9 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
         if m is None:
             return
         t = np.asarray(m.times, np.int64) + np.int64(recording.clock_offset_ns)
-        experiment.write_metrics(exp_dir, m.series, t, m.values, interval_s=m.interval_s, notes=m.notes)
+        experiment.write_metrics(
+            exp_dir, m.series, t, m.values, interval_s=m.interval_s, notes=m.notes
+        )
         files["metrics"] = experiment.METRICS_SCHEMA
         files["metrics_data"] = experiment.METRICS_DATA
 
@@ -75,7 +77,11 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     step("metrics", metrics)
     summary = _measurement_summary(recording)
     summary["write_seconds"] = timings
-    changes = {"files": files, "measurement": summary, "files_status": "failed" if errors else "ready"}
+    changes = {
+        "files": files,
+        "measurement": summary,
+        "files_status": "failed" if errors else "ready",
+    }
     if errors:
         changes["errors"] = errors
     try:

@@ -11,11 +11,8 @@ from ..formats.recording import ROLE_FUNCTION, Region
 
 
 def matches(module: str, prefixes: tuple[str, ...]) -> bool:
-    """"numpy" matches numpy and numpy.linalg, not numpyro."""
-    for p in prefixes:
-        if module == p or module.startswith(p + "."):
-            return True
-    return False
+    """ "numpy" matches numpy and numpy.linalg, not numpyro."""
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
 # Where IPython and ipykernel put the code of notebook cells, which runs in __main__.
@@ -55,7 +52,7 @@ class ModuleNames:
             )
         for prefix in self._paths:
             if filename.startswith(prefix):
-                rel = filename[len(prefix):]
+                rel = filename[len(prefix) :]
                 root, ext = os.path.splitext(rel)
                 if ext not in (".py", ".pyw", ".pyx", ""):
                     continue
@@ -78,7 +75,7 @@ class ModuleNames:
         if _CELL_FILE.search(filename) or os.path.dirname(filename) in self._cell_dirs:
             found = "__main__"
         elif filename.startswith("<frozen ") and filename.endswith(">"):
-            found = filename[len("<frozen "):-1]
+            found = filename[len("<frozen ") : -1]
         elif filename.startswith("<"):
             found = "__main__"  # exec'd strings, as Score-P sees them (globals' __name__)
         else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import psutil
@@ -90,21 +90,51 @@ class MetricSampler:
             for i in range(self._ncpu)
         ]
         series += [
-            _series("mem.rss", "RSS (process tree)", "bytes", "memory",
-                    "resident memory of the measured process and its children"),
-            _series("mem.used", "Memory used (system)", "bytes", "memory",
-                    "memory in use on the machine (total - available)"),
+            _series(
+                "mem.rss",
+                "RSS (process tree)",
+                "bytes",
+                "memory",
+                "resident memory of the measured process and its children",
+            ),
+            _series(
+                "mem.used",
+                "Memory used (system)",
+                "bytes",
+                "memory",
+                "memory in use on the machine (total - available)",
+            ),
             _series("disk.read", "Disk read", "bytes/s", "io", "bytes read from disks per second"),
-            _series("disk.write", "Disk write", "bytes/s", "io", "bytes written to disks per second"),
-            _series("net.recv", "Network received", "bytes/s", "network",
-                    "bytes received per second on all interfaces but loopback"),
-            _series("net.sent", "Network sent", "bytes/s", "network",
-                    "bytes sent per second on all interfaces but loopback"),
+            _series(
+                "disk.write", "Disk write", "bytes/s", "io", "bytes written to disks per second"
+            ),
+            _series(
+                "net.recv",
+                "Network received",
+                "bytes/s",
+                "network",
+                "bytes received per second on all interfaces but loopback",
+            ),
+            _series(
+                "net.sent",
+                "Network sent",
+                "bytes/s",
+                "network",
+                "bytes sent per second on all interfaces but loopback",
+            ),
         ]
         for i in range(len(self._gpus.handles)):
             series += [
-                _series(f"gpu{i}.util", f"GPU {i} utilisation", "%", "gpu", f"NVIDIA GPU {i} busy time"),
-                _series(f"gpu{i}.mem", f"GPU {i} memory", "bytes", "gpu", f"NVIDIA GPU {i} memory in use"),
+                _series(
+                    f"gpu{i}.util", f"GPU {i} utilisation", "%", "gpu", f"NVIDIA GPU {i} busy time"
+                ),
+                _series(
+                    f"gpu{i}.mem",
+                    f"GPU {i} memory",
+                    "bytes",
+                    "gpu",
+                    f"NVIDIA GPU {i} memory in use",
+                ),
             ]
         if not self._gpus.handles:
             self.notes.append(NO_GPU_NOTE)
@@ -194,8 +224,14 @@ class MetricSampler:
         row = [sum(known) / len(known) if known else float("nan")]
         row += [float(c) for c in cores[: self._ncpu]]
         row += [self._rss(t / 1e9), self._memory_used()]
-        row += [max(0.0, (disk[0] - self._last_disk[0]) / dt), max(0.0, (disk[1] - self._last_disk[1]) / dt)]
-        row += [max(0.0, (net[0] - self._last_net[0]) / dt), max(0.0, (net[1] - self._last_net[1]) / dt)]
+        row += [
+            max(0.0, (disk[0] - self._last_disk[0]) / dt),
+            max(0.0, (disk[1] - self._last_disk[1]) / dt),
+        ]
+        row += [
+            max(0.0, (net[0] - self._last_net[0]) / dt),
+            max(0.0, (net[1] - self._last_net[1]) / dt),
+        ]
         row += self._gpus.read()
         self._last_t, self._last_disk, self._last_net = t, disk, net
         self._times.append(t)

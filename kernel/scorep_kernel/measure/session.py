@@ -22,11 +22,11 @@ from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .config import MeasureConfig
 from .sampler import MetricSampler
 
-_active: "Measurement | None" = None
+_active: Measurement | None = None
 _SHIM_DIR = str(Path(__file__).resolve().parent.parent / "shim") + os.sep
 
 
-def active() -> "Measurement | None":
+def active() -> Measurement | None:
     """The Measurement running in this process, or None."""
     return _active
 
@@ -54,7 +54,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class _ThreadState:
-    __slots__ = ("open_user", "instr_off_since", "rec_off_since")
+    __slots__ = ("instr_off_since", "open_user", "rec_off_since")
 
     def __init__(self) -> None:
         self.open_user: list[tuple[str, float, Region]] = []
@@ -66,12 +66,12 @@ class _Cell:
     """The context manager returned by Measurement.cell (a class, not a generator, so no
     contextlib frames appear around the cell)."""
 
-    __slots__ = ("m", "label", "code_filename", "tid", "t0")
+    __slots__ = ("code_filename", "label", "m", "t0", "tid")
 
-    def __init__(self, m: "Measurement", label: str, code_filename: str | None):
+    def __init__(self, m: Measurement, label: str, code_filename: str | None):
         self.m, self.label, self.code_filename = m, label, code_filename
 
-    def __enter__(self) -> "_Cell":
+    def __enter__(self) -> _Cell:
         m = self.m
         if m._state != "running":
             raise RuntimeError("Measurement.cell() needs a started Measurement (call start())")
@@ -235,7 +235,10 @@ class Measurement:
             write_all(self.exp_dir, recording)
             return None
         thread = threading.Thread(
-            target=write_all, args=(self.exp_dir, recording), name="scorep-write-files", daemon=False
+            target=write_all,
+            args=(self.exp_dir, recording),
+            name="scorep-write-files",
+            daemon=False,
         )
         thread.start()
         return thread
@@ -258,7 +261,12 @@ class Measurement:
             return
         cut = np.partition(raw.start, self._cap_calls)[self._cap_calls]
         keep = raw.start < cut
-        raw.tid, raw.start, raw.end, raw.key = raw.tid[keep], raw.start[keep], raw.end[keep], raw.key[keep]
+        raw.tid, raw.start, raw.end, raw.key = (
+            raw.tid[keep],
+            raw.start[keep],
+            raw.end[keep],
+            raw.key[keep],
+        )
         self._cap_cut = cut
         if self._cap_hit_ns is None:  # the tracer was not halted (the run ended first)
             self._cap_hit_ns = time.perf_counter_ns()
@@ -329,7 +337,9 @@ class Measurement:
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
     # --- the scorep shim's entry points ------------------------------------------------
-    def user_region_begin(self, name: str, file: str = "", line: int = 0, module: str = "user") -> None:
+    def user_region_begin(
+        self, name: str, file: str = "", line: int = 0, module: str = "user"
+    ) -> None:
         st = self._state_of(threading.get_native_id())
         region = Region(f"{module}:{name}", module, file or "", int(line or 0), ROLE_USER)
         st.open_user.append((name, self._now(), region))
@@ -369,6 +379,7 @@ class Measurement:
         elif not enabled and since is None:
             setattr(st, since_attr, self._now())
         return since is None
+
 
 def _clock_offset() -> int:
     """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""

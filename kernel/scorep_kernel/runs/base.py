@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from scorep_kernel import experiment
-from scorep_kernel.settings import CellSettings
 from scorep_kernel.runs.display import experiment_bundle
+from scorep_kernel.settings import CellSettings
 
 
 class CellOutput(Protocol):

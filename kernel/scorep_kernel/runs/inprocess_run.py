@@ -5,10 +5,11 @@ cell to so that IPython's own machinery stays out of the trace."""
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from scorep_kernel.runs.base import CellOutput, RunBase
 from scorep_kernel.measure.top_regions import top_regions_or_empty
+from scorep_kernel.runs.base import CellOutput, RunBase
 from scorep_kernel.worker.shell import cell_code_filename
 
 
@@ -59,7 +60,9 @@ class InprocessRun(RunBase):
         self.last_cell_wall = time.perf_counter() - start
         self.last_cell_index = index
         if reply.get("status") == "error":
-            self.note_status("interrupted" if reply.get("ename") == "KeyboardInterrupt" else "error")
+            self.note_status(
+                "interrupted" if reply.get("ename") == "KeyboardInterrupt" else "error"
+            )
         return reply
 
     async def finish(self, output: CellOutput) -> None:

@@ -9,9 +9,6 @@ import time
 from typing import Any
 
 from scorep_kernel import experiment
-from scorep_kernel.state import transfer
-from scorep_kernel.runs.faults import UNCHANGED, describe_exit
-from scorep_kernel.worker.protocol import ChannelClosed
 from scorep_kernel.runs.base import (
     CellOutput,
     RunBase,
@@ -19,7 +16,10 @@ from scorep_kernel.runs.base import (
     experiment_parent,
     reserve_experiment,
 )
+from scorep_kernel.runs.faults import UNCHANGED, describe_exit
+from scorep_kernel.state import transfer
 from scorep_kernel.worker.client import WorkerKey, WorkerPool, WorkerProcess
+from scorep_kernel.worker.protocol import ChannelClosed
 
 log = logging.getLogger("scorep_kernel")
 
@@ -106,10 +106,14 @@ class SubprocessRun(RunBase):
             },
         )
         started = await self._recv_until("run_started")
-        self._add_stamps(sent, started.get("stamps"), (
-            ("received", "start_run_wait"),  # the worker finishing its preload imports
-            ("started", "measure_start"),
-        ))
+        self._add_stamps(
+            sent,
+            started.get("stamps"),
+            (
+                ("received", "start_run_wait"),  # the worker finishing its preload imports
+                ("started", "measure_start"),
+            ),
+        )
         self.measured = bool(started.get("measured"))
         if started.get("error"):
             self.errors.append(f"measurement could not start: {started['error']}")
@@ -270,7 +274,9 @@ class SubprocessRun(RunBase):
             return {"status": "ok", "execution_count": execution_count, "user_expressions": {},
                     "payload": []}  # fmt: skip
         ename = "KeyboardInterrupt" if status == "interrupted" else done.get("ename", "Error")
-        return error_reply(ename, done.get("evalue", ""), done.get("traceback") or [], execution_count)
+        return error_reply(
+            ename, done.get("evalue", ""), done.get("traceback") or [], execution_count
+        )
 
     async def _relay(self, output: CellOutput, packet: Any) -> dict[str, Any]:
         """Publish the worker's outputs until the cell is done."""
@@ -286,7 +292,9 @@ class SubprocessRun(RunBase):
                 output.display(payload["data"], payload.get("metadata"),
                                payload.get("transient"), payload.get("update", False))  # fmt: skip
             elif kind == "execute_result":
-                output.execute_result(payload["execution_count"], payload["data"], payload.get("metadata") or {})
+                output.execute_result(
+                    payload["execution_count"], payload["data"], payload.get("metadata") or {}
+                )
             elif kind == "clear_output":
                 output.clear_output(payload.get("wait", False))
             elif kind == "error":
@@ -302,11 +310,17 @@ class SubprocessRun(RunBase):
         """input() in the cell: ask the notebook (blocking, as ipykernel's own input does)."""
         assert self.worker is not None
         if self.read_input is None:
-            reply = {"error": "input was called, but this frontend does not support input requests."}
+            reply = {
+                "error": "input was called, but this frontend does not support input requests."
+            }
         else:
             self.awaiting_input = True
             try:
-                reply = {"value": self.read_input(request.get("prompt", ""), bool(request.get("password")))}
+                reply = {
+                    "value": self.read_input(
+                        request.get("prompt", ""), bool(request.get("password"))
+                    )
+                }
             except KeyboardInterrupt:
                 return  # the worker got the SIGINT too; its input() raises there
             except Exception as e:
@@ -368,7 +382,9 @@ class SubprocessRun(RunBase):
         except (ChannelClosed, WorkerDied) as e:
             message = e.message if isinstance(e, WorkerDied) else str(e)
             self.note_status("crashed")
-            self.errors.append(f"The profiling process died while stopping the measurement: {message}")
+            self.errors.append(
+                f"The profiling process died while stopping the measurement: {message}"
+            )
             extra = {"files_status": "failed"}
         self.finish_manifest(extra)
         output.display(self.bundle(self.last_cell_index, self.status, self.last_cell_wall))
@@ -392,7 +408,9 @@ class SubprocessRun(RunBase):
                 files["cubex"] = experiment.CUBEX
             if status == "failed":
                 errors.append(f"Score-P wrote no trace (exit status {code})")
-            experiment.update_manifest(self.exp_dir, files=files, files_status=status, errors=errors)
+            experiment.update_manifest(
+                self.exp_dir, files=files, files_status=status, errors=errors
+            )
         elif status == "exit":
             pass  # nothing was measured: finish_manifest already said so
         else:

@@ -35,9 +35,13 @@ class Changes:
             if names:
                 parts.append(f"{label} {', '.join(sorted(names))}")
         if self.kept:
-            parts.append("not transferred: " + "; ".join(f"{n} ({r})" for n, r in sorted(self.kept.items())))
+            parts.append(
+                "not transferred: " + "; ".join(f"{n} ({r})" for n, r in sorted(self.kept.items()))
+            )
         if self.environ_set or self.environ_removed:
-            parts.append(f"environment: {len(self.environ_set)} set, {len(self.environ_removed)} removed")
+            parts.append(
+                f"environment: {len(self.environ_set)} set, {len(self.environ_removed)} removed"
+            )
         if self.cwd:
             parts.append(f"working directory now {self.cwd}")
         parts.extend(self.errors)
@@ -49,7 +53,9 @@ def apply_process_state(state: dict, changes: Changes, environ_ignore: Iterable[
     ignore = tuple(environ_ignore)
     wanted = state.get("environ")
     if wanted is not None:
-        for key in [k for k in os.environ if k not in wanted and not k.startswith(ignore or ("\0",))]:
+        for key in [
+            k for k in os.environ if k not in wanted and not k.startswith(ignore or ("\0",))
+        ]:
             del os.environ[key]
             changes.environ_removed.append(key)
         for key, value in wanted.items():
@@ -68,17 +74,25 @@ def apply_process_state(state: dict, changes: Changes, environ_ignore: Iterable[
             os.chdir(cwd)
             changes.cwd = cwd
         except OSError as exc:
-            changes.errors.append(f"could not change the working directory to {cwd} ({exc.strerror})")
+            changes.errors.append(
+                f"could not change the working directory to {cwd} ({exc.strerror})"
+            )
 
 
 def _rebind_globals(value, old: dict, new: dict):
     """Fallback when the objects were built before apply(): a function living in `old` is copied
     into one living in `new` (top-level functions and the methods of top-level classes)."""
     if isinstance(value, types.FunctionType) and value.__globals__ is old:
-        clone = types.FunctionType(value.__code__, new, value.__name__, value.__defaults__, value.__closure__)
+        clone = types.FunctionType(
+            value.__code__, new, value.__name__, value.__defaults__, value.__closure__
+        )
         clone.__kwdefaults__ = value.__kwdefaults__
         clone.__dict__.update(value.__dict__)
-        clone.__qualname__, clone.__module__, clone.__doc__ = value.__qualname__, value.__module__, value.__doc__
+        clone.__qualname__, clone.__module__, clone.__doc__ = (
+            value.__qualname__,
+            value.__module__,
+            value.__doc__,
+        )
         clone.__annotations__ = value.__annotations__
         return clone
     if isinstance(value, type):
@@ -90,9 +104,15 @@ def _rebind_globals(value, old: dict, new: dict):
     return value
 
 
-def apply(target: dict, unpacked: Unpacked, *, previous_names: Iterable[str] | None = None,
-          bind_placeholders: bool = False, placeholder_where: str = "kernel",
-          environ_ignore: Iterable[str] = ()) -> Changes:
+def apply(
+    target: dict,
+    unpacked: Unpacked,
+    *,
+    previous_names: Iterable[str] | None = None,
+    bind_placeholders: bool = False,
+    placeholder_where: str = "kernel",
+    environ_ignore: Iterable[str] = (),
+) -> Changes:
     """Make `target` equal to the unpacked namespace and apply the process state.
 
     * Names that came are bound (added or rebound); functions defined in the notebook get

@@ -20,8 +20,12 @@ import numpy as np
 def rebuild_array(buffer, dtype, shape, order):
     if type(buffer) is pickle.PickleBuffer:  # the original memory of an array lent from here
         original = buffer.raw().obj
-        if (type(original) is np.ndarray and original.dtype == dtype and original.shape == shape
-                and (original.flags.c_contiguous if order == "C" else original.flags.f_contiguous)):
+        if (
+            type(original) is np.ndarray
+            and original.dtype == dtype
+            and original.shape == shape
+            and (original.flags.c_contiguous if order == "C" else original.flags.f_contiguous)
+        ):
             return original
     return np.frombuffer(buffer, dtype=dtype).reshape(shape, order=order)
 
@@ -47,11 +51,16 @@ def covering_arrays(namespace_values) -> dict[int, np.ndarray]:
     """id(root memory owner) -> a contiguous top-level array covering all of its memory."""
     found: dict[int, np.ndarray] = {}
     for value in namespace_values:
-        if type(value) is not np.ndarray or value.dtype.hasobject or not (
-                value.flags.c_contiguous or value.flags.f_contiguous):
+        if (
+            type(value) is not np.ndarray
+            or value.dtype.hasobject
+            or not (value.flags.c_contiguous or value.flags.f_contiguous)
+        ):
             continue
         root = _root(value)
-        covers_root = value is root or (_address(value) == _address(root) and value.nbytes == root.nbytes)
+        covers_root = value is root or (
+            _address(value) == _address(root) and value.nbytes == root.nbytes
+        )
         if covers_root and (id(root) not in found or value is root):
             found[id(root)] = value
     return found
@@ -65,8 +74,14 @@ def reduce_array(array: np.ndarray, covering: dict[int, np.ndarray]):
         target = covering.get(id(_root(array)))
         if target is not None and target is not array:
             offset = _address(array) - _address(target)
-            return rebuild_view, (target, offset, array.shape, array.strides, array.dtype,
-                                  bool(array.flags.writeable))
+            return rebuild_view, (
+                target,
+                offset,
+                array.shape,
+                array.strides,
+                array.dtype,
+                bool(array.flags.writeable),
+            )
     if array.flags.c_contiguous:
         order = "C"
     elif array.flags.f_contiguous:

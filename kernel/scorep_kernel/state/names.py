@@ -22,7 +22,20 @@ from collections.abc import Iterable
 
 #: Names bound by IPython / ipykernel in the user namespace (see InteractiveShell.init_user_ns).
 IPYTHON_BOOKKEEPING = frozenset(
-    {"In", "Out", "get_ipython", "exit", "quit", "_ih", "_oh", "_dh", "_exit_code", "_i", "_ii", "_iii"}
+    {
+        "In",
+        "Out",
+        "get_ipython",
+        "exit",
+        "quit",
+        "_ih",
+        "_oh",
+        "_dh",
+        "_exit_code",
+        "_i",
+        "_ii",
+        "_iii",
+    }
 )
 
 # "_", "__", "___" (last outputs), "_12" (output 12), "_i12" (input 12).

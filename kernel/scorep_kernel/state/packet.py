@@ -46,8 +46,15 @@ def capture_process_state() -> dict:
 class Packet:
     """A packed namespace. Send `header`; keep the Packet until the receiver's unpack() returned."""
 
-    def __init__(self, header: bytes, skipped: dict[str, str], nbytes: int, names: tuple[str, ...],
-                 exporter: Exporter, transport: str):
+    def __init__(
+        self,
+        header: bytes,
+        skipped: dict[str, str],
+        nbytes: int,
+        names: tuple[str, ...],
+        exporter: Exporter,
+        transport: str,
+    ):
         self.header = header
         self.skipped = skipped
         self.nbytes = nbytes
@@ -67,8 +74,10 @@ class Packet:
         self.release()
 
     def __repr__(self):
-        return (f"<Packet {len(self.names)} names, {self.nbytes} bytes ({len(self.header)} in the header), "
-                f"{len(self.skipped)} skipped, transport={self.transport}>")
+        return (
+            f"<Packet {len(self.names)} names, {self.nbytes} bytes ({len(self.header)} in the header), "
+            f"{len(self.skipped)} skipped, transport={self.transport}>"
+        )
 
 
 class _NullSink:
@@ -78,10 +87,12 @@ class _NullSink:
 
 def _probe(namespace: dict, value: object, oob_min: int) -> BaseException | None:
     """Pickle `value` alone into nothing; the exception if it cannot be pickled."""
-    pickler = NamespacePickler(_NullSink(), namespace, buffer_callback=lambda b: False, out_of_band_min=oob_min)
+    pickler = NamespacePickler(
+        _NullSink(), namespace, buffer_callback=lambda b: False, out_of_band_min=oob_min
+    )
     try:
         pickler.dump(value)
-    except Exception as exc:  # noqa: BLE001 - any failure means "cannot travel"
+    except Exception as exc:
         return exc
     return None
 
@@ -99,7 +110,9 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
             buffers.append(buffer)
             return False
 
-        pickler = NamespacePickler(out, namespace, buffer_callback=keep_large, out_of_band_min=oob_min)
+        pickler = NamespacePickler(
+            out, namespace, buffer_callback=keep_large, out_of_band_min=oob_min
+        )
         wrapped_bytes: dict[int, LargeBytes] = {}
         entries = []
         failure = None
@@ -110,7 +123,7 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
             start, first = out.tell(), len(buffers)
             try:
                 pickler.dump(value)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failure = (position, name, exc)
                 break
             entries.append((name, start, out.tell(), first, len(buffers) - first))
@@ -120,15 +133,21 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
         # names not tried yet one by one (cheap: large buffers are not copied), start again.
         position, name, exc = failure
         skipped[name] = describe_unpicklable(namespace[name], exc)
-        for other in pending[position + 1:]:
+        for other in pending[position + 1 :]:
             error = _probe(namespace, namespace[other], oob_min)
             if error is not None:
                 skipped[other] = describe_unpicklable(namespace[other], error)
         pending = [n for n in pending if n not in skipped]
 
 
-def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (),
-         transport: str | None = None, out_of_band_min: int = OUT_OF_BAND_MIN) -> Packet:
+def pack(
+    namespace: dict,
+    *,
+    process_state: bool = True,
+    skip: Iterable[str] = (),
+    transport: str | None = None,
+    out_of_band_min: int = OUT_OF_BAND_MIN,
+) -> Packet:
     """Serialise the user names of `namespace` (see names.py for those that never travel).
 
     Never fails because of a value: what cannot be pickled is left out and reported in
@@ -164,7 +183,8 @@ def pack(namespace: dict, *, process_state: bool = True, skip: Iterable[str] = (
         total = sum(raw.nbytes for raw in raws)
         raise StateTransferError(
             f"could not put {total} bytes of arrays into shared memory ({exc.strerror or exc}): free "
-            "memory (or space in /dev/shm), or let the transport be chosen automatically") from exc
+            "memory (or space in /dev/shm), or let the transport be chosen automatically"
+        ) from exc
     except BaseException:
         exporter.release()
         raise
@@ -231,13 +251,15 @@ class Unpacked:
         file = io.BytesIO(self._payload)
         cursor = _BufferCursor(self._buffers)
         unpickler = NamespaceUnpickler(file, buffers=cursor, globals_dict=globals_dict)
-        for name, start, end, first, count in self._entries:
+        for name, start, _end, first, _count in self._entries:
             file.seek(start)
             cursor.index = first
             try:
                 into[name] = unpickler.load()
-            except Exception as exc:  # noqa: BLE001 - one name that cannot be rebuilt stays behind
-                self.skipped[name] = f"could not be rebuilt here ({type(exc).__name__}: {exc})"[:200]
+            except Exception as exc:
+                self.skipped[name] = f"could not be rebuilt here ({type(exc).__name__}: {exc})"[
+                    :200
+                ]
                 memo = unpickler.memo.copy()
                 unpickler = NamespaceUnpickler(file, buffers=cursor, globals_dict=globals_dict)
                 unpickler.memo = memo
@@ -254,14 +276,18 @@ def unpack(header: bytes) -> Unpacked:
     release its Packet as soon as this returns."""
     view = memoryview(header)
     if len(view) < _PREFIX.size:
-        raise StateTransferError("state header too short: not produced by scorep_kernel.state.pack()")
+        raise StateTransferError(
+            "state header too short: not produced by scorep_kernel.state.pack()"
+        )
     magic, version, meta_length = _PREFIX.unpack_from(view)
     if magic != MAGIC:
         raise StateTransferError("not a scorep_kernel.state header (bad magic)")
     if version != VERSION:
-        raise StateTransferError(f"state header version {version}, this side reads {VERSION}: "
-                                 "the kernel and the worker run different versions of scorep_kernel")
+        raise StateTransferError(
+            f"state header version {version}, this side reads {VERSION}: "
+            "the kernel and the worker run different versions of scorep_kernel"
+        )
     meta_end = _PREFIX.size + meta_length
-    meta = pickle.loads(view[_PREFIX.size:meta_end])
+    meta = pickle.loads(view[_PREFIX.size : meta_end])
     buffers = import_buffers(meta["buffers"])
     return Unpacked(meta, bytes(view[meta_end:]), buffers)

@@ -51,8 +51,10 @@ def import_module_or_placeholder(name: str):
         return module
     try:
         return importlib.import_module(name)
-    except Exception as exc:  # noqa: BLE001 - ImportError, or whatever the module's import raises
-        return placeholder_for(name, f"a module that cannot be imported here: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        return placeholder_for(
+            name, f"a module that cannot be imported here: {type(exc).__name__}: {exc}"
+        )
 
 
 def _rebuild_memoryview(buffer, fmt: str, shape: tuple):
@@ -101,7 +103,9 @@ class NamespacePickler(cloudpickle.Pickler):
         self._oob_min = out_of_band_min
         self._covering = covering_arrays(namespace.values())
         torch = sys.modules.get("torch")
-        self._torch = TorchReducer(torch) if torch is not None and hasattr(torch, "storage") else None
+        self._torch = (
+            TorchReducer(torch) if torch is not None and hasattr(torch, "storage") else None
+        )
 
     def reducer_override(self, obj):
         kind = type(obj)
@@ -118,12 +122,17 @@ class NamespacePickler(cloudpickle.Pickler):
         elif kind is _NamespaceGlobals:
             return "NAMESPACE_GLOBALS"
         elif kind in _FILE_TYPES:
-            raise pickle.PicklingError(f"cannot pickle an open file ({kind.__name__} {getattr(obj, 'name', '')!r})")
+            raise pickle.PicklingError(
+                f"cannot pickle an open file ({kind.__name__} {getattr(obj, 'name', '')!r})"
+            )
         elif kind is memoryview:
             if obj.c_contiguous:
                 return _rebuild_memoryview, (pickle.PickleBuffer(obj), obj.format, obj.shape)
             return _rebuild_memoryview, (obj.tobytes(), obj.format, obj.shape)
-        elif kind is _LRU_CACHE_WRAPPER and getattr(obj.__wrapped__, "__globals__", None) is self._namespace:
+        elif (
+            kind is _LRU_CACHE_WRAPPER
+            and getattr(obj.__wrapped__, "__globals__", None) is self._namespace
+        ):
             # @functools.cache / lru_cache in the notebook: pickles itself by name, which the other
             # side cannot look up. Rebuild the wrapper around the function (the cache starts empty).
             parameters = obj.cache_parameters()

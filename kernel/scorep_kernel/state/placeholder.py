@@ -15,7 +15,13 @@ import socket
 import threading
 import types
 
-__all__ = ["NotTransferredError", "Placeholder", "describe_unpicklable", "is_placeholder", "placeholder_for"]
+__all__ = [
+    "NotTransferredError",
+    "Placeholder",
+    "describe_unpicklable",
+    "is_placeholder",
+    "placeholder_for",
+]
 
 
 class NotTransferredError(RuntimeError):
@@ -53,8 +59,11 @@ class Placeholder:
 
     def _fail(self, *args, **kwargs):
         raise NotTransferredError(
-            _message(object.__getattribute__(self, "_name"), object.__getattribute__(self, "_reason"),
-                     object.__getattribute__(self, "_where"))
+            _message(
+                object.__getattribute__(self, "_name"),
+                object.__getattribute__(self, "_reason"),
+                object.__getattribute__(self, "_where"),
+            )
         )
 
     def __getattribute__(self, attr):
@@ -71,7 +80,11 @@ class Placeholder:
     def __repr__(self):
         name = object.__getattribute__(self, "_name")
         reason = object.__getattribute__(self, "_reason")
-        where = "the kernel" if object.__getattribute__(self, "_where") == "kernel" else "the profiling process"
+        where = (
+            "the kernel"
+            if object.__getattribute__(self, "_where") == "kernel"
+            else "the profiling process"
+        )
         return f"<{name}: {reason}, left in {where}>"
 
     def __reduce_ex__(self, protocol):
@@ -79,10 +92,14 @@ class Placeholder:
 
     __reduce__ = __reduce_ex__
     # Special methods are looked up on the type, bypassing __getattribute__: define them all.
-    __call__ = __iter__ = __next__ = __len__ = __bool__ = __getitem__ = __setitem__ = __delitem__ = _fail
+    __call__ = __iter__ = __next__ = __len__ = __bool__ = __getitem__ = __setitem__ = (
+        __delitem__
+    ) = _fail
     __contains__ = __enter__ = __exit__ = __aenter__ = __aexit__ = __await__ = __aiter__ = _fail
     __int__ = __float__ = __index__ = __str__ = __bytes__ = __format__ = __hash__ = _fail
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = (
+        _fail
+    )
     __floordiv__ = __mod__ = __pow__ = __matmul__ = __neg__ = __pos__ = __abs__ = __invert__ = _fail
     __and__ = __or__ = __xor__ = __lshift__ = __rshift__ = _fail
     __iadd__ = __isub__ = __imul__ = __itruediv__ = _fail
@@ -144,10 +161,16 @@ def known_unpicklable(value: object) -> str | None:
 
 
 _NAMES_IN_ERRORS = [
-    (re.compile(r"Placeholder|stays in the kernel|cannot be brought back"), "an object that stayed behind"),
+    (
+        re.compile(r"Placeholder|stays in the kernel|cannot be brought back"),
+        "an object that stayed behind",
+    ),
     (re.compile(r"generator"), "a generator"),
     (re.compile(r"coroutine"), "a coroutine"),
-    (re.compile(r"open file|TextIOWrapper|BufferedReader|BufferedWriter|BufferedRandom|FileIO"), "an open file"),
+    (
+        re.compile(r"open file|TextIOWrapper|BufferedReader|BufferedWriter|BufferedRandom|FileIO"),
+        "an open file",
+    ),
     (re.compile(r"socket"), "a socket"),
     (re.compile(r"lock|RLock", re.IGNORECASE), "a lock"),
 ]

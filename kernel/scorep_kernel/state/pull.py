@@ -44,8 +44,14 @@ def _process_vm_readv():
     global _readv
     if _readv is None:
         fn = ctypes.CDLL(None, use_errno=True).process_vm_readv
-        fn.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong,
-                       ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.c_ulong]
+        fn.argtypes = [
+            ctypes.c_int,
+            ctypes.POINTER(_IoVec),
+            ctypes.c_ulong,
+            ctypes.POINTER(_IoVec),
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        ]
         fn.restype = ctypes.c_ssize_t
         _readv = fn
     return _readv
@@ -65,7 +71,8 @@ def read_remote(pid: int, address: int, destination: np.ndarray) -> None:
                 f"could not read {total} bytes from process {pid} (process_vm_readv: {reason}). The "
                 "sending process must stay alive with its Packet unreleased until unpack() returns; "
                 "where ptrace is restricted (Yama ptrace_scope, seccomp), call allow_reader(<receiver "
-                f"pid>) in the sender or set {ENV_TRANSPORT}=shm.")
+                f"pid>) in the sender or set {ENV_TRANSPORT}=shm."
+            )
         done += n
 
 
@@ -214,6 +221,9 @@ def receive(descriptor: tuple):
     if nbytes:
         read_remote(pid, address, destination)
         address_here = destination.ctypes.data
-        _received[address_here] = (token, nbytes, weakref.ref(
-            destination, lambda _r, a=address_here: _received.pop(a, None)))
+        _received[address_here] = (
+            token,
+            nbytes,
+            weakref.ref(destination, lambda _r, a=address_here: _received.pop(a, None)),
+        )
     return destination

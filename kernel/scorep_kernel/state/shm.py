@@ -66,7 +66,7 @@ class SegmentWriter:
         view = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
         done = 0
         while done < nbytes:
-            done += os.pwrite(fd, view[done:done + (1 << 30)], offset + done)
+            done += os.pwrite(fd, view[done : done + (1 << 30)], offset + done)
         return ("shm", os.getpid(), fd, identity, offset, nbytes)
 
     def _room_for(self, nbytes: int) -> tuple[int, tuple, int]:
@@ -112,16 +112,23 @@ def _map_private(fd: int, nbytes: int, offset: int) -> np.ndarray:
     if _mmap_fns is None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        libc.mmap.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_long,
+        ]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         _mmap_fns = libc.mmap, libc.munmap, libc.madvise
     map_fn, unmap_fn, madvise_fn = _mmap_fns
     address = map_fn(None, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd, offset)
     if address is None or address == ctypes.c_void_p(-1).value:
-        raise StateTransferError(f"could not map {nbytes} bytes of shared memory: "
-                                 f"{os.strerror(ctypes.get_errno())}")
+        raise StateTransferError(
+            f"could not map {nbytes} bytes of shared memory: {os.strerror(ctypes.get_errno())}"
+        )
     # Map all pages now, read-only until written (no copy): one call instead of a page fault per
     # 64 KiB on first read, which made reading a received gigabyte ~10x slower. Linux >= 5.14;
     # elsewhere the call fails harmlessly.
@@ -153,11 +160,14 @@ class SegmentReader:
         except OSError as exc:
             raise StateTransferError(
                 f"the shared memory of process {pid} is gone ({exc.strerror}): the sender must keep its "
-                "Packet unreleased, and stay alive, until unpack() returns") from None
+                "Packet unreleased, and stay alive, until unpack() returns"
+            ) from None
         if os.fstat(fd).st_ino != inode:
             os.close(fd)
-            raise StateTransferError(f"{path} is no longer the shared memory that was packed: the Packet "
-                                     "was released before unpack() finished")
+            raise StateTransferError(
+                f"{path} is no longer the shared memory that was packed: the Packet "
+                "was released before unpack() finished"
+            )
         return fd
 
     def close(self) -> None:

@@ -43,7 +43,9 @@ def apply_in_kernel(namespace: dict[str, Any], unpacked: Unpacked, sent: Packet)
     return namespace.pop(RESULT_NAME, None)
 
 
-def apply_in_worker(namespace: dict[str, Any], unpacked: Unpacked, previous: tuple[str, ...]) -> Any:
+def apply_in_worker(
+    namespace: dict[str, Any], unpacked: Unpacked, previous: tuple[str, ...]
+) -> Any:
     """The kernel's namespace into the worker's; what could not come gets a placeholder that
     explains itself when used."""
     return _state.apply(

@@ -28,7 +28,9 @@ __all__ = ["Exporter", "StateTransferError", "allow_reader", "choose_transport",
 def choose_transport(requested: str | None = None) -> str:
     choice = requested or os.environ.get(ENV_TRANSPORT) or "auto"
     if choice not in ("auto", "pull", "shm"):
-        raise ValueError(f"unknown state transport {choice!r}: use 'pull', 'shm' or 'auto' ({ENV_TRANSPORT})")
+        raise ValueError(
+            f"unknown state transport {choice!r}: use 'pull', 'shm' or 'auto' ({ENV_TRANSPORT})"
+        )
     if choice == "auto":
         return "pull" if pull_permitted() else "shm"
     return choice
@@ -65,8 +67,10 @@ def import_buffers(descriptors: list[tuple]) -> list:
             elif descriptor[0] == "shm":
                 buffers.append(reader.receive(descriptor))
             else:
-                raise StateTransferError(f"unknown buffer descriptor {descriptor[0]!r}: the kernel and the "
-                                         "worker run different versions of scorep_kernel")
+                raise StateTransferError(
+                    f"unknown buffer descriptor {descriptor[0]!r}: the kernel and the "
+                    "worker run different versions of scorep_kernel"
+                )
         return buffers
     finally:
         reader.close()

@@ -20,9 +20,10 @@ import socket
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 
@@ -223,7 +224,11 @@ class WorkerPool:
         self._wanted: list[str] = []
 
     async def take(
-        self, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
+        self,
+        key: WorkerKey,
+        env: dict[str, str],
+        cwd: str,
+        reserved: tuple[str, Path] | None = None,
     ) -> tuple[WorkerProcess, bool]:
         """A worker for ``key``: the spare if it matches and lives, else a fresh one.
         Returns (worker, was_spare)."""

@@ -24,16 +24,17 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from scorep_kernel.state import transfer  # noqa: E402
-from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed  # noqa: E402
-from scorep_kernel.measure.top_regions import top_regions_or_empty  # noqa: E402
-from scorep_kernel.worker.shell import (  # noqa: E402
+from scorep_kernel.measure.top_regions import top_regions_or_empty
+from scorep_kernel.state import transfer
+from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
+from scorep_kernel.worker.shell import (
     ForwardingStream,
     cell_code_filename,
     flush_streams,
@@ -229,7 +230,9 @@ class Worker:
                 try:
                     if self.interrupt_pending:
                         raise KeyboardInterrupt
-                    result = shell.run_cell(code, store_history=True, cell_id=payload.get("cell_id"))
+                    result = shell.run_cell(
+                        code, store_history=True, cell_id=payload.get("cell_id")
+                    )
                 finally:
                     self.in_cell = False
         except KeyboardInterrupt:

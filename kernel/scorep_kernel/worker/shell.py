@@ -175,7 +175,7 @@ def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
     tracers tell the cell's own code from IPython's machinery by it."""
     try:
         transformed = shell.transform_cell(code)
-    except Exception:  # noqa: BLE001 (a cell IPython cannot transform fails in run_cell itself)
+    except Exception:
         transformed = code
     return shell.compile.get_code_name(code, transformed, execution_count)
 

@@ -48,7 +48,10 @@ class _Switch:
         if m is not None and self.region_name is not None:
             frame = sys._getframe(1)
             m.user_region_begin(
-                str(self.region_name), frame.f_code.co_filename, frame.f_lineno, module="user_instrumenter"
+                str(self.region_name),
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                module="user_instrumenter",
             )
             self._in_region = True
         return self

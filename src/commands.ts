@@ -12,7 +12,7 @@ import {
 } from '@jupyterlab/notebook';
 import type { ICellModel } from '@jupyterlab/cells';
 import { UUID } from '@lumino/coreutils';
-import { IProfileSettings, runMetadata } from './settings';
+import { IUserSettings, runMetadata } from './settings';
 import {
   getScorepMetadata,
   isCellProfiled,
@@ -53,7 +53,8 @@ export function selectedCodeCells(panel: NotebookPanel): ICellModel[] {
 export function registerCommands(
   app: JupyterFrontEnd,
   tracker: INotebookTracker,
-  getSettings: () => IProfileSettings
+  /** the JupyterLab settings the user set (null while not loaded) */
+  getSettings: () => IUserSettings | null
 ): void {
   const { commands } = app;
   const activeCell = () => tracker.activeCell?.model ?? null;

@@ -15,7 +15,7 @@ import {
 } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { CommandIDs, registerCommands } from './commands';
-import { DEFAULT_SETTINGS, IProfileSettings, readSettings } from './settings';
+import { IUserSettings, readUserSettings } from './settings';
 import { markCell, refreshBeforeRun } from './toggle';
 
 const PLUGIN_ID = 'jupyterlab-scorep:plugin';
@@ -33,13 +33,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     settingRegistry: ISettingRegistry | null,
     palette: ICommandPalette | null
   ) => {
-    let settings: IProfileSettings = { ...DEFAULT_SETTINGS };
+    // Only what the user set (the registry's `user` values, not the composite with the
+    // schema defaults) goes into a cell, so that `%scorep`, the environment and the kernel's
+    // defaults still apply to what the user left alone. null until the settings are loaded.
+    let settings: IUserSettings | null = null;
     if (settingRegistry) {
       settingRegistry
         .load(PLUGIN_ID)
         .then(s => {
           const update = () => {
-            settings = readSettings(s.composite as Record<string, unknown>);
+            settings = readUserSettings(s.user as Record<string, unknown>);
           };
           update();
           s.changed.connect(update);
@@ -64,7 +67,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     );
     tracker.forEach(panel => watchNotebook(panel, refreshToggle));
 
-    // The kernel reads the settings from the cell metadata: refresh them right before a run.
+    // The kernel reads the JupyterLab settings from the cell metadata (`lab_settings`):
+    // refresh them right before a run.
     NotebookActions.executionScheduled.connect((_, { cell }) => {
       refreshBeforeRun(cell.model, settings);
     });

@@ -2,11 +2,25 @@
  * User settings → the cell metadata the kernel reads (`cell.metadata.scorep`).
  * The kernel receives cell metadata with every execute_request, so whatever is written here
  * travels with the cell and is also saved in the .ipynb.
+ *
+ * Precedence (DESIGN.md, one rule everywhere): what the user set on the cell > the
+ * JupyterLab settings > `%scorep` (kernel-wide) > environment variables > defaults.
+ * So the frontend writes into a cell only what the user chose, and keeps the two sources
+ * apart:
+ *
+ * - top-level keys of `scorep` (`backend`, `isolation`, `metric_interval`, ...) are the
+ *   cell's own, set by hand; the frontend never writes or removes them (it owns only
+ *   `profile`, set by the toggle, and `run` / `last`, set by the multi-cell command);
+ * - `scorep.lab_settings` holds the JupyterLab settings the user explicitly set (the
+ *   registry's `user` values, never the schema defaults), rewritten before every profiled
+ *   run and removed when the user set none. The kernel applies a top-level key over
+ *   `lab_settings`, and `lab_settings` over `%scorep`, the environment and its defaults.
  */
 
 export type BackendSetting = 'auto' | 'scorep' | 'builtin';
 export type IsolationSetting = 'auto' | 'subprocess' | 'inprocess';
 
+/** The plugin's settings (schema/plugin.json), by their settings names. */
 export interface IProfileSettings {
   backend: BackendSetting;
   isolation: IsolationSetting;
@@ -18,127 +32,127 @@ export interface IProfileSettings {
   eventCap: number;
 }
 
-export const DEFAULT_SETTINGS: IProfileSettings = {
-  backend: 'auto',
-  isolation: 'auto',
-  metricInterval: 0.1,
-  experimentDirectory: '',
-  eventCap: 0
-};
+/** The settings the user chose: only those present in the registry's `user` values. */
+export type IUserSettings = Partial<IProfileSettings>;
+
+/** The JupyterLab settings as the kernel reads them, under `scorep.lab_settings`. */
+export interface ILabSettingsMetadata {
+  backend?: 'scorep' | 'builtin';
+  isolation?: 'subprocess' | 'inprocess';
+  metric_interval?: number;
+  experiment_dir?: string;
+  event_cap?: number;
+}
+
+export const LAB_SETTINGS_KEY = 'lab_settings';
 
 /** The `scorep` cell metadata (what the kernel reads). */
 export interface IScorepMetadata {
   profile?: boolean;
   run?: string;
   last?: boolean;
+  /** the cell's own choices, set by hand; never written by the frontend */
   backend?: BackendSetting;
   isolation?: IsolationSetting;
   metric_interval?: number;
   experiment_dir?: string;
   event_cap?: number;
+  /** the JupyterLab settings the user set, written by the frontend */
+  lab_settings?: ILabSettingsMetadata;
   [key: string]: unknown;
 }
 
-/** Read settings from a settings-registry composite, falling back to defaults per field. */
-export function readSettings(
-  composite: Record<string, unknown> | null | undefined
-): IProfileSettings {
-  const c = composite ?? {};
-  const pick = <T>(key: string, ok: (v: unknown) => boolean, dflt: T): T =>
-    ok(c[key]) ? (c[key] as T) : dflt;
-  return {
-    backend: pick(
-      'backend',
-      v => v === 'auto' || v === 'scorep' || v === 'builtin',
-      DEFAULT_SETTINGS.backend
-    ),
-    isolation: pick(
-      'isolation',
-      v => v === 'auto' || v === 'subprocess' || v === 'inprocess',
-      DEFAULT_SETTINGS.isolation
-    ),
-    metricInterval: pick(
-      'metricInterval',
-      v => typeof v === 'number' && v > 0,
-      DEFAULT_SETTINGS.metricInterval
-    ),
-    experimentDirectory: pick(
-      'experimentDirectory',
-      v => typeof v === 'string',
-      DEFAULT_SETTINGS.experimentDirectory
-    ),
-    eventCap: pick(
-      'eventCap',
-      v => typeof v === 'number' && v >= 0,
-      DEFAULT_SETTINGS.eventCap
-    )
-  };
+const VALID: { [K in keyof IProfileSettings]: (v: unknown) => boolean } = {
+  backend: v => v === 'auto' || v === 'scorep' || v === 'builtin',
+  isolation: v => v === 'auto' || v === 'subprocess' || v === 'inprocess',
+  metricInterval: v => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  experimentDirectory: v => typeof v === 'string',
+  eventCap: v => typeof v === 'number' && Number.isFinite(v) && v >= 0
+};
+
+/**
+ * The settings the user set, read from the settings registry's `user` values (not its
+ * `composite`, which fills in the schema defaults). Keys that are absent or invalid are left
+ * out: they are no choice of the user's.
+ */
+export function readUserSettings(
+  user: Record<string, unknown> | null | undefined
+): IUserSettings {
+  const chosen: Record<string, unknown> = {};
+  for (const [key, ok] of Object.entries(VALID)) {
+    const value = user?.[key];
+    if (value !== undefined && ok(value)) {
+      chosen[key] = value;
+    }
+  }
+  return chosen as IUserSettings;
 }
 
-/** The settings as metadata fields. Defaults ("auto", empty, 0) are left out. */
-export function settingsToMetadata(s: IProfileSettings): IScorepMetadata {
-  const meta: IScorepMetadata = {};
-  if (s.backend !== 'auto') {
+/**
+ * The user's settings under their metadata names. Values that mean "no choice" ("auto",
+ * an empty directory, an event cap of 0) are left out, so the kernel's own rule decides.
+ */
+export function settingsToMetadata(s: IUserSettings): ILabSettingsMetadata {
+  const meta: ILabSettingsMetadata = {};
+  if (s.backend === 'scorep' || s.backend === 'builtin') {
     meta.backend = s.backend;
   }
-  if (s.isolation !== 'auto') {
+  if (s.isolation === 'subprocess' || s.isolation === 'inprocess') {
     meta.isolation = s.isolation;
   }
-  meta.metric_interval = s.metricInterval;
-  if (s.experimentDirectory.trim()) {
-    meta.experiment_dir = s.experimentDirectory.trim();
+  if (s.metricInterval !== undefined && s.metricInterval > 0) {
+    meta.metric_interval = s.metricInterval;
   }
-  if (s.eventCap > 0) {
+  const dir = s.experimentDirectory?.trim();
+  if (dir) {
+    meta.experiment_dir = dir;
+  }
+  if (s.eventCap !== undefined && s.eventCap >= 1) {
     meta.event_cap = Math.floor(s.eventCap);
   }
   return meta;
 }
 
-const SETTING_KEYS = [
-  'backend',
-  'isolation',
-  'metric_interval',
-  'experiment_dir',
-  'event_cap'
-];
-
-/** A copy of `meta` without the given keys. */
-function withoutKeys(meta: IScorepMetadata, drop: string[]): IScorepMetadata {
-  const kept: IScorepMetadata = {};
-  for (const [k, v] of Object.entries(meta)) {
-    if (!drop.includes(k)) {
-      kept[k] = v;
-    }
+/**
+ * A profiled cell's metadata refreshed before it runs: `lab_settings` replaced by the user's
+ * JupyterLab settings (removed when the user set none); every other key, the cell's own, kept
+ * as it is. `settings === null` means the settings are not known (not loaded yet, or no
+ * settings registry): `lab_settings` is then left as it is rather than emptied by mistake.
+ */
+export function refreshedMetadata(
+  current: IScorepMetadata,
+  settings: IUserSettings | null
+): IScorepMetadata {
+  const next: IScorepMetadata = { ...current };
+  if (settings === null) {
+    return next;
   }
-  return kept;
+  delete next[LAB_SETTINGS_KEY];
+  const lab = settingsToMetadata(settings);
+  if (Object.keys(lab).length > 0) {
+    next[LAB_SETTINGS_KEY] = lab;
+  }
+  return next;
 }
 
 /**
- * The metadata after toggling profiling on or off. On: the settings are (re)applied, other
- * keys kept. Off: `undefined`, i.e. remove the `scorep` key entirely so unprofiled
- * notebooks stay clean.
+ * The metadata after toggling profiling on or off. On: `profile: true` and the user's
+ * JupyterLab settings in `lab_settings`; the cell's own keys are kept, a previous multi-cell
+ * membership (`run`, `last`) is dropped. Off: `undefined`, i.e. remove the `scorep` key
+ * entirely so unprofiled notebooks stay clean.
  */
 export function toggledMetadata(
   current: IScorepMetadata | undefined,
   on: boolean,
-  settings: IProfileSettings
+  settings: IUserSettings | null
 ): IScorepMetadata | undefined {
   if (!on) {
     return undefined;
   }
-  const kept = withoutKeys(current ?? {}, [...SETTING_KEYS, 'run', 'last']);
-  return { ...kept, profile: true, ...settingsToMetadata(settings) };
-}
-
-/** Refresh the settings in an already profiled cell's metadata before it runs. */
-export function refreshedMetadata(
-  current: IScorepMetadata,
-  settings: IProfileSettings
-): IScorepMetadata {
-  return {
-    ...withoutKeys(current, SETTING_KEYS),
-    ...settingsToMetadata(settings)
-  };
+  const kept: IScorepMetadata = { ...(current ?? {}) };
+  delete kept.run;
+  delete kept.last;
+  return refreshedMetadata({ ...kept, profile: true }, settings);
 }
 
 /**
@@ -148,7 +162,7 @@ export function refreshedMetadata(
 export function runMetadata(
   currents: (IScorepMetadata | undefined)[],
   runId: string,
-  settings: IProfileSettings
+  settings: IUserSettings | null
 ): IScorepMetadata[] {
   return currents.map((current, i) => {
     const base = toggledMetadata(current, true, settings)!;

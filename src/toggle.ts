@@ -7,8 +7,8 @@ import type { Cell, ICellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import {
-  IProfileSettings,
   IScorepMetadata,
+  IUserSettings,
   isProfiled,
   refreshedMetadata,
   toggledMetadata
@@ -36,11 +36,14 @@ export function isCellProfiled(model: ICellModel | null | undefined): boolean {
   );
 }
 
-/** Turn profiling on (with the settings) or off (removing the key) for one code cell. */
+/**
+ * Turn profiling on (with the user's JupyterLab settings in `lab_settings`) or off (removing
+ * the key) for one code cell. `settings`: what the user set; null while not known.
+ */
 export function setCellProfiled(
   model: ICellModel,
   on: boolean,
-  settings: IProfileSettings
+  settings: IUserSettings | null
 ): void {
   if (model.type !== 'code') {
     return;
@@ -53,10 +56,13 @@ export function setCellProfiled(
   }
 }
 
-/** Write the current settings into a profiled cell just before it is executed. */
+/**
+ * Write the user's current JupyterLab settings into a profiled cell's `lab_settings` just
+ * before it is executed; the cell's own keys are left alone.
+ */
 export function refreshBeforeRun(
   model: ICellModel,
-  settings: IProfileSettings
+  settings: IUserSettings | null
 ): void {
   const meta = getScorepMetadata(model);
   if (model.type === 'code' && meta && isProfiled(meta)) {

@@ -6,7 +6,14 @@ Every profiled run writes one directory (format version 1)::
     traces.otf2, traces.def, traces/  the OTF2 archive
     profile.cubex                   the CUBE4 call-path profile
     metrics.json + metrics.npz      system metric samples (see ``write_metrics``)
-    .index/                         caches the server may add
+    .index/                         the server's (see "Index folder" below)
+
+This module owns every word the two sides exchange through that directory: file names,
+manifest values (``RUN_STATUSES``, ``FILES_STATUSES``, ``BACKENDS``, ``ISOLATIONS``), the
+region roles and how a trace carries them (``encode_region_role`` /
+``decode_region_role``), and the region naming rule (``function_region_name`` ...). Both
+sides use these constants, never the literals; src/api.ts spells the same values as
+TypeScript types, and server_ext/tests/test_contract.py checks that they agree.
 
 Manifest fields written when a run ends, besides those of ``new_manifest``: ``end_ns``,
 ``wall_s``, ``status``, ``errors``, ``measurement`` (the tracer's notes), and ``timings``
@@ -20,8 +27,12 @@ process), ``start_run_wait`` (the worker finishing its preload imports), ``measu
 ``messages`` (the rest of the round trips), ``tracer_stop``, ``recording_build``,
 ``summary``, ``manifest``. Readers must accept phases they do not know.
 
+The format stays version 1 and changes only additively: new keys and new files may
+appear; readers ignore what they do not know.
+
 The server imports this module and nothing else from ``scorep_kernel``; keep it free of
-kernel imports (standard library and numpy only).
+kernel imports (standard library only at import time; numpy is imported inside the
+metrics functions that need it).
 """
 
 from __future__ import annotations
@@ -55,9 +66,119 @@ DEFAULT_PARENT = "scorep-experiments"
 BACKENDS = ("scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
 
+# --- manifest "status": how the run went -----------------------------------------------
+#
+# "running" from the first write until the run ends; then the worst of what its cells did,
+# in ENDED_STATUSES order (a multi-cell run where one cell raised and a later one was
+# interrupted ends "interrupted").
+STATUS_RUNNING = "running"
+STATUS_OK = "ok"  # every cell ran to its end
+STATUS_ERROR = "error"  # a cell raised an exception
+STATUS_INTERRUPTED = "interrupted"  # a cell was interrupted, or the run aborted
+STATUS_CRASHED = "crashed"  # the measured process died (crash, kill, out of memory)
+ENDED_STATUSES = (STATUS_OK, STATUS_ERROR, STATUS_INTERRUPTED, STATUS_CRASHED)
+RUN_STATUSES = (STATUS_RUNNING, *ENDED_STATUSES)
+
+
+def worse_status(a: str, b: str) -> str:
+    """The worse of two ended statuses (``ENDED_STATUSES`` order)."""
+    return a if ENDED_STATUSES.index(a) >= ENDED_STATUSES.index(b) else b
+
+
+# --- manifest "files_status": may the server read the files yet? ----------------------
+#
+# The trace and profile are finished after the cell's reply, in the background.
+FILES_PENDING = "pending"  # still being written: the server answers 409 "not ready"
+FILES_READY = "ready"  # written and complete
+FILES_FAILED = "failed"  # writing them failed; "errors" says why (some files may exist)
+FILES_UNAVAILABLE = "unavailable"  # nothing was measured, so no files will come
+FILES_STATUSES = (FILES_PENDING, FILES_READY, FILES_FAILED, FILES_UNAVAILABLE)
+
+# --- index folder ----------------------------------------------------------------------
+#
+# ``<experiment>/.index/`` belongs to the server: the kernel never writes or reads it, and
+# tools that copy or clean experiments may drop it (it is rebuilt on demand). What lies
+# inside (today ``trace-v1/``, see jupyterlab_scorep.index_build) is not part of this
+# contract: the server versions its own layout (INDEX_VERSION) and rebuilds an index it
+# does not know, so changing it needs no new format version here.
+
 
 class ExperimentError(Exception):
     """A directory that is not a readable experiment; the message says why."""
+
+
+# --- regions: roles ------------------------------------------------------------------
+#
+# What a region of the trace and the profile stands for. The viewers draw them apart (a
+# cell is a frame, an import a block, an artificial region a marker).
+ROLE_FUNCTION = "function"  # a Python function, method or lambda (or a C function)
+ROLE_USER = "user"  # a user region: scorep.user.region(...) or its builtin shim
+ROLE_IMPORT = "import"  # one `import x`, shown as a single region
+ROLE_CELL = "cell"  # one notebook cell of the run
+ROLE_ARTIFICIAL = "artificial"  # made by the measurement: "event cap reached", a run root
+REGION_ROLES = (ROLE_FUNCTION, ROLE_USER, ROLE_IMPORT, ROLE_CELL, ROLE_ARTIFICIAL)
+
+# How a trace carries the role. OTF2's own region roles cannot tell these apart (Score-P
+# writes user regions, imports and functions all as FUNCTION), so the builtin writer
+# stores the role word itself as the region's *description*, and sets the OTF2 region
+# role and paradigm as Score-P would (formats.otf2_writer.REGION_ROLES). A reader takes
+# the description when it is one of REGION_ROLES; otherwise (a Score-P trace, whose
+# descriptions are its own) the OTF2 region role decides: ARTIFICIAL -> "artificial",
+# anything else -> "function".
+
+
+def encode_region_role(role: str) -> str:
+    """The OTF2 region description that carries ``role``."""
+    if role not in REGION_ROLES:
+        raise ValueError(f"region role must be one of {REGION_ROLES}, not {role!r}")
+    return role
+
+
+def decode_region_role(description: str | None, otf2_region_role: str = "") -> str:
+    """The role of a region read from any OTF2 trace, from its description and its OTF2
+    region role (the enum's name, any case: "ARTIFICIAL", "function" ...)."""
+    if description in REGION_ROLES:
+        return description
+    return ROLE_ARTIFICIAL if otf2_region_role.lower() == ROLE_ARTIFICIAL else ROLE_FUNCTION
+
+
+# --- regions: names --------------------------------------------------------------------
+#
+# Regions are named as Score-P's Python bindings name them, so a trace of the builtin
+# tracer and one of Score-P read alike (and compare by name):
+#
+#   module:function        a module-level function           (__main__:f, time:sleep)
+#   module.Class:method    a method, named after its class   (pandas.core.frame.DataFrame:sum)
+#   user:<name>            a user region, scorep.user.region("<name>"); a user region given
+#                          a module is <module>:<name>
+#   import:<module>        an `import <module>` shown as one region
+#
+# Code of notebook cells runs in ``__main__``. A cell's own region is named by its label
+# (``cell [<execution count>]`` unless the user named it) with group "cell". The region
+# group, which the viewers colour by, is the module (for imports the imported top-level
+# package; for user regions their module, "user" by default). A reader that finds no group
+# takes the part of the name before the first ":" (``region_module``); a name without ":"
+# comes from another tool, and the reader falls back to the region's source file.
+USER_MODULE = "user"
+IMPORT_MODULE = "import"
+
+
+def function_region_name(module: str, function: str, owner: str | None = None) -> str:
+    """``module:function``, or ``module.Owner:function`` for a method of class Owner."""
+    return f"{module}.{owner}:{function}" if owner else f"{module}:{function}"
+
+
+def user_region_name(name: str, module: str = USER_MODULE) -> str:
+    return f"{module}:{name}"
+
+
+def import_region_name(module: str) -> str:
+    return f"{IMPORT_MODULE}:{module}"
+
+
+def region_module(name: str) -> str | None:
+    """The module part of a region name (before the first ":"), None when it has none."""
+    return name.split(":", 1)[0] if ":" in name else None
 
 
 def new_experiment_id(now: _dt.datetime | None = None) -> str:
@@ -110,7 +231,7 @@ def new_manifest(
         "id": exp_id,
         "backend": backend,
         "isolation": isolation,
-        "status": "running",
+        "status": STATUS_RUNNING,
         # [{cell_id, execution_count, code}]
         "cells": list(cells or []),
         "start_ns": int(start_ns if start_ns is not None else time.time_ns()),
@@ -125,8 +246,8 @@ def new_manifest(
         "files": {},
         # the measurement's own account: events, dropped, filters, event cap ...
         "measurement": {},
-        # files being finished in the background: "pending" | "ready" | "failed"
-        "files_status": "pending",
+        # files being finished in the background: one of FILES_STATUSES
+        "files_status": FILES_PENDING,
         "errors": [],
     }
 

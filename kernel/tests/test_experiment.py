@@ -105,3 +105,46 @@ def test_metrics_round_trip_and_mismatch(tmp_path):
     (tmp_path / ex.METRICS_SCHEMA).write_text(json.dumps(schema))
     with pytest.raises(ex.ExperimentError, match="do not match"):
         ex.read_metrics(tmp_path)
+
+
+def test_new_manifest_starts_running_with_files_pending():
+    m = ex.new_manifest("x", backend="builtin", isolation="inprocess")
+    assert m["status"] == ex.STATUS_RUNNING and m["status"] in ex.RUN_STATUSES
+    assert m["files_status"] == ex.FILES_PENDING and m["files_status"] in ex.FILES_STATUSES
+    with pytest.raises(ValueError, match="backend"):
+        ex.new_manifest("x", backend="nope", isolation="inprocess")
+
+
+def test_statuses_are_ordered_from_best_to_worst():
+    assert ex.RUN_STATUSES == ("running", "ok", "error", "interrupted", "crashed")
+    assert ex.FILES_STATUSES == ("pending", "ready", "failed", "unavailable")
+    assert ex.worse_status(ex.STATUS_OK, ex.STATUS_ERROR) == ex.STATUS_ERROR
+    assert ex.worse_status(ex.STATUS_CRASHED, ex.STATUS_INTERRUPTED) == ex.STATUS_CRASHED
+    assert ex.worse_status(ex.STATUS_OK, ex.STATUS_OK) == ex.STATUS_OK
+
+
+@pytest.mark.parametrize("role", ex.REGION_ROLES)
+def test_region_roles_survive_the_trace(role):
+    # what the builtin writer stores as the description, a reader decodes back
+    assert ex.decode_region_role(ex.encode_region_role(role), "FUNCTION") == role
+
+
+def test_region_roles_of_foreign_traces_come_from_the_otf2_role():
+    # Score-P writes its own descriptions (or none): the OTF2 region role decides
+    assert ex.decode_region_role("", "artificial") == ex.ROLE_ARTIFICIAL
+    assert ex.decode_region_role(None, "ARTIFICIAL") == ex.ROLE_ARTIFICIAL
+    assert ex.decode_region_role("a Score-P comment", "function") == ex.ROLE_FUNCTION
+    assert ex.decode_region_role(None) == ex.ROLE_FUNCTION
+    with pytest.raises(ValueError, match="region role"):
+        ex.encode_region_role("method")
+
+
+def test_region_names_follow_the_bindings():
+    assert ex.function_region_name("__main__", "f") == "__main__:f"
+    assert ex.function_region_name("pkg.mod", "sum", owner="Frame") == "pkg.mod.Frame:sum"
+    assert ex.user_region_name("load") == "user:load"
+    assert ex.user_region_name("load", module="mymod") == "mymod:load"
+    assert ex.import_region_name("numpy.linalg") == "import:numpy.linalg"
+    assert ex.region_module("pkg.mod.Frame:sum") == "pkg.mod.Frame"
+    assert ex.region_module("import:numpy") == "import"
+    assert ex.region_module("MPI_Send") is None

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from scorep_kernel import experiment as ex
+
 # Larger trees keep their heaviest nodes (by inclusive time); ``truncated`` says so.
 MAX_NODES = 5000
 
@@ -88,7 +90,7 @@ def _from_cubex(path: Path) -> CallTree:
             nodes.append(
                 {
                     "name": name,
-                    "group": region.mod or (name.split(":", 1)[0] if ":" in name else ""),
+                    "group": region.mod or ex.region_module(name) or "",
                     "file": region.url or region.mod or "",
                     "line": int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0,
                 }

@@ -12,7 +12,11 @@ Layout (all numpy ``.npy``, memory-mapped by the server)::
     L<i>.mt|mm|mv.npy    metric events of location i: time, member ref, value
     ct.*.npy             call-path profile derived from the trace (see intervals.CallPaths)
 
-The directory is written under a temporary name and renamed into place, so a reader sees a
+``.index/`` is the folder the experiment contract leaves to the server
+(``experiment.INDEX_DIR``); its contents are the server's alone, versioned by
+``INDEX_VERSION`` (a server of another index version builds its own ``trace-v<N>/`` and
+ignores this one). The
+directory is written under a temporary name and renamed into place, so a reader sees a
 complete index or none. This module runs in the indexing worker process (``worker``).
 """
 

@@ -1,7 +1,9 @@
 """Find, validate, lock and load trace indexes (no server code here).
 
-An index lives in ``<experiment>/.index/trace-v1/``; when the experiment directory is not
-writable (a shared, read-only results folder) it goes to the user's cache directory
+An index lives in ``<experiment>/.index/trace-v1/``: ``.index`` is the folder the contract
+leaves to the server (``experiment.INDEX_DIR``), ``trace-v1`` the server's own layout,
+versioned by ``index_build.INDEX_VERSION``. When the experiment directory is not writable
+(a shared, read-only results folder) the index goes to the user's cache directory
 instead, keyed by the experiment's real path.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from scorep_kernel.experiment import file_lock
+from scorep_kernel import experiment as ex
 
 from .index_build import INDEX_NAME, build_index, source_files
 
@@ -27,7 +29,7 @@ REGION_KEYS = ("name", "group", "file", "line", "role")
 
 
 def index_parent(exp_dir: Path) -> Path:
-    local = exp_dir / ".index"
+    local = exp_dir / ex.INDEX_DIR
     if os.access(exp_dir, os.W_OK) or (local.is_dir() and os.access(local, os.W_OK)):
         return local
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -50,7 +52,7 @@ def is_fresh(meta: dict[str, Any] | None, exp_dir: Path) -> bool:
 def _build_lock(parent: Path) -> Iterator[None]:
     # Serialises builders across processes (two servers, or a server and a CLI).
     parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(parent / ".lock"):
+    with ex.file_lock(parent / ".lock"):
         yield
 
 
@@ -106,7 +108,13 @@ class LoadedIndex:
         """Name, group, file, line and role of a region; a placeholder for an unknown ref."""
         info = self.regions.get(str(ref))
         if info is None:
-            return {"name": f"region {ref}", "group": "", "file": "", "line": 0, "role": "function"}
+            return {
+                "name": f"region {ref}",
+                "group": "",
+                "file": "",
+                "line": 0,
+                "role": ex.ROLE_FUNCTION,
+            }
         return {k: info.get(k) for k in REGION_KEYS}
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from scorep_kernel import experiment as ex
+
 
 class TraceReadError(Exception):
     """An OTF2 archive that cannot be read; the message says why and what to do."""
@@ -107,25 +109,19 @@ def _enum_name(value: Any) -> str:
     return str(value).rsplit(".", 1)[-1].lower()
 
 
-ROLES = ("function", "user", "import", "cell", "artificial")
-
-
 def _region_info(region: Any, group: str | None) -> dict[str, Any]:
     name = region.name or ""
     paradigm, role = _enum_name(region.paradigm), _enum_name(region.region_role)
-    # The builtin writer stores the recording's role as the description; Score-P does not.
-    kind = region.description if region.description in ROLES else None
-    if kind is None:
-        kind = "artificial" if role == "artificial" else "function"
     if group is None:
-        # Score-P's Python bindings name regions "module:function"; the module is the group.
-        group = name.split(":", 1)[0] if ":" in name else (region.source_file or "")
+        # Regions are named "module:function" (the contract's naming rule); the module is
+        # the group. Names from other tools fall back to the source file.
+        group = ex.region_module(name) or region.source_file or ""
     return {
         "name": name,
         "group": group,
         "file": region.source_file or "",
         "line": int(region.begin_line_number or 0),
-        "role": kind,
+        "role": ex.decode_region_role(region.description, role),
         "otf2_role": role,
         "paradigm": paradigm,
     }

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from scorep_kernel import experiment as ex
+
 GiB = 1024**3
 MiB = 1024**2
 # Thresholds, chosen to flag what a person would call out in a run.
@@ -257,7 +259,7 @@ def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict
             }
         )
     status = manifest.get("status")
-    if status not in (None, "ok", "running"):
+    if status not in (None, ex.STATUS_OK, ex.STATUS_RUNNING):
         out.append(
             {
                 "kind": "trace",

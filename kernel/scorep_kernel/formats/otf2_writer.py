@@ -18,7 +18,9 @@ otf2-print and the server's readers treat it like a Score-P trace:
   recorded by the METRIC location; one metric event per class and sample time.
 
 Region roles (recording role -> OTF2 role, paradigm), as Score-P maps its region types
-(Score-P's user regions are OTF2 FUNCTION regions, paradigm USER):
+(Score-P's user regions are OTF2 FUNCTION regions, paradigm USER). The description carries
+the role itself, as the contract says (``experiment.encode_region_role``; readers decode it
+with ``experiment.decode_region_role``):
 
 ====================  =================  ====================  =====================
 recording role        OTF2 region role   OTF2 paradigm         description
@@ -159,7 +161,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
             defs.region(
                 r.name,
                 canonical_name=r.name,
-                description=r.role,
+                description=experiment.encode_region_role(r.role),
                 region_role=role,
                 paradigm=paradigm,
                 region_flags=RegionFlag.NONE,

@@ -13,22 +13,41 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Region roles belong to the experiment contract (experiment.REGION_ROLES, which also
+# says how a trace carries them); re-exported here for the tracer and the writers.
+from ..experiment import (
+    REGION_ROLES,
+    ROLE_ARTIFICIAL,
+    ROLE_CELL,
+    ROLE_FUNCTION,
+    ROLE_IMPORT,
+    ROLE_USER,
+)
+
+__all__ = [
+    "ENTER",
+    "LEAVE",
+    "REGION_ROLES",
+    "ROLE_ARTIFICIAL",
+    "ROLE_CELL",
+    "ROLE_FUNCTION",
+    "ROLE_IMPORT",
+    "ROLE_USER",
+    "MetricSamples",
+    "Recording",
+    "Region",
+    "ThreadEvents",
+]
+
 ENTER = 1
 LEAVE = 0
-
-# Region roles, written as the OTF2 region role / paradigm and used by the viewers.
-ROLE_FUNCTION = "function"  # a Python function, method or lambda
-ROLE_USER = "user"  # scorep.user.region(...)
-ROLE_CELL = "cell"  # one notebook cell of the run
-ROLE_IMPORT = "import"  # one `import x` shown as a single region
-ROLE_ARTIFICIAL = "artificial"  # e.g. "recording stopped: event cap reached"
 
 
 @dataclass(frozen=True)
 class Region:
-    """A region as Score-P's Python bindings name it: ``module:function``,
-    ``module.Class:method``, ``user:<name>``; ``group`` is the module (Score-P's region
-    group), which the viewers colour by."""
+    """A region named by the contract's naming rule (experiment.py: ``module:function``,
+    ``module.Class:method``, ``user:<name>``, ``import:<module>``); ``group`` is the module
+    (Score-P's region group), which the viewers colour by; ``role`` one of REGION_ROLES."""
 
     name: str
     group: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +24,14 @@ class _Sink:
     def __init__(self):
         self._parts: list[bytes] = []
 
-    def write(self, data) -> int:
+    def write(self, data: bytes, /) -> int:
         self._parts.append(bytes(data))
         return len(data)
 
     def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
     def take(self) -> bytes:
@@ -37,7 +40,7 @@ class _Sink:
         return out
 
 
-def zip_stream(files: list[tuple[str, Path]], prefix: str) -> Iterator[bytes]:
+def zip_stream(files: list[tuple[str, Path]], prefix: str) -> Generator[bytes, None, None]:
     """A zip of ``files`` ([(name in archive, path)]) under the folder ``prefix``."""
     sink = _Sink()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
@@ -59,7 +62,7 @@ def zip_stream(files: list[tuple[str, Path]], prefix: str) -> Iterator[bytes]:
     yield sink.take()  # the central directory, written on close
 
 
-def file_stream(path: Path) -> Iterator[bytes]:
+def file_stream(path: Path) -> Generator[bytes, None, None]:
     with open(path, "rb") as f:
         while True:
             block = f.read(CHUNK)
@@ -68,7 +71,7 @@ def file_stream(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def perfetto_stream(index, run_name: str, batch: int = 50_000) -> Iterator[bytes]:
+def perfetto_stream(index, run_name: str, batch: int = 50_000) -> Generator[bytes, None, None]:
     """Chrome trace-event JSON from a loaded trace index (times in µs, ns precision)."""
     regions = index.regions
     names = {int(k): json.dumps(v.get("name", "")) for k, v in regions.items()}

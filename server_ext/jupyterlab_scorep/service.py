@@ -1,6 +1,11 @@
-"""What the handlers ask for, done off the event loop: parsing in a worker process (libotf2
-or pycubexr on a damaged file may crash or hang; the server must not), lookups on loaded
-indexes in threads. Every failure comes back as an ``ApiError`` with a 4xx status."""
+"""The server's core: one method per route (``describe``, ``timeline``, ``calltree``,
+``metrics``, ``summary`` ...), called by the thin handlers in ``routes``, which only parse
+parameters and write the answer as JSON. The contract is docs/API.md.
+
+Below the route methods, work is done off the event loop: parsing in a worker process
+(libotf2 or pycubexr on a damaged file may crash or hang; the server must not), file
+access and lookups on loaded indexes in threads. Every failure comes back as an
+``ApiError`` with a 4xx status."""
 
 from __future__ import annotations
 
@@ -9,22 +14,51 @@ import concurrent.futures
 import functools
 import logging
 import os
+import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import calltree, index_store
+from . import calltree, export, index_store, metrics, summary, timeline, tools
 from .api_error import ApiError
+from .calltree import CallTree
 from .index_build import source_files
 from .index_store import IndexCache, LoadedIndex
 from .otf2_read import TraceReadError
 from .parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
-from .paths import Roots, archive_files, experiment_file
+from .paths import Roots, archive_files, experiment_file, list_experiments
 
 log = logging.getLogger(__name__)
+
+Samples = tuple[dict[str, Any], Any, Any]  # (schema, t_ns, values), as ex.read_metrics
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class Download:
+    """A download to stream: its chunks (read in a thread, one ``next`` at a time), the
+    file name the browser saves it under, its content type and, when known, its length."""
+
+    chunks: Generator[bytes, None, None]
+    filename: str
+    content_type: str
+    length: int | None = None
+
+
+def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int, int]:
+    """The timeline window: the trace's ``full`` range where a bound is not given; an
+    empty window is refused, except for an empty trace (a one-nanosecond window)."""
+    t0 = full[0] if t0 is None else t0
+    t1 = full[1] if t1 is None else t1
+    if t1 <= t0:
+        if t1 == t0 == full[0] == full[1]:
+            return t0, t0 + 1
+        raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty: t1 must exceed t0")
+    return t0, t1
 
 
 class Service:
@@ -47,7 +81,175 @@ class Service:
         # Failures keyed by the files' identity: a broken file is not re-parsed per request.
         self._failed: dict[tuple, tuple[Any, ApiError]] = {}
         # ("cubex", path) -> ((mtime_ns, size), CallTree), least recently used first
-        self._profiles: OrderedDict[tuple, tuple[tuple, calltree.CallTree]] = OrderedDict()
+        self._profiles: OrderedDict[tuple, tuple[tuple, CallTree]] = OrderedDict()
+
+    # -- routes (docs/API.md) ----------------------------------------------------------
+
+    async def version(self) -> dict[str, Any]:
+        from . import __version__
+
+        status, paths = await self.in_thread(lambda: (tools.scorep_status(), tools.tool_paths()))
+        return {"version": __version__, "scorep": status, "tools": paths}
+
+    async def experiments(self, directory: str | None) -> dict[str, Any]:
+        """The experiments under ``directory`` (relative to the server root), or under the
+        server root and each configured experiment root."""
+        found = await self.in_thread(self._list, directory)
+        return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
+
+    def _list(self, directory: str | None) -> list[tuple[str, dict[str, Any]]]:
+        roots = self.roots
+        parents: list[str | Path]
+        if directory:
+            given = roots.resolve(directory, "dir")
+            parents = [given / ex.DEFAULT_PARENT, given]
+        else:
+            parents = [*(f"{p}/{ex.DEFAULT_PARENT}" for p in roots.all), *roots.extra]
+        return list_experiments(roots, parents)
+
+    async def describe(self, path: str | None) -> dict[str, Any]:
+        """GET experiment: the manifest, which files there are, and the trace's outline."""
+        exp, manifest = await self.open(path)
+        available, tool_paths = await self.in_thread(self._available, exp)
+        body: dict[str, Any] = {
+            "path": str(exp),
+            "manifest": manifest,
+            "available": available,
+            "tools": {k: v is not None for k, v in tool_paths.items()},
+            "trace": None,
+        }
+        if not available["otf2"] or manifest.get("files_status") == ex.FILES_PENDING:
+            return body
+        try:
+            index = await self.index(exp, manifest)
+        except ApiError as e:
+            if e.status != 422:
+                raise
+            body["trace_error"] = e.message
+            return body
+        meta = index.meta
+        body["trace"] = {
+            "range": meta["range"],
+            "origin_epoch_ns": meta["origin_epoch_ns"],
+            "events": meta["events"],
+            "locations": [
+                {k: loc[k] for k in ("id", "name", "group", "kind", "max_depth")}
+                for loc in index.locations
+            ],
+            "notes": meta.get("notes", []),
+        }
+        return body
+
+    async def timeline(
+        self, path: str | None, t0: int | None, t1: int | None, width: int
+    ) -> dict[str, Any]:
+        exp, manifest = await self.open(path)
+        index = await self.index(exp, manifest)
+        t0, t1 = resolve_window(index.meta["range"], t0, t1)
+        return await self.compute("the timeline query", timeline.query, index, t0, t1, width)
+
+    async def calltree(self, path: str | None, location: int | None) -> dict[str, Any]:
+        exp, manifest = await self.open(path)
+        tree = await self.profile(exp, manifest)
+        if location is not None:
+            if not tree.locations:
+                raise ApiError(400, "this profile has no locations")
+            last = len(tree.locations) - 1
+            if not 0 <= location <= last:
+                raise ApiError(400, f"location={location} is out of range [0, {last}]")
+        return await self.compute(
+            "building the call tree", calltree.to_json, tree, location, manifest["id"]
+        )
+
+    async def metrics(
+        self, path: str | None, t0: int | None, t1: int | None, width: int
+    ) -> dict[str, Any]:
+        """The metric samples of metrics.json + .npz, else the trace's metric events,
+        bucketed to ``width``; times relative to the run's start."""
+        exp, manifest = await self.open(path)
+        if t0 is not None and t1 is not None and t1 <= t0:
+            raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
+        samples = await self.metric_samples(exp)
+        if samples is not None:
+            origin = await self.origin(exp, manifest)
+        else:
+            samples, origin = await self.trace_metric_samples(exp, manifest), 0
+        if samples is None:
+            raise ApiError(
+                404,
+                "this experiment has no metric samples (no metrics.json + "
+                "metrics.npz, no metric events in the trace): system "
+                "metrics were off for the run",
+                "No metrics",
+            )
+        return await self.compute(
+            "bucketing the metric samples", metrics.downsample, *samples, origin, t0, t1, width
+        )
+
+    async def summary(self, path: str | None) -> dict[str, Any]:
+        """Wall time, top regions and verdicts from whatever parts can be read; the parts
+        that cannot become notes (only "not ready yet" fails the whole answer)."""
+        exp, manifest = await self.open(path)
+        tree, events, notes = None, None, []
+        try:
+            tree = await self.profile(exp, manifest)
+        except ApiError as e:
+            if e.status == 409:
+                raise
+            notes.append(f"No call tree: {e.message}")
+        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
+            try:
+                index = await self.index(exp, manifest)
+                events = index.meta["events"]
+                notes += index.meta.get("notes", [])
+            except ApiError as e:
+                if e.status == 409:
+                    raise
+                notes.append(f"No trace: {e.message}")
+        try:
+            samples = await self.metric_samples(exp)
+        except ApiError as e:
+            samples = None
+            notes.append(f"No metrics: {e.message}")
+        return await self.compute(
+            "summarising",
+            lambda: summary.summarize(manifest, tree, samples, events=events, trace_notes=notes),
+        )
+
+    async def download(self, path: str | None, what: str | None) -> Download:
+        """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""
+        exp, manifest = await self.open(path)
+        stem = _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
+        if what == "otf2":
+            files = await self.in_thread(archive_files, exp)
+            if not any(name == ex.OTF2_ANCHOR for name, _ in files):
+                raise ApiError(404, "this experiment has no OTF2 trace to download")
+            return Download(export.zip_stream(files, stem), f"{stem}-otf2.zip", "application/zip")
+        if what == "cubex":
+            cubex = await self.in_thread(self._cubex_identity, exp)
+            if cubex is None:
+                raise ApiError(404, "this experiment has no profile.cubex to download")
+            file, (_mtime, size) = cubex
+            return Download(export.file_stream(file), f"{stem}.cubex", "application/x-tar", size)
+        if what == "perfetto":
+            index = await self.index(exp, manifest)
+            return Download(
+                export.perfetto_stream(index, manifest["id"]),
+                f"{stem}.perfetto.json",
+                "application/json",
+            )
+        raise ApiError(400, f"what={what!r}: choose otf2, cubex or perfetto")
+
+    async def open_tool(self, path: str | None, tool: str | None) -> dict[str, Any]:
+        exp, _manifest = await self.open(path)
+        if tool not in tools.TOOL_FILES:
+            raise ApiError(400, f"tool={tool!r}: choose vampir or cube")
+        name = tools.TOOL_FILES[tool]
+        target = await self.in_thread(experiment_file, exp, name)
+        if target is None:
+            raise ApiError(404, f"this experiment has no {name} to open in {tool}")
+        pid = await self.in_thread(tools.open_in_tool, tool, exp, target)
+        return {"pid": pid}
 
     # -- execution -------------------------------------------------------------------
 
@@ -62,6 +264,23 @@ class Service:
 
     async def in_thread(self, fn: Callable, *args) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
+
+    async def compute(self, what: str, fn: Callable, *args) -> Any:
+        """Run a pure function over a file's contents in a thread; whatever a damaged file
+        makes it raise becomes a 422, never a 500."""
+        try:
+            return await self.in_thread(fn, *args)
+        except ApiError:
+            raise
+        except Exception as e:
+            log.warning("scorep: %s failed: %s", what, e, exc_info=True)
+            raise ApiError(
+                422,
+                f"{what} failed on this experiment's files "
+                f"({type(e).__name__}: {e}); they are damaged or of an "
+                "unknown version",
+                "Unreadable file",
+            ) from None
 
     async def in_worker(self, what: str, fn: Callable, *args) -> Any:
         call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
@@ -109,6 +328,12 @@ class Service:
 
     # -- experiment parts ------------------------------------------------------------
 
+    async def open(self, path: str | None) -> tuple[Path, dict[str, Any]]:
+        """The experiment a ``path`` parameter names, if it may be served, and its
+        manifest (one trip to a thread: both touch the file system)."""
+        exp = await self.in_thread(self.roots.experiment, path)
+        return exp, await self.manifest(exp)
+
     async def manifest(self, exp: Path) -> dict[str, Any]:
         try:
             return await self.in_thread(ex.read_manifest, exp)
@@ -119,10 +344,21 @@ class Service:
                 "Unreadable manifest",
             ) from None
 
+    @staticmethod
+    def _available(exp: Path) -> tuple[dict[str, bool], dict[str, str | None]]:
+        """Which of the experiment's files exist, and the viewers on PATH."""
+        available = {
+            "otf2": experiment_file(exp, ex.OTF2_ANCHOR) is not None,
+            "cubex": experiment_file(exp, ex.CUBEX) is not None,
+            "metrics": experiment_file(exp, ex.METRICS_SCHEMA) is not None
+            and experiment_file(exp, ex.METRICS_DATA) is not None,
+        }
+        return available, tools.tool_paths()
+
     def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
-        """Raise unless the trace can be read now."""
+        """Raise unless the trace can be read now (touches the file system)."""
         anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
-        if manifest.get("files_status") == "pending":
+        if manifest.get("files_status") == ex.FILES_PENDING:
             raise ApiError(
                 409, "the trace is still being written; try again in a moment", "Not ready"
             )
@@ -133,9 +369,11 @@ class Service:
                 "No trace",
             )
 
-    def _lookup(self, exp: Path):
-        """``(signature, loaded index or None)``, in one trip to a thread: the archive's
-        files' identity, and the index if one as fresh as them is loaded or on disk."""
+    def _lookup(self, exp: Path, manifest: dict[str, Any]):
+        """``(signature, loaded index or None)``, in one trip to a thread: whether the trace
+        may be read, the archive's files' identity, and the index if one as fresh as them
+        is loaded or on disk."""
+        self.trace_status(exp, manifest)
         archive_files(exp)  # libotf2 follows symlinks: refuse files linking out (403)
         signature = source_files(exp)
         parent = index_store.index_parent(exp)
@@ -149,16 +387,15 @@ class Service:
         return signature, None
 
     async def index(self, exp: Path, manifest: dict[str, Any]) -> LoadedIndex:
-        self.trace_status(exp, manifest)
         try:
-            signature, loaded = await self.in_thread(self._lookup, exp)
+            signature, loaded = await self.in_thread(self._lookup, exp, manifest)
             if loaded is not None:
                 return loaded
         except (OSError, ValueError, KeyError) as e:
             raise ApiError(
                 422,
                 f"the trace index of this experiment is unreadable ({e}); "
-                "delete its .index folder to rebuild it",
+                f"delete its {ex.INDEX_DIR} folder to rebuild it",
                 "Unreadable index",
             ) from None
         directory = await self._once(("index", str(exp)), signature, lambda: self._build(exp))
@@ -206,14 +443,22 @@ class Service:
             return str(parent / index_store.INDEX_NAME)
         return None
 
-    async def profile(self, exp: Path, manifest: dict[str, Any]) -> calltree.CallTree:
-        """The call tree from profile.cubex, else from the trace."""
+    @staticmethod
+    def _cubex_identity(exp: Path) -> tuple[Path, tuple[int, int]] | None:
+        """profile.cubex's real path and (mtime_ns, size), or None without one."""
         cubex = experiment_file(exp, ex.CUBEX)
-        if cubex is None or manifest.get("files_status") == "pending":
+        if cubex is None:
+            return None
+        st = os.stat(cubex)
+        return cubex, (st.st_mtime_ns, st.st_size)
+
+    async def profile(self, exp: Path, manifest: dict[str, Any]) -> CallTree:
+        """The call tree from profile.cubex, else from the trace."""
+        found = await self.in_thread(self._cubex_identity, exp)
+        if found is None or manifest.get("files_status") == ex.FILES_PENDING:
             index = await self.index(exp, manifest)
             return await self.in_thread(index.cached, "calltree", calltree.from_index)
-        st = os.stat(cubex)
-        signature = (st.st_mtime_ns, st.st_size)
+        cubex, signature = found
         key = ("cubex", str(cubex))
         cached = self._profiles.get(key)
         if cached is not None and cached[0] == signature:
@@ -240,14 +485,39 @@ class Service:
             self._profiles.popitem(last=False)
         return tree
 
-    async def metrics(self, exp: Path):
-        """``(schema, t_ns, values)``, or None when the run has no metric samples."""
+    @staticmethod
+    def _read_metric_samples(exp: Path) -> Samples | None:
         if experiment_file(exp, ex.METRICS_SCHEMA) is None:
             return None
         experiment_file(exp, ex.METRICS_DATA)  # refuses a symlink out of the experiment
         try:
-            return await self.in_thread(ex.read_metrics, exp)
+            return ex.read_metrics(exp)
         except ex.ExperimentError as e:
             raise ApiError(
                 422, f"{e}. Re-run the cell to sample them again.", "Unreadable metrics"
             ) from None
+
+    async def metric_samples(self, exp: Path) -> Samples | None:
+        """``(schema, t_ns, values)`` of metrics.json + .npz, or None when the run has
+        none."""
+        return await self.in_thread(self._read_metric_samples, exp)
+
+    async def trace_metric_samples(self, exp: Path, manifest: dict[str, Any]) -> Samples | None:
+        """The trace's metric events as samples (times already relative to the run's
+        start), or None without a trace or without metric events in it."""
+        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is None:
+            return None
+        index = await self.index(exp, manifest)
+        return await self.compute("reading the trace's metric events", metrics.from_trace, index)
+
+    async def origin(self, exp: Path, manifest: dict[str, Any]) -> int:
+        """The epoch ns that response times count from: the trace's start (OTF2 global
+        offset) when there is a readable trace, else the manifest's start."""
+        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
+            try:
+                index = await self.index(exp, manifest)
+                if index.meta.get("origin_epoch_ns"):
+                    return int(index.meta["origin_epoch_ns"])
+            except ApiError:
+                pass
+        return int(manifest.get("start_ns") or 0)

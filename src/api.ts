@@ -9,9 +9,14 @@ import { ServerConnection } from '@jupyterlab/services';
 
 export const MIME_TYPE = 'application/vnd.scorep.experiment+json';
 
+// The experiment contract's words (kernel/scorep_kernel/experiment.py; docs/API.md).
+// server_ext/tests/test_contract.py checks that these unions list exactly its values.
 export type Backend = 'scorep' | 'builtin';
 export type Isolation = 'subprocess' | 'inprocess';
 export type RunStatus = 'running' | 'ok' | 'error' | 'interrupted' | 'crashed';
+/** Whether the server may read the run's files yet ("unavailable": nothing was measured). */
+export type FilesStatus = 'pending' | 'ready' | 'failed' | 'unavailable';
+export type RegionRole = 'function' | 'user' | 'import' | 'cell' | 'artificial';
 
 export interface IManifest {
   format_version: number;
@@ -27,7 +32,7 @@ export interface IManifest {
   python_version?: string;
   files?: Record<string, string>;
   measurement?: Record<string, unknown>;
-  files_status?: 'pending' | 'ready' | 'failed';
+  files_status?: FilesStatus;
   errors?: (string | { message?: string })[];
   [key: string]: unknown;
 }
@@ -61,7 +66,10 @@ export interface IExperiment {
     origin_epoch_ns: string;
     events: number;
     locations: ITraceLocation[];
+    notes?: string[];
   } | null;
+  /** Why `trace` is null although the trace exists (it cannot be read). */
+  trace_error?: string;
 }
 
 export interface IRegionInfo {
@@ -69,7 +77,7 @@ export interface IRegionInfo {
   group: string;
   file?: string | null;
   line?: number | null;
-  role?: string;
+  role?: RegionRole;
 }
 
 export interface ITimelineRow {
@@ -90,6 +98,8 @@ export interface ITimelineLocation {
 export interface ITimeline {
   window: [number, number];
   width: number;
+  /** The ns per pixel actually used to merge (coarser than asked for huge responses). */
+  px_ns?: number;
   range: [number, number];
   regions: Record<string, IRegionInfo>;
   locations: ITimelineLocation[];
@@ -115,6 +125,7 @@ export interface ICallTree {
   total_s: number;
   locations: { id: number; name: string }[];
   root: ICallNode;
+  truncated?: { nodes_dropped: number; max_nodes: number };
 }
 
 export interface IMetricSeries {
@@ -131,6 +142,8 @@ export interface IMetricSeries {
 export interface IMetrics {
   window: [number, number];
   notes: string[];
+  /** Sampling interval in seconds (absent for metrics read from the trace). */
+  interval_s?: number | null;
   series: IMetricSeries[];
 }
 

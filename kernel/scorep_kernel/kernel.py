@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import logging
 import os
@@ -24,11 +25,15 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 
 from scorep_kernel import __version__
+from scorep_kernel.background import BackgroundTasks
+from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
-from scorep_kernel.runs.base import RunBase, error_reply, reserve_experiment
+from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
-from scorep_kernel.runs.subprocess_run import SubprocessRun, WorkerDied
-from scorep_kernel.settings import Availability, KernelSettings, SettingsError, detect
+from scorep_kernel.runs.kernel_side import KernelSideOf
+from scorep_kernel.runs.subprocess_run import SubprocessRun, WorkerRecipe
+from scorep_kernel.settings import Availability, CellSettings, KernelSettings, SettingsError, detect
+from scorep_kernel.shim import install_scorep_shim
 from scorep_kernel.state import transfer
 from scorep_kernel.worker.client import WorkerPool
 
@@ -54,43 +59,10 @@ def namespace_modules(namespace: dict[str, Any]) -> list[str]:
     return sorted(found)
 
 
-class KernelCellOutput:
-    """Publishes a worker's outputs on iopub as the current cell's own."""
-
-    def __init__(self, kernel: IPythonKernel):
-        self.kernel = kernel
-
-    def _flush(self) -> None:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-
-    def stream(self, name: str, text: str) -> None:
-        (sys.stderr if name == "stderr" else sys.stdout).write(text)
-
-    def display(self, data, metadata=None, transient=None, update=False) -> None:
-        self.kernel.shell.display_pub.publish(
-            data=data, metadata=metadata or {}, transient=transient or {}, update=update
-        )
-
-    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        self._flush()
-        self.kernel.session.send(
-            self.kernel.iopub_socket, msg_type, content,
-            parent=self.kernel.get_parent(), ident=self.kernel._topic(msg_type),
-        )  # fmt: skip
-
-    def execute_result(self, execution_count: int, data: dict, metadata: dict) -> None:
-        self._send("execute_result", {"execution_count": execution_count, "data": data,
-                                      "metadata": metadata})  # fmt: skip
-
-    def clear_output(self, wait: bool) -> None:
-        self.kernel.shell.display_pub.clear_output(wait=wait)
-
-    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
-        self._send("error", {"ename": ename, "evalue": evalue, "traceback": traceback})
+# How each isolation runs its cells.
+RUN_KINDS: dict[str, type[RunBase]] = {"subprocess": SubprocessRun, "inprocess": InprocessRun}
+# At shutdown, how long the kernel waits for background work (a run's files) to end.
+SHUTDOWN_WAIT_S = 10.0
 
 
 class ScorePKernel(IPythonKernel):
@@ -101,21 +73,24 @@ class ScorePKernel(IPythonKernel):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self.scorep_settings = KernelSettings.from_environ()
-        self.pool = WorkerPool()
+        # `import scorep` in a cell profiled in the kernel reaches the builtin tracer
+        install_scorep_shim()
+        self.tasks = BackgroundTasks()
+        self.pool = WorkerPool(self.tasks)
         self.pool.enabled = self.scorep_settings.spare_worker
         self.active_run: RunBase | None = None
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
         self._run_ids = itertools.count(1)
         self._availability: Availability | None = None
-        self._spare_recipe: SubprocessRun | None = None  # settings of the last subprocess run
         self._cell_t0 = time.perf_counter()  # when the current execute_request arrived
         # Modules profiled cells imported in their workers (the kernel never imported
         # them): the next spare imports them too, as a plain kernel would still have them.
-        self._worker_imports: dict[str, None] = {}
+        self.worker_imports: dict[str, None] = {}
         # Work that must not delay a cell's reply (writing an in-process run's files,
         # starting a spare): run once the reply is sent.
         self._after_reply: list[Any] = []
-        self.cell_output = KernelCellOutput(self)
+        self.side = KernelSideOf(self, super().do_execute)
+        self.cell_output = self.side.output
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
 
@@ -137,7 +112,7 @@ class ScorePKernel(IPythonKernel):
             changed = self.scorep_settings.update_from_line(line)  # SettingsError shows as such
             self.pool.enabled = self.scorep_settings.spare_worker
             if not self.pool.enabled:
-                asyncio.ensure_future(self.pool.close())
+                self.tasks.spawn(self.pool.close(), "closing the spare worker")
             print("Set " + ", ".join(changed))
         else:
             self._availability = None
@@ -154,16 +129,16 @@ class ScorePKernel(IPythonKernel):
             reply = await self._dispatch(code, args)
         except SettingsError as e:
             reply = self._failed(args, "ScorePSettingsError", str(e), f"ScorePSettingsError: {e}")
-        except WorkerDied as e:
+        except RunFailed as e:
             self.active_run = None
-            reply = self._failed(args, "ProfilingProcessDied", e.message)
+            reply = self._failed(args, e.ename, e.message)
         except Exception as e:  # a bug of ours must cost one cell, not the kernel's answer
             self.log.exception("profiling failed")
             self.active_run = None
             message = (f"The Score-P kernel failed to run this cell ({type(e).__name__}: {e}). "
                        "Please report this with the kernel's log.")  # fmt: skip
             reply = self._failed(args, "ScorePKernelError", message)
-        self._defer(self._prepare_spare)
+        self.defer(self._prepare_spare)
         return reply
 
     async def execute_request(self, stream, ident, parent):  # type: ignore[override]
@@ -172,7 +147,7 @@ class ScorePKernel(IPythonKernel):
         finally:
             self._run_after_reply()
 
-    def _defer(self, call: Any) -> None:
+    def defer(self, call: Any) -> None:
         """Run ``call`` once the current cell's reply is sent."""
         self._after_reply.append(call)
 
@@ -200,13 +175,11 @@ class ScorePKernel(IPythonKernel):
         return count
 
     async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
-        meta = (args.get("cell_meta") or {}).get("scorep") or {}
-        if not isinstance(meta, dict):
-            raise SettingsError(f"cell metadata 'scorep' must be an object, not {meta!r}")
+        meta = parse_cell_metadata(args.get("cell_meta"))
         magic = parse_cell_magic(code)
-        last = bool(meta.get("last"))
-        run_id = meta.get("run")
-        profiled = meta.get("profile") is True
+        last = meta.last
+        run_id = meta.run
+        profiled = meta.profile
         if magic is not None:
             if magic.name == "scorep_env":
                 env = parse_scorep_env(magic.body)
@@ -244,7 +217,7 @@ class ScorePKernel(IPythonKernel):
         if not profiled or args.get("silent"):  # silent requests are the frontend's own
             return await super().do_execute(code, **args)
         settings = self.scorep_settings.resolve(
-            {**meta, "run": run_id, "last": last} if run_id is not None else meta, self.availability
+            meta.settings, self.availability, run=run_id, last=last and run_id is not None
         )
         if self.active_run is not None and (
             settings.run is None or settings.run != self.active_run.run_id
@@ -260,69 +233,46 @@ class ScorePKernel(IPythonKernel):
 
     # --- profiled cells --------------------------------------------------------------
 
-    async def _run_profiled(self, code: str, settings: Any, args: dict[str, Any]) -> dict[str, Any]:
+    async def _run_profiled(
+        self, code: str, settings: CellSettings, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        request = CellRequest(
+            code=code,
+            cell_id=args.get("cell_id"),
+            silent=bool(args.get("silent")),
+            store_history=bool(args.get("store_history")),
+            allow_stdin=bool(args.get("allow_stdin")),
+            user_expressions=args.get("user_expressions"),
+            last=settings.run is None or settings.last,
+            stock_args=args,
+        )
         run = self.active_run
         if run is None:
             s = self.scorep_settings
-            cls = SubprocessRun if settings.isolation == "subprocess" else InprocessRun
-            run = cls(settings, s.scorep_env, s.binding_args)
-        if isinstance(run, SubprocessRun):
-            # From the worker's start to the bundle, SIGINT belongs to the worker: the kernel
-            # passes it on while the cell runs, and before that it cancels the cell.
-            with self._sigint_to(run):
-                return await self._run_cell_of(run, code, settings, args)
-        return await self._run_cell_of(run, code, settings, args)
-
-    async def _run_cell_of(self, run: RunBase, code: str, settings: Any, args: dict[str, Any]):
-        shell = self.shell
-        run.add_time("kernel_dispatch", time.perf_counter() - self._cell_t0)
-        if run is not self.active_run:
-            if isinstance(run, SubprocessRun):
-                self._spare_recipe = run
-                await run.begin(self.pool, dict(os.environ), os.getcwd())
-            else:
-                run.after_reply = self._defer
-                run.begin()
-            self.active_run = run if settings.run is not None else None
-        count = shell.execution_count
-        if isinstance(run, SubprocessRun):
-            self._allow_stdin = bool(args.get("allow_stdin"))
-            run.read_input = self._read_input if self._allow_stdin else None
-            run.last_cell = settings.run is None or bool(settings.last)
-            reply = await run.run_cell(shell, self.cell_output, code, args.get("cell_id"), count)
-            self._worker_imports.update(dict.fromkeys(run.imported))
-            run.imported = []
-            if args.get("store_history") and not args.get("silent"):
-                try:
-                    shell.history_manager.store_inputs(count, code, code)
-                except Exception:
-                    pass
-                shell.execution_count += 1
-                if run.last_result is not None:
-                    try:  # Out[n], _, __, ___ as a plain cell leaves them
-                        shell.displayhook.update_user_ns(run.last_result)
-                    except Exception:
-                        self.log.debug("could not store the cell's result", exc_info=True)
-        else:
-            reply = await run.run_cell(
-                shell, lambda: super(ScorePKernel, self).do_execute(code, **args), code,
-                args.get("cell_id"), count,
-            )  # fmt: skip
+            run = RUN_KINDS[settings.isolation](settings, s.scorep_env, s.binding_args, self.side)
+        # While a run that forwards SIGINT is set up and runs its cell, an interrupt is
+        # the run's to handle (before the cell starts, it cancels the cell).
+        with self._sigint_to(run):
+            run.add_time("kernel_dispatch", time.perf_counter() - self._cell_t0)
+            if run is not self.active_run:
+                await run.begin()
+                self.active_run = run if settings.run is not None else None
+            reply = await run.run_cell(request)
         if run.finished:  # the worker died
             self.active_run = None
-        elif settings.run is None or settings.last:
+        elif request.last:
             self.active_run = None
-            await run.finish(self.cell_output)
+            await run.finish()
         else:
-            self.cell_output.display(run.bundle(run.last_cell_index, "running", run.last_cell_wall))
+            self.cell_output.display(run.running_bundle())
         reply.setdefault("user_expressions", {})
-        if reply["status"] == "ok" and args.get("user_expressions"):
-            reply["user_expressions"] = shell.user_expressions(args["user_expressions"])
+        if reply["status"] == "ok" and request.user_expressions:
+            reply["user_expressions"] = self.shell.user_expressions(request.user_expressions)
         return reply
 
     @contextlib.contextmanager
-    def _sigint_to(self, run: SubprocessRun) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
+    def _sigint_to(self, run: RunBase) -> Iterator[None]:
+        if not run.forwards_sigint or threading.current_thread() is not threading.main_thread():
             yield  # signal handlers can only be set in the main thread (subshells)
             return
         loop = asyncio.get_running_loop()
@@ -341,15 +291,12 @@ class ScorePKernel(IPythonKernel):
         finally:
             signal.signal(signal.SIGINT, saved)
 
-    def _read_input(self, prompt: str, password: bool) -> str:
-        return self.getpass(prompt) if password else self.raw_input(prompt)
-
     async def _finish_run(self, note: str | None = None) -> None:
         run, self.active_run = self.active_run, None
         if run is not None and not run.finished:
             if note:
                 print(f"(The open profiled run {run.run_id} was finished: {note}.)")
-            await run.finish(self.cell_output)
+            await run.finish()
 
     async def _abort_run(self) -> None:
         run, self.active_run = self.active_run, None
@@ -361,37 +308,37 @@ class ScorePKernel(IPythonKernel):
 
     def _prepare_spare(self) -> None:
         """At the kernel's start and after every cell: keep a spare worker ready for the next
-        profiled cell, with the modules the namespace uses imported. Its settings are those
-        of the last subprocess run, else the kernel's (a subprocess run of its backend)."""
+        profiled cell, with the modules the namespace uses imported. It is made as the last
+        subprocess run's worker was, else as the kernel's settings make one."""
         if not self.scorep_settings.spare_worker:
             return
-        if self.active_run is not None and isinstance(self.active_run, SubprocessRun):
+        if self.active_run is not None and self.active_run.holds_worker:
             return  # a run holds its own worker; do not compete with its cells for the CPU
         s = self.scorep_settings
-        recipe = self._spare_recipe
+        recipe = self.pool.last_recipe
         if recipe is None:
             try:
                 settings = s.resolve({"isolation": "subprocess"}, self.availability)
             except SettingsError:
                 return  # settings no subprocess run can have: no spare to guess
-            recipe = SubprocessRun(settings, s.scorep_env, s.binding_args)
-        recipe.scorep_env, recipe.binding_args = dict(s.scorep_env), list(s.binding_args)
+            recipe = WorkerRecipe(settings.backend, experiment_parent=settings.experiment_parent)
+        # with %%scorep_env and the binding arguments as they are now
+        recipe = recipe.updated(dict(s.scorep_env), list(s.binding_args))
         names = transfer.user_names(self.shell.user_ns)
         modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
-        modules += [m for m in self._worker_imports if m not in modules]
-        reserved = (
-            reserve_experiment(s.scorep_env, recipe.settings.experiment_parent)
-            if recipe.backend == "scorep"
-            else None
-        )
-        self.pool.prepare(
-            recipe.key(), recipe.worker_env(dict(os.environ)), os.getcwd(), modules, reserved
-        )
+        modules += [m for m in self.worker_imports if m not in modules]
+        self.pool.prepare(recipe, os.getcwd(), modules)
 
-    def do_shutdown(self, restart):
+    async def do_shutdown(self, restart):
         self._after_reply = [c for c in self._after_reply if c != self._prepare_spare]
         self._run_after_reply()  # files of a run that just ended
-        for worker in [self.pool.spare, getattr(self.active_run, "worker", None)]:
-            if worker is not None:
-                worker.kill()
-        return super().do_shutdown(restart)
+        if self.active_run is not None:
+            self.active_run.kill()
+        await self.pool.close()
+        # A run's files are being written by its worker: wait for the manifest to say how
+        # it ended (bounded); what is still running then is cancelled, and says so.
+        late = await self.tasks.drain(SHUTDOWN_WAIT_S)
+        if late:
+            self.log.warning("shut down while still %s", ", ".join(late))
+        reply = super().do_shutdown(restart)
+        return await reply if inspect.isawaitable(reply) else reply

@@ -2,9 +2,9 @@
 
 Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
 (subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (0 to start no spare worker ahead
-of time), changed with ``%scorep key=value ...``. Per cell, the metadata
-``"scorep": {"profile": true, "backend": ..., "isolation": ..., "include": [...], ...}``
-overrides them for that cell. Default isolation: scorep -> subprocess, builtin -> inprocess.
+of time), changed with ``%scorep key=value ...`` (which wins over the environment). Per
+cell, the ``scorep`` metadata (checked by ``cell_metadata``) overrides them for that cell.
+Default isolation: scorep -> subprocess, builtin -> inprocess.
 """
 
 from __future__ import annotations
@@ -80,10 +80,8 @@ def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
                 f"unknown measurement setting {key!r}: use {', '.join(MEASURE_KEYS)}"
             )
         out[key] = value
-    try:
-        from scorep_kernel.measure import MeasureConfig
-    except ImportError:
-        return out
+    from scorep_kernel.measure import MeasureConfig  # the tracer's own checks
+
     try:
         MeasureConfig.from_mapping(dict(out))
     except Exception as e:
@@ -194,9 +192,17 @@ class KernelSettings:
         )  # fmt: skip
         return [f"{k}={v!r}" for k, v in updates.items()]
 
-    def resolve(self, cell: Mapping[str, Any] | None, available: Availability) -> CellSettings:
-        """The settings for one profiled cell; SettingsError when they cannot be honoured."""
-        cell = dict(cell or {})
+    def resolve(
+        self,
+        cell: Mapping[str, Any] | None,
+        available: Availability,
+        run: str | None = None,
+        last: bool = False,
+    ) -> CellSettings:
+        """The settings for one profiled cell: ``cell`` holds the cell's settings (see
+        cell_metadata: its own keys over the JupyterLab settings), over this kernel's.
+        SettingsError when they cannot be honoured."""
+        cell = {k: v for k, v in (cell or {}).items() if not (k == "isolation" and v == "auto")}
         backend = cell.get("backend", self.backend) or "auto"
         _check_choice("backend", backend, BACKENDS)
         if backend == "auto":
@@ -219,9 +225,6 @@ class KernelSettings:
         measure = dict(self.measure)
         measure.update({k: cell[k] for k in MEASURE_KEYS if k in cell})
         measure = check_measure({k: v for k, v in measure.items() if v is not None})
-        run = cell.get("run")
-        if run is not None and not isinstance(run, (str, int)):
-            raise SettingsError(f"run must be a string naming the multi-cell run, not {run!r}")
         parent = cell.get("experiment_dir") or None
         if parent is not None and not isinstance(parent, str):
             raise SettingsError(f"experiment_dir must be a directory path, not {parent!r}")
@@ -229,8 +232,8 @@ class KernelSettings:
             backend=backend,
             isolation=isolation,
             measure=measure,
-            run=None if run is None else str(run),
-            last=bool(cell.get("last", False)),
+            run=run,
+            last=last,
             experiment_parent=parent,
         )
 

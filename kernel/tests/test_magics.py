@@ -53,9 +53,7 @@ def test_defaults_follow_the_backend():
         "scorep",
         "subprocess",
     )
-    cell = s.resolve(
-        {"isolation": "subprocess", "max_depth": 3, "run": "r", "last": True}, NO_SCOREP
-    )
+    cell = s.resolve({"isolation": "subprocess", "max_depth": 3}, NO_SCOREP, run="r", last=True)
     assert cell.isolation == "subprocess" and cell.measure == {"max_depth": 3}
     assert cell.run == "r" and cell.last
 

@@ -1,22 +1,31 @@
 """What every profiled run does, whatever runs the cells: the experiment directory, the
-manifest (written first as "running", rewritten at the end), and the display bundle.
+manifest (written first as "running", rewritten at the end), and the display bundle; and
+the one interface the kernel drives both kinds of run through.
 
 A run covers one cell, or several in multi-cell mode; ``subprocess_run`` and
-``inprocess_run`` execute the cells.
+``inprocess_run`` execute the cells. The kernel only calls ``begin``, ``run_cell``,
+``finish``, ``abort``, ``interrupt`` and ``kill``; what a run needs of the kernel it asks
+through ``KernelSide``, given at construction.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scorep_kernel import experiment
 from scorep_kernel.runs.display import experiment_bundle
-from scorep_kernel.settings import CellSettings
+from scorep_kernel.settings import CellSettings, SettingsError
+
+if TYPE_CHECKING:
+    from scorep_kernel.background import BackgroundTasks
+    from scorep_kernel.worker.client import WorkerPool
 
 
 class CellOutput(Protocol):
@@ -28,6 +37,57 @@ class CellOutput(Protocol):
     def execute_result(self, execution_count: int, data: dict, metadata: dict) -> None: ...
     def clear_output(self, wait: bool) -> None: ...
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None: ...
+
+
+class KernelSide(Protocol):
+    """What a run uses of the kernel (kernel.py implements it)."""
+
+    @property
+    def shell(self) -> Any: ...  # the kernel's InteractiveShell
+    @property
+    def output(self) -> CellOutput: ...
+    @property
+    def pool(self) -> WorkerPool: ...
+    @property
+    def tasks(self) -> BackgroundTasks: ...
+
+    def defer(self, call: Callable[[], None]) -> None:
+        """Run ``call`` once the current cell's reply is sent."""
+
+    def execute_stock(self, request: CellRequest) -> Awaitable[dict[str, Any]]:
+        """Run the cell the stock way (ipykernel's do_execute), in the kernel."""
+
+    def read_input(self, prompt: str, password: bool) -> str:
+        """Ask the notebook for input (blocking, as ipykernel's input() does)."""
+
+    def worker_imported(self, modules: list[str]) -> None:
+        """A worker's cell imported these modules (the next spare preloads them)."""
+
+
+class RunFailed(Exception):
+    """The run cannot go on; ``message`` is for the user (cause and what to do), ``ename``
+    the error name the cell shows. The kernel's namespace is as it was."""
+
+    ename = "ProfilingFailed"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """One execute_request for a profiled cell, as the run needs it."""
+
+    code: str
+    cell_id: str | None = None
+    silent: bool = False
+    store_history: bool = True
+    allow_stdin: bool = False
+    user_expressions: dict[str, Any] | None = None
+    last: bool = True  # the run ends with this cell
+    # ipykernel's do_execute arguments, for running the cell the stock way
+    stock_args: dict[str, Any] = field(default_factory=dict)
 
 
 def error_reply(ename: str, evalue: str, traceback: list[str], execution_count: int) -> dict:
@@ -67,10 +127,21 @@ def reserve_experiment(scorep_env: dict[str, str], parent: str | None = None) ->
     return exp_id, experiment_parent(parent) / exp_id
 
 
-class RunBase:
-    isolation = "subprocess"
+class RunBase(abc.ABC):
+    isolation: ClassVar[str] = "subprocess"
+    # SIGINT during this run goes to the run (its worker), not to the kernel's own handler
+    forwards_sigint: ClassVar[bool] = False
+    # the run holds a worker process of its own while it is open
+    holds_worker: ClassVar[bool] = False
 
-    def __init__(self, settings: CellSettings, scorep_env: dict[str, str], binding_args: list[str]):
+    def __init__(
+        self,
+        settings: CellSettings,
+        scorep_env: dict[str, str],
+        binding_args: list[str],
+        side: KernelSide,
+    ):
+        self.side = side
         self.settings = settings
         self.backend = settings.backend
         self.run_id = settings.run
@@ -94,6 +165,39 @@ class RunBase:
         # the phases follow one another, so their sum is the cell's time in the kernel.
         self.timings: dict[str, float] = {}
 
+    # --- the interface the kernel drives ------------------------------------------
+
+    @abc.abstractmethod
+    async def begin(self) -> None:
+        """Set up before the run's first cell (experiment directory, worker, tracer)."""
+
+    @abc.abstractmethod
+    async def run_cell(self, request: CellRequest) -> dict[str, Any]:
+        """Run one cell; returns the execute_reply content."""
+
+    @abc.abstractmethod
+    async def finish(self) -> None:
+        """Stop measuring, show the bundle; the files follow in the background."""
+
+    @abc.abstractmethod
+    async def abort(self) -> None:
+        """End the run without files (%%abort_multicellmode)."""
+
+    def interrupt(self) -> None:  # noqa: B027 (most runs let the kernel's own handler act)
+        """SIGINT reached the kernel while this run had it (``forwards_sigint``)."""
+
+    @property
+    def awaiting_input(self) -> bool:
+        """The kernel's loop is blocked in an input request for this run's cell."""
+        return False
+
+    def kill(self) -> None:  # noqa: B027
+        """The kernel shuts down: stop at once whatever the run started."""
+
+    def running_bundle(self) -> dict[str, Any]:
+        """The bundle a cell of a run that stays open shows."""
+        return self.bundle(self.last_cell_index, "running", self.last_cell_wall)
+
     # --- the overhead's parts --------------------------------------------------------
 
     def add_time(self, phase: str, seconds: float) -> None:
@@ -110,8 +214,19 @@ class RunBase:
     # --- experiment directory and manifest -----------------------------------------
 
     def create_experiment(self, reserved: tuple[str, Path] | None = None) -> None:
+        """Make the run's experiment directory and write its first manifest; a directory
+        that cannot be made is a SettingsError naming it and the setting to change."""
         with self.timed("manifest"):
-            self._create_experiment(reserved)
+            try:
+                self._create_experiment(reserved)
+            except OSError as e:
+                where = e.filename or self.settings.experiment_parent or "the directory"
+                raise SettingsError(
+                    f"The experiment directory cannot be made at {where} "
+                    f"({e.strerror or type(e).__name__}). Choose a writable directory: the "
+                    "cell's metadata 'experiment_dir', the JupyterLab setting 'Experiment "
+                    "directory', or SCOREP_EXPERIMENT_DIRECTORY (%%scorep_env)."
+                ) from None
 
     def _create_experiment(self, reserved: tuple[str, Path] | None) -> None:
         if reserved is not None:
@@ -161,8 +276,7 @@ class RunBase:
         if not self.measured:
             changes["files_status"] = "unavailable"
             changes["measurement"] = {
-                "note": "No measurement: the tracer for this backend is not installed; the "
-                "cells ran without being measured."
+                "note": "No measurement: the cells ran without being measured (the errors say why)."
             }
         changes.update(extra or {})
         experiment.update_manifest(self.exp_dir, **changes)
@@ -171,6 +285,15 @@ class RunBase:
     def finish_manifest_without_files(self) -> None:
         """The run ended with no files to come (aborted, or its process died)."""
         self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+
+    def fail_to_start(self, message: str) -> None:
+        """``begin`` could not set the run up: record why in the manifest, raise RunFailed."""
+        self.finished = True
+        self.note_status("error")
+        self.errors.append(message)
+        if self.exp_dir is not None:
+            self.finish_manifest({"files_status": "unavailable"})
+        raise RunFailed(message)
 
     def mark_aborted(self) -> None:
         self.finished = True

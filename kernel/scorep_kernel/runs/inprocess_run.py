@@ -5,11 +5,13 @@ cell to so that IPython's own machinery stays out of the trace."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+from scorep_kernel import experiment
+from scorep_kernel.formats.recording import Recording
+from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_regions_or_empty
-from scorep_kernel.runs.base import CellOutput, RunBase
+from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.worker.shell import cell_code_filename
 
 
@@ -18,43 +20,32 @@ class InprocessRun(RunBase):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.measurement: Any = None
-        # How to run work after the cell's reply is sent (the kernel's queue); the files are
-        # written in a thread of the kernel's process, and that thread must not compete for
-        # the interpreter lock with the reply's own way out.
-        self.after_reply: Callable[[Callable[[], None]], None] = lambda call: call()
+        self.measurement: Measurement | None = None
 
-    def begin(self) -> None:
+    async def begin(self) -> None:
         self.create_experiment()
         try:
-            from scorep_kernel.measure import MeasureConfig, Measurement
-        except ImportError as e:
-            self.errors.append(f"the builtin tracer is not installed ({e}); no measurement")
-            return
-        with self.timed("measure_start"):
-            config = MeasureConfig.from_mapping(dict(self.settings.measure))
-            self.measurement = Measurement(str(self.exp_dir), config)
-            self.measurement.start()
+            with self.timed("measure_start"):
+                config = MeasureConfig.from_mapping(dict(self.settings.measure))
+                self.measurement = Measurement(str(self.exp_dir), config)
+                self.measurement.start()
+        except Exception as e:
+            self.fail_to_start(
+                f"The builtin tracer could not start ({type(e).__name__}: {e}); the cell did "
+                "not run. Profile it in a subprocess instead (isolation 'subprocess')."
+            )
         self.measured = True
 
-    async def run_cell(
-        self,
-        shell: Any,
-        execute: Callable[[], Awaitable[dict[str, Any]]],
-        code: str,
-        cell_id: str | None,
-        execution_count: int,
-    ) -> dict[str, Any]:
-        """``execute`` runs the cell the stock way (ipykernel's do_execute)."""
-        index = self.add_cell(cell_id, execution_count, code)
+    async def run_cell(self, request: CellRequest) -> dict[str, Any]:
+        shell = self.side.shell
+        count = shell.execution_count
+        index = self.add_cell(request.cell_id, count, request.code)
         start = time.perf_counter()
         try:
-            if self.measurement is not None:
-                filename = cell_code_filename(shell, code, shell.execution_count)
-                with self.measurement.cell(f"cell [{execution_count}]", code_filename=filename):
-                    reply = await execute()
-            else:
-                reply = await execute()
+            assert self.measurement is not None
+            filename = cell_code_filename(shell, request.code, count)
+            with self.measurement.cell(f"cell [{count}]", code_filename=filename):
+                reply = await self.side.execute_stock(request)
         finally:
             self.add_time("cell", time.perf_counter() - start)
         self.last_cell_wall = time.perf_counter() - start
@@ -65,11 +56,12 @@ class InprocessRun(RunBase):
             )
         return reply
 
-    async def finish(self, output: CellOutput) -> None:
+    async def finish(self) -> None:
         if self.finished:
             return
         self.finished = True
         extra: dict[str, Any] = {}
+        recording = None
         if self.measurement is not None:
             try:
                 recording = self.measurement.stop()
@@ -84,29 +76,38 @@ class InprocessRun(RunBase):
                 self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
                 recording = None
                 extra["files_status"] = "failed"
-        else:
-            recording = None
         self.finish_manifest(extra)
         if recording is not None:
-            self.after_reply(lambda: self._write_files(recording))
-        output.display(self.bundle(self.last_cell_index, self.status, self.last_cell_wall))
+            # Written in a thread of the kernel's process, which must not compete for the
+            # interpreter lock with the reply's own way out: after the reply.
+            self.side.defer(lambda: self._write_files(recording))
+        self.side.output.display(
+            self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
+        )
 
-    def _write_files(self, recording: Any) -> None:
+    def _write_files(self, recording: Recording) -> None:
+        assert self.measurement is not None and self.exp_dir is not None
         try:
             self.measurement.write_files(recording, background=True)
         except Exception as e:
-            from scorep_kernel import experiment
-
             experiment.update_manifest(
-                self.exp_dir, files_status="failed",
+                self.exp_dir,
+                files_status="failed",
                 errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
-            )  # fmt: skip
+            )
 
     async def abort(self) -> None:
         self.mark_aborted()
         if self.measurement is not None:
             try:
                 self.measurement.stop()
-            except Exception:
+            except Exception:  # the run is being thrown away; its files will not be written
                 pass
         self.finish_manifest_without_files()
+
+    def kill(self) -> None:
+        if self.measurement is not None and not self.finished:
+            try:
+                self.measurement.stop()
+            except Exception:  # the kernel is going away
+                pass

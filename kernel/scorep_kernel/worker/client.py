@@ -23,11 +23,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from scorep_kernel.background import BackgroundTasks
+from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 
 log = logging.getLogger("scorep_kernel")
+M = TypeVar("M", bound=msg.Message)
 
 WORKER_FILE = str(Path(__file__).with_name("entry.py"))
 _KERNEL_DIR = str(Path(__file__).resolve().parents[2])
@@ -56,12 +59,12 @@ class WorkerProcess:
         self.key = key
         self.proc = proc
         self.channel = channel
-        self.ready: dict[str, Any] | None = None
+        self.ready: msg.Ready | None = None
         self.on_native_output: Callable[[str, str], None] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=20)
         self.preloaded: set[str] = set()
         self._pipe_tasks: list[asyncio.Task] = []
-        self._inbox: asyncio.Queue = asyncio.Queue()
+        self._inbox: asyncio.Queue[msg.Message | None] = asyncio.Queue()
         self._reader_task: asyncio.Task | None = None
         # (id, path) of the experiment this process will write (fixed at start for Score-P)
         self.reserved: tuple[str, Path] | None = None
@@ -85,7 +88,9 @@ class WorkerProcess:
         if reserved is not None:
             env["SCOREP_EXPERIMENT_DIRECTORY"] = str(reserved[1])
         try:
-            proc = subprocess.Popen(
+            # A plain Popen (a fork and exec, milliseconds): the loop's child watcher is
+            # not needed, and wait_exit polls.
+            proc = subprocess.Popen(  # noqa: ASYNC220
                 key.command(worker_end.fileno()),
                 pass_fds=(worker_end.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -138,7 +143,7 @@ class WorkerProcess:
                 return
             await self._inbox.put(message)
 
-    async def recv(self) -> tuple[str, dict[str, Any]]:
+    async def recv(self) -> msg.Message:
         """The next message; ChannelClosed once the worker is gone."""
         message = await self._inbox.get()
         if message is None:
@@ -146,24 +151,24 @@ class WorkerProcess:
             raise ChannelClosed("the worker closed the connection")
         return message
 
-    async def recv_until(self, kind: str, timeout: float | None = None) -> dict[str, Any]:
-        """Skip to the next message of ``kind`` (other messages are logged)."""
+    async def recv_until(self, kind: type[M], timeout: float | None = None) -> M:
+        """Skip to the next message of type ``kind`` (other messages are logged)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - loop.time())
-            got, payload = await asyncio.wait_for(self.recv(), left)
-            if got == kind:
-                return payload
-            log.debug("worker %s: %s while waiting for %s", self.pid, got, kind)
+            got = await asyncio.wait_for(self.recv(), left)
+            if isinstance(got, kind):
+                return got
+            log.debug("worker %s: %s while waiting for %s", self.pid, got.kind(), kind.kind())
 
-    async def wait_ready(self, timeout: float = 120.0) -> dict[str, Any]:
+    async def wait_ready(self, timeout: float = 120.0) -> msg.Ready:
         if self.ready is None:
-            self.ready = await self.recv_until("ready", timeout)
+            self.ready = await self.recv_until(msg.Ready, timeout)
         return self.ready
 
-    async def send(self, kind: str, payload: dict[str, Any] | None = None) -> None:
-        await self.channel.send(kind, payload)
+    async def send(self, message: msg.Message) -> None:
+        await self.channel.send(message)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -184,7 +189,7 @@ class WorkerProcess:
     async def wait_exit(self, timeout: float = 10.0) -> int | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.proc.poll() is None and loop.time() < deadline:
+        while self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110 (a Popen)
             await asyncio.sleep(0.02)
         for task in self._pipe_tasks:  # let the last native output arrive
             try:
@@ -196,7 +201,7 @@ class WorkerProcess:
     async def close(self, graceful: bool = True) -> None:
         if graceful and self.alive():
             try:
-                await self.send("shutdown")
+                await self.send(msg.Shutdown())
             except ChannelClosed:
                 pass
             if await self.wait_exit(2.0) is None:
@@ -209,29 +214,38 @@ class WorkerProcess:
             self._reader_task.cancel()
 
 
+class WorkerRecipeLike(Protocol):
+    """What fixes a worker at its start (runs.subprocess_run.WorkerRecipe)."""
+
+    def key(self) -> WorkerKey: ...
+    def env(self, base: dict[str, str]) -> dict[str, str]: ...
+    def reserve(self) -> tuple[str, Path] | None: ...
+    def updated(self, scorep_env: dict[str, str], binding_args: list[str]) -> WorkerRecipeLike:
+        """The same recipe with the Score-P environment and arguments as they are now."""
+
+
 class WorkerPool:
     """Holds at most one spare worker, ready and preloaded."""
 
-    def __init__(self) -> None:
+    def __init__(self, tasks: BackgroundTasks) -> None:
+        self.tasks = tasks
         self.spare: WorkerProcess | None = None
         self._starting: asyncio.Task | None = None
         self._starting_key: WorkerKey | None = None
         self.enabled = True
+        # the recipe of the latest take(): the next spare is made the same way
+        self.last_recipe: WorkerRecipeLike | None = None
         # how the last take() got its worker: "spare_ready" | "spare_starting" | "fresh"
         self.last_take = "fresh"
         # the modules the notebook uses, as of the latest prepare(): a spare still starting
         # imports them once it is up
         self._wanted: list[str] = []
 
-    async def take(
-        self,
-        key: WorkerKey,
-        env: dict[str, str],
-        cwd: str,
-        reserved: tuple[str, Path] | None = None,
-    ) -> tuple[WorkerProcess, bool]:
-        """A worker for ``key``: the spare if it matches and lives, else a fresh one.
-        Returns (worker, was_spare)."""
+    async def take(self, recipe: WorkerRecipeLike, cwd: str) -> tuple[WorkerProcess, bool]:
+        """A worker made by ``recipe``: the spare if it matches and lives, else a fresh one.
+        Returns (worker, was_spare). The recipe is kept for the next spare."""
+        self.last_recipe = recipe
+        key = recipe.key()
         waited = False
         if self._starting is not None:
             # A spare on its way is taken over, not started twice.
@@ -246,29 +260,27 @@ class WorkerPool:
         if spare is not None:
             await spare.close(graceful=False)
         self.last_take = "fresh"
-        return await WorkerProcess.spawn(key, env, cwd, reserved), False
+        env = recipe.env(dict(os.environ))
+        return await WorkerProcess.spawn(key, env, cwd, recipe.reserve()), False
 
-    def prepare(
-        self,
-        key: WorkerKey,
-        env: dict[str, str],
-        cwd: str,
-        modules: list[str],
-        reserved: tuple[str, Path] | None = None,
-    ) -> None:
+    def prepare(self, recipe: WorkerRecipeLike, cwd: str, modules: list[str]) -> None:
         """Start a spare in the background (after a cell, never during one)."""
         if not self.enabled:
             return
+        key = recipe.key()
         self._wanted = list(modules)
         if self.spare is not None and self.spare.key == key and self.spare.alive():
-            asyncio.ensure_future(self.preload(modules))
+            self.tasks.spawn(self.preload(modules), "preloading the spare worker")
             return
         if self._starting is not None and not self._starting.done():
             if self._starting_key == key:
                 return  # it preloads self._wanted once ready
             self._starting.cancel()  # started with settings that changed since
         self._starting_key = key
-        self._starting = asyncio.ensure_future(self._start(key, env, cwd, reserved))
+        env = recipe.env(dict(os.environ))
+        self._starting = self.tasks.spawn(
+            self._start(key, env, cwd, recipe.reserve()), "starting a spare worker"
+        )
 
     async def _start(
         self,
@@ -303,7 +315,7 @@ class WorkerPool:
             return
         spare.preloaded.update(todo)
         try:
-            await spare.send("preload", {"modules": todo})
+            await spare.send(msg.Preload(todo))
         except ChannelClosed:
             self.spare = None
 

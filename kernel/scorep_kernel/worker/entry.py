@@ -15,6 +15,7 @@ process ends, and a fresh process keeps one run's measurement out of the next.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import faulthandler
 import importlib
 import os
@@ -24,15 +25,15 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from scorep_kernel.measure.top_regions import top_regions_or_empty
-from scorep_kernel.state import transfer
+from scorep_kernel.state import Packet, transfer
+from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 from scorep_kernel.worker.shell import (
     ForwardingStream,
@@ -43,6 +44,10 @@ from scorep_kernel.worker.shell import (
     start_flusher,
 )
 
+if TYPE_CHECKING:
+    from scorep_kernel.formats.recording import Recording
+    from scorep_kernel.measure import Measurement
+
 
 def _scorep_bindings(backend: str) -> Any:
     """The Score-P bindings when this process runs under ``python -m scorep``; for the
@@ -52,12 +57,9 @@ def _scorep_bindings(backend: str) -> Any:
         import scorep.user
 
         return scorep
-    try:
-        from scorep_kernel.measure import install_scorep_shim
+    from scorep_kernel.measure import install_scorep_shim
 
-        install_scorep_shim()
-    except ImportError:
-        pass
+    install_scorep_shim()
     return None
 
 
@@ -66,11 +68,11 @@ class Worker:
         self.channel = channel
         self.shell = make_shell(channel)
         self.scorep = _scorep_bindings(backend)
-        self.measurement: Any = None
+        self.measurement: Measurement | None = None
         self.in_cell = False
         self.interrupt_pending = False
-        self.pending_packet: Any = None
-        self.stopped: tuple[Any, dict[str, Any]] | None = None  # (Recording, run_stopped report)
+        self.pending_packet: Packet | None = None
+        self.stopped: tuple[Recording | None, msg.RunStopped] | None = None
         self.sent_names: tuple[str, ...] = ()
         # time.monotonic() when the message in hand arrived; the worker's replies carry
         # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so
@@ -93,49 +95,32 @@ class Worker:
     # --- messages ------------------------------------------------------------------
 
     def serve(self) -> None:
-        measure_ok, message = self._measure_available()
-        self.channel.send(
-            "ready",
-            {
-                "pid": os.getpid(),
-                "measure": measure_ok,
-                "message": message,
-                "backend": "scorep" if self.scorep is not None else "builtin",
-            },
-        )
+        backend = "scorep" if self.scorep is not None else "builtin"
+        message = "Score-P bindings loaded" if self.scorep is not None else "builtin tracer"
+        self.channel.send(msg.Ready(os.getpid(), True, message, backend))
+        handlers: dict[type[msg.Message], Callable[[Any], None]] = {
+            msg.Preload: lambda m: self.preload(m.modules),
+            msg.StartRun: self.start_run,
+            msg.Cell: self.run_cell,
+            msg.StateReceived: lambda m: None,  # releases the packet (below)
+        }
         while True:
             try:
-                kind, payload = self.channel.recv()
+                message = self.channel.recv()
             except ChannelClosed:
                 return
             self.received_at = time.monotonic()
             # Release the namespace packet only once the kernel has it: a late reply (an
-            # input_reply for an interrupted input()) must not free it under the kernel.
-            if self.pending_packet is not None and kind in _RELEASING:
+            # InputReply for an interrupted input()) must not free it under the kernel.
+            if self.pending_packet is not None and isinstance(message, _RELEASING):
                 self.pending_packet.release()
                 self.pending_packet = None
-            if kind == "preload":
-                self.preload(payload.get("modules", []))
-            elif kind == "start_run":
-                self.start_run(payload)
-            elif kind == "cell":
-                self.run_cell(payload)
-            elif kind == "state_received":
-                pass
-            elif kind == "finish_run":
+            if isinstance(message, msg.FinishRun):
                 self.finish_run()
                 return
-            elif kind == "shutdown":
+            if isinstance(message, msg.Shutdown):
                 return
-
-    def _measure_available(self) -> tuple[bool, str]:
-        if self.scorep is not None:
-            return True, "Score-P bindings loaded"
-        try:
-            from scorep_kernel.measure import Measurement  # noqa: F401
-        except ImportError as e:
-            return False, f"the builtin tracer is not installed ({e})"
-        return True, "builtin tracer"
+            msg.dispatch(message, handlers, "profiling worker")
 
     def preload(self, modules: list[str]) -> None:
         failed = []
@@ -146,29 +131,26 @@ class Worker:
                 importlib.import_module(name)
             except BaseException:  # a module that fails here fails again in the cell
                 failed.append(name)
-        self.channel.send("preloaded", {"modules": modules, "failed": failed})
+        self.channel.send(msg.Preloaded(modules, failed))
 
-    def start_run(self, payload: dict[str, Any]) -> None:
+    def start_run(self, start: msg.StartRun) -> None:
         # Score-P's variables belong to this process; the kernel's environment, applied
         # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
-        os.environ.update(payload.get("env") or {})
+        os.environ.update(start.env)
         error = None
-        if self.scorep is None and payload.get("measure") is not None:
-            try:
-                from scorep_kernel.measure import MeasureConfig, Measurement
+        if self.scorep is None and start.measure is not None:
+            # Imported here: a Score-P worker never loads the builtin tracer.
+            from scorep_kernel.measure import MeasureConfig, Measurement
 
-                config = MeasureConfig.from_mapping(payload["measure"])
-                self.measurement = Measurement(payload["exp_dir"], config)
+            try:
+                config = MeasureConfig.from_mapping(start.measure)
+                self.measurement = Measurement(start.exp_dir, config)
                 self.measurement.start()
-            except ImportError as e:
-                self.measurement = None
-                error = f"the builtin tracer is not installed ({e})"
-            except Exception as e:
+            except Exception as e:  # the run goes on unmeasured, and says why
                 self.measurement = None
                 error = f"{type(e).__name__}: {e}"
-        self.channel.send("run_started", {"error": error, "measured": self._measured(),
-                                          "stamps": {"received": self.received_at,
-                                                     "started": time.monotonic()}})  # fmt: skip
+        stamps = {"received": self.received_at, "started": time.monotonic()}
+        self.channel.send(msg.RunStarted(self._measured(), error, stamps))
 
     def _measured(self) -> bool:
         return self.scorep is not None or self.measurement is not None
@@ -188,36 +170,35 @@ class Worker:
         else:  # nothing measures this run
             yield
 
-    def run_cell(self, payload: dict[str, Any]) -> None:
+    def run_cell(self, cell: msg.Cell) -> None:
         shell = self.shell
         ns = shell.user_ns
         stamps = {"received": self.received_at}
         try:
-            unpacked = transfer.unpack(payload["state"])
+            unpacked = transfer.unpack(cell.state)
         except Exception as e:
-            self.channel.send("state_received", {})
-            message = (f"The notebook's variables could not be sent to the profiling process "
-                       f"({type(e).__name__}: {e}); the cell did not run.")  # fmt: skip
-            self.channel.send("error", {"ename": "NamespaceTransferError", "evalue": message,
-                                        "traceback": [message]})  # fmt: skip
-            self.channel.send("cell_done", {"status": "error", "ename": "NamespaceTransferError",
-                                            "evalue": message, "traceback": [message],
-                                            "interrupted": False, "state": None,
-                                            "skipped": {}})  # fmt: skip
+            self.channel.send(msg.StateReceived())
+            text = (
+                f"The notebook's variables could not be sent to the profiling process "
+                f"({type(e).__name__}: {e}); the cell did not run."
+            )
+            self.channel.send(msg.Error("NamespaceTransferError", text, [text]))
+            self.channel.send(
+                msg.CellDone("error", False, None, "NamespaceTransferError", text, [text])
+            )
             return
         # The kernel may release its packet as soon as unpack returned.
         stamps["unpacked"] = time.monotonic()
-        self.channel.send("state_received", {})
+        self.channel.send(msg.StateReceived())
         transfer.apply_in_worker(ns, unpacked, self.sent_names)
-        if payload.get("colors"):
+        if cell.colors:
             try:
-                shell.colors = payload["colors"]
+                shell.colors = cell.colors
             except Exception:
                 pass
-        code = payload["code"]
-        count = int(payload.get("execution_count") or shell.execution_count)
+        count = int(cell.execution_count or shell.execution_count)
         shell.execution_count = count
-        code_filename = cell_code_filename(shell, code, count)
+        code_filename = cell_code_filename(shell, cell.code, count)
         shell.last_error = None
         interrupted = False
         result = None
@@ -225,14 +206,12 @@ class Worker:
         modules_before = set(sys.modules)
         start = time.perf_counter()
         try:
-            with self._region(payload.get("label") or f"cell [{count}]", code_filename):
+            with self._region(cell.label or f"cell [{count}]", code_filename):
                 self.in_cell = True
                 try:
                     if self.interrupt_pending:
                         raise KeyboardInterrupt
-                    result = shell.run_cell(
-                        code, store_history=True, cell_id=payload.get("cell_id")
-                    )
+                    result = shell.run_cell(cell.code, store_history=True, cell_id=cell.cell_id)
                 finally:
                     self.in_cell = False
         except KeyboardInterrupt:
@@ -260,19 +239,18 @@ class Worker:
         self.pending_packet = packet
         self.sent_names = tuple(n for n in packet.names if n != transfer.RESULT_NAME)
         self.channel.send(
-            "cell_done",
-            {
-                "status": "error" if error else "ok",
-                "interrupted": interrupted,
+            msg.CellDone(
+                status="error" if error else "ok",
+                interrupted=interrupted,
+                state=packet.header,
                 **(error or {}),
-                "state": packet.header,
-                "skipped": dict(packet.skipped),
-                "wall_s": wall,
-                "imported": _imported_since(modules_before),
-                "stamps": {**stamps, "packed": time.monotonic()},
-            },
+                skipped=dict(packet.skipped),
+                wall_s=wall,
+                imported=_imported_since(modules_before),
+                stamps={**stamps, "packed": time.monotonic()},
+            )
         )
-        if payload.get("last"):
+        if cell.last:
             self.stop_measurement()
 
     def stop_measurement(self) -> None:
@@ -285,33 +263,36 @@ class Worker:
         try:
             recording = self.measurement.stop()
         except Exception as e:
-            self.stopped = (None, {"measured": False, "error": f"{type(e).__name__}: {e}"})
+            self.stopped = (None, msg.RunStopped(False, error=f"{type(e).__name__}: {e}"))
             return
         stopped_at = time.monotonic()
+        from scorep_kernel.measure.top_regions import top_regions_or_empty
+
         top = top_regions_or_empty(recording)
-        self.stopped = (recording, {
-            "measured": True,
-            "events": recording.event_count,
-            "top": top,
-            "notes": dict(getattr(recording, "notes", {}) or {}),
-            "stamps": {"stop_begin": begin, "stopped": stopped_at,
-                       "summarized": time.monotonic()},
-            "stop_timings": dict(getattr(self.measurement, "stop_timings", {}) or {}),
-        })  # fmt: skip
+        report = msg.RunStopped(
+            measured=True,
+            events=recording.event_count,
+            top=top,
+            notes=dict(recording.notes or {}),
+            stamps={"stop_begin": begin, "stopped": stopped_at, "summarized": time.monotonic()},
+            stop_timings=dict(self.measurement.stop_timings),
+        )
+        self.stopped = (recording, report)
 
     def finish_run(self) -> None:
         _writing_files.set()
         if self.measurement is None:
-            self._tell("run_stopped", {"measured": self.scorep is not None})
-            self._tell("files_done", {"status": "exit", "errors": []})
+            self._tell(msg.RunStopped(measured=self.scorep is not None))
+            self._tell(msg.FilesDone("exit"))
             return
         self.stop_measurement()
         assert self.stopped is not None
         recording, report = self.stopped
-        report["stamps"] = {**report.get("stamps", {}), "received": self.received_at}
-        self._tell("run_stopped", report)
+        self._tell(
+            dataclasses.replace(report, stamps={**report.stamps, "received": self.received_at})
+        )
         if recording is None:
-            self._tell("files_done", {"status": "failed", "errors": [report["error"]]})
+            self._tell(msg.FilesDone("failed", [report.error or "the measurement failed"]))
             return
         errors: list[str] = []
         status = "ready"
@@ -320,12 +301,12 @@ class Worker:
         except Exception as e:
             status = "failed"
             errors.append(f"writing the experiment files failed: {type(e).__name__}: {e}")
-        self._tell("files_done", {"status": status, "errors": errors})
+        self._tell(msg.FilesDone(status, errors))
 
-    def _tell(self, kind: str, payload: dict[str, Any]) -> None:
+    def _tell(self, message: msg.Message) -> None:
         # After the run the kernel may be gone (shut down); the files are written anyway.
         try:
-            self.channel.send(kind, payload)
+            self.channel.send(message)
         except OSError:
             pass
 
@@ -344,7 +325,7 @@ def _imported_since(before: set[str]) -> list[str]:
     ][:10_000]  # fmt: skip
 
 
-_RELEASING = ("state_received", "cell", "finish_run", "shutdown")
+_RELEASING = (msg.StateReceived, msg.Cell, msg.FinishRun, msg.Shutdown)
 
 
 _writing_files = threading.Event()

@@ -1,45 +1,39 @@
-"""Message framing between the kernel and its worker process.
+"""The messages between the kernel and its worker process, one typed definition each, and
+their framing.
 
-Each message is one pickled tuple ``(kind, payload)`` preceded by its length (8 bytes,
-big-endian). Both ends are our own code on one machine, connected by a private
+Each message is a frozen dataclass below, pickled whole and preceded by its length (8
+bytes, big-endian). Both ends are our own code on one machine, connected by a private
 ``socket.socketpair()`` made per worker, so pickle is safe here and no file or pipe name
 can clash between kernels. The namespace itself travels as the opaque header from
-``state.pack`` inside a payload (large buffers go through shared memory, not this socket).
+``state.pack`` inside a message (large buffers go through shared memory, not this socket).
 
-Kinds, kernel -> worker:
-    preload        {"modules": [names]}            import ahead of the next cell
-    start_run      {"exp_dir", "measure", "env"}   begin one measured run
-    cell           {"code", "label", "execution_count", "cell_id", "state", "colors", "last"}
-    input_reply    {"value"} or {"error"}          answer to the cell's input()
-    state_received {}                              the worker may release its state packet
-    finish_run     {}                              stop measuring, write the files, exit
-    shutdown       {}
-Kinds, worker -> kernel:
-    ready          {"pid", "measure", "message", "backend"}
-    run_started    {"error", "measured", "stamps"}
-    input_request  {"prompt", "password"}          the cell called input() / getpass()
-    state_received {}                              the kernel may release its state packet
-    stream         {"name", "text"}
-    display        {"data", "metadata", "transient", "update"}
-    execute_result {"execution_count", "data", "metadata"}
-    clear_output   {"wait"}
-    error          {"ename", "evalue", "traceback"}
-    cell_done      {"status", "ename", "evalue", "traceback", "state", "skipped",
-                    "interrupted", "wall_s", "imported", "stamps"}
-    run_stopped    {"measured", "events", "top", "notes", "error", "stamps", "stop_timings"}
-    files_done     {"status", "errors"}
-    preloaded      {"modules", "failed"}
-"stamps" are the worker's time.monotonic() readings of its steps (see worker.Worker).
+The order of one run (the kernel's ``runs.subprocess_run`` and the worker's ``entry``)::
+
+    worker: Ready                       (then Preloaded after each Preload)
+    kernel: StartRun      worker: RunStarted
+    kernel: Cell          worker: StateReceived, Stream/Display/... , CellDone
+    kernel: StateReceived                                (once per cell)
+    kernel: FinishRun     worker: RunStopped, FilesDone, exits
+
+``stamps`` are the worker's ``time.monotonic()`` readings of its steps (CLOCK_MONOTONIC,
+shared with the kernel on one host), so the kernel can tell its waiting apart from the
+worker's work. Either end dispatches through a table keyed by message type (see
+``dispatch``); a message with no handler is logged, never fatal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import pickle
 import socket
 import struct
 import threading
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+log = logging.getLogger("scorep_kernel")
 
 _LENGTH = struct.Struct(">Q")
 # One message is a control record or a state header; anything bigger is a bug upstream.
@@ -50,14 +44,236 @@ class ChannelClosed(EOFError):
     """The other end went away (it exited, crashed, or closed the socket)."""
 
 
-def encode(kind: str, payload: dict[str, Any] | None = None) -> bytes:
-    body = pickle.dumps((kind, payload or {}), protocol=pickle.HIGHEST_PROTOCOL)
+@dataclass(frozen=True)
+class Message:
+    """Base of every message; ``kind`` names it in logs."""
+
+    @classmethod
+    def kind(cls) -> str:
+        return cls.__name__
+
+
+# --- kernel -> worker ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preload(Message):
+    """Import these modules ahead of the next cell (a spare worker)."""
+
+    modules: list[str]
+
+
+@dataclass(frozen=True)
+class StartRun(Message):
+    """Begin one measured run: ``measure`` is the builtin tracer's settings (None: do not
+    start it), ``env`` the variables the run sets in the worker (its experiment dir)."""
+
+    exp_dir: str
+    measure: dict[str, Any] | None
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Cell(Message):
+    """Run one cell: ``state`` is the kernel's namespace (``state.pack``'s header);
+    ``last`` says the run ends with this cell (the worker stops measuring right after)."""
+
+    code: str
+    label: str
+    execution_count: int
+    cell_id: str | None
+    state: bytes
+    colors: str | None
+    last: bool
+
+
+@dataclass(frozen=True)
+class InputReply(Message):
+    """The answer to the cell's ``input()``: ``value``, or ``error`` when there is none."""
+
+    value: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StateReceived(Message):
+    """Sent by either side: the receiver has unpacked the state; the sender may release
+    its packet."""
+
+
+@dataclass(frozen=True)
+class FinishRun(Message):
+    """Stop measuring, write the files, exit."""
+
+
+@dataclass(frozen=True)
+class Shutdown(Message):
+    """Exit without finishing a run (a spare that is no longer wanted)."""
+
+
+# --- worker -> kernel ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ready(Message):
+    """The worker is up: ``measure`` says whether its backend can measure (``message``
+    says why not), ``backend`` which one it runs ("scorep" | "builtin")."""
+
+    pid: int
+    measure: bool
+    message: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Preloaded(Message):
+    modules: list[str]
+    failed: list[str]
+
+
+@dataclass(frozen=True)
+class RunStarted(Message):
+    measured: bool
+    error: str | None = None
+    stamps: dict[str, float] = field(default_factory=dict)  # received, started
+
+
+@dataclass(frozen=True)
+class InputRequest(Message):
+    """The cell called ``input()`` / ``getpass()``."""
+
+    prompt: str
+    password: bool
+
+
+@dataclass(frozen=True)
+class Stream(Message):
+    name: str  # "stdout" | "stderr"
+    text: str
+
+
+@dataclass(frozen=True)
+class Display(Message):
+    data: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    transient: dict[str, Any] = field(default_factory=dict)
+    update: bool = False
+
+
+@dataclass(frozen=True)
+class ExecuteResult(Message):
+    execution_count: int
+    data: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClearOutput(Message):
+    wait: bool = False
+
+
+@dataclass(frozen=True)
+class Error(Message):
+    """A traceback to show (the cell raised, or could not run)."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+@dataclass(frozen=True)
+class CellDone(Message):
+    """The cell ended. ``state`` is the worker's namespace (None when the cell never ran,
+    e.g. the kernel's state could not be unpacked); ``skipped`` names what could not travel
+    back and why; ``imported`` the modules the cell imported, in order."""
+
+    status: str  # "ok" | "error"
+    interrupted: bool
+    state: bytes | None
+    ename: str = ""
+    evalue: str = ""
+    traceback: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    wall_s: float | None = None
+    imported: list[str] = field(default_factory=list)
+    # received, unpacked, applied, cell_end, packed
+    stamps: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunStopped(Message):
+    """Measurement stopped: what the display shows at once (events, top regions) and the
+    tracer's notes for the manifest."""
+
+    measured: bool
+    events: int | None = None
+    top: list[tuple[str, float]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    # received, stop_begin, stopped, summarized
+    stamps: dict[str, float] = field(default_factory=dict)
+    stop_timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FilesDone(Message):
+    """How writing the experiment's files ended: "ready" | "failed", or "exit" when the
+    worker measured nothing itself (Score-P writes its files as the process exits)."""
+
+    status: str
+    errors: list[str] = field(default_factory=list)
+
+
+KERNEL_TO_WORKER: tuple[type[Message], ...] = (
+    Preload,
+    StartRun,
+    Cell,
+    InputReply,
+    StateReceived,
+    FinishRun,
+    Shutdown,
+)
+WORKER_TO_KERNEL: tuple[type[Message], ...] = (
+    Ready,
+    Preloaded,
+    RunStarted,
+    InputRequest,
+    StateReceived,
+    Stream,
+    Display,
+    ExecuteResult,
+    ClearOutput,
+    Error,
+    CellDone,
+    RunStopped,
+    FilesDone,
+)
+
+M = TypeVar("M", bound=Message)
+
+
+def encode(message: Message) -> bytes:
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return _LENGTH.pack(len(body)) + body
 
 
-def decode(body: bytes) -> tuple[str, dict[str, Any]]:
-    kind, payload = pickle.loads(body)
-    return kind, payload
+def decode(body: bytes) -> Message:
+    message = pickle.loads(body)
+    if not isinstance(message, Message):
+        raise ChannelClosed(f"not a protocol message: {type(message).__name__}")
+    return message
+
+
+def dispatch(
+    message: Message, handlers: Mapping[type[Message], Callable[[Any], Any]], where: str
+) -> Any:
+    """Call the handler for the message's type; a message nobody handles is logged (a
+    newer peer, or a bug) and dropped."""
+    handler = handlers.get(type(message))
+    if handler is None:
+        log.warning("%s: no handler for a %s message; ignored", where, message.kind())
+        return None
+    return handler(message)
 
 
 class BlockingChannel:
@@ -67,8 +283,8 @@ class BlockingChannel:
         self.sock = sock
         self._send_lock = threading.Lock()
 
-    def send(self, kind: str, payload: dict[str, Any] | None = None) -> None:
-        data = encode(kind, payload)
+    def send(self, message: Message) -> None:
+        data = encode(message)
         with self._send_lock:
             self.sock.sendall(data)
 
@@ -82,7 +298,7 @@ class BlockingChannel:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def recv(self) -> tuple[str, dict[str, Any]]:
+    def recv(self) -> Message:
         (length,) = _LENGTH.unpack(self._recv_exactly(_LENGTH.size))
         if length > MAX_MESSAGE:
             raise ChannelClosed(f"message of {length} bytes: the stream is out of step")
@@ -102,14 +318,14 @@ class AsyncChannel:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
         return cls(reader, writer)
 
-    async def send(self, kind: str, payload: dict[str, Any] | None = None) -> None:
-        self.writer.write(encode(kind, payload))
+    async def send(self, message: Message) -> None:
+        self.writer.write(encode(message))
         try:
             await self.writer.drain()
         except (ConnectionError, OSError) as e:
             raise ChannelClosed(str(e)) from None
 
-    async def recv(self) -> tuple[str, dict[str, Any]]:
+    async def recv(self) -> Message:
         try:
             head = await self.reader.readexactly(_LENGTH.size)
             (length,) = _LENGTH.unpack(head)

@@ -20,6 +20,8 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets import Any as AnyTrait
 
+from scorep_kernel.worker import protocol as msg
+
 # Batch writes for this long: a print loop must not become one message per print, and a
 # progress bar must still move while the cell runs.
 FLUSH_INTERVAL_S = 0.05
@@ -80,7 +82,7 @@ class ForwardingStream(io.TextIOBase):
                     for p in chunk
                 )  # fmt: skip
             try:
-                self._channel.send("stream", {"name": self.name, "text": text})
+                self._channel.send(msg.Stream(self.name, text))
             except OSError:
                 pass  # the kernel is gone; the worker ends when its main loop notices
 
@@ -111,19 +113,11 @@ class ForwardingDisplayPublisher(DisplayPublisher):
         self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs
     ) -> None:
         flush_streams()
-        self.channel.send(
-            "display",
-            {
-                "data": data,
-                "metadata": metadata or {},
-                "transient": transient or {},
-                "update": bool(update),
-            },
-        )
+        self.channel.send(msg.Display(data, metadata or {}, transient or {}, bool(update)))
 
     def clear_output(self, wait: bool = False) -> None:
         flush_streams()
-        self.channel.send("clear_output", {"wait": bool(wait)})
+        self.channel.send(msg.ClearOutput(bool(wait)))
 
 
 class ForwardingDisplayHook(DisplayHook):
@@ -145,8 +139,7 @@ class ForwardingDisplayHook(DisplayHook):
         flush_streams()
         if self._msg["data"]:
             self.channel.send(
-                "execute_result",
-                {"execution_count": self.prompt_count, **self._msg},
+                msg.ExecuteResult(self.prompt_count, self._msg["data"], self._msg["metadata"])
             )
 
 
@@ -156,16 +149,16 @@ def make_input(channel: Any, password: bool) -> Any:
 
     def ask(prompt: Any = "", *args: Any, **kwargs: Any) -> str:
         flush_streams()
-        channel.send("input_request", {"prompt": str(prompt), "password": password})
+        channel.send(msg.InputRequest(str(prompt), password))
         while True:
-            kind, payload = channel.recv()
-            if kind == "input_reply":
+            reply = channel.recv()
+            if isinstance(reply, msg.InputReply):
                 break
-        if payload.get("error"):
+        if reply.error is not None or reply.value is None:
             from IPython.core.error import StdinNotImplementedError
 
-            raise StdinNotImplementedError(payload["error"])
-        return payload["value"]
+            raise StdinNotImplementedError(reply.error or "no input")
+        return reply.value
 
     return ask
 
@@ -192,7 +185,7 @@ class WorkerShell(InteractiveShell):
             "evalue": str(evalue),
             "traceback": list(stb),
         }
-        self.display_pub.channel.send("error", dict(self.last_error))
+        self.display_pub.channel.send(msg.Error(**self.last_error))
 
     def enable_gui(self, gui=None):  # no event loops in a headless worker
         pass

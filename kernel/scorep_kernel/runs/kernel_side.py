@@ -1,0 +1,92 @@
+"""The kernel as runs see it: ``KernelCellOutput`` publishes a worker's outputs on iopub as
+the current cell's own, and ``KernelSideOf`` gives a run what ``runs.base.KernelSide``
+promises, from the ScorePKernel it wraps."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from scorep_kernel.runs.base import CellRequest
+
+if TYPE_CHECKING:
+    from scorep_kernel.background import BackgroundTasks
+    from scorep_kernel.kernel import ScorePKernel
+    from scorep_kernel.worker.client import WorkerPool
+
+
+class KernelCellOutput:
+    """Publishes a worker's outputs on iopub as the current cell's own."""
+
+    def __init__(self, kernel: ScorePKernel):
+        self.kernel = kernel
+
+    def _flush(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed or replaced stream: nothing to flush
+                pass
+
+    def stream(self, name: str, text: str) -> None:
+        (sys.stderr if name == "stderr" else sys.stdout).write(text)
+
+    def display(self, data, metadata=None, transient=None, update=False) -> None:
+        self.kernel.shell.display_pub.publish(
+            data=data, metadata=metadata or {}, transient=transient or {}, update=update
+        )
+
+    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        self._flush()
+        kernel = self.kernel
+        assert kernel.session is not None
+        kernel.session.send(
+            kernel.iopub_socket, msg_type, content,
+            parent=kernel.get_parent(), ident=kernel._topic(msg_type),
+        )  # fmt: skip
+
+    def execute_result(self, execution_count: int, data: dict, metadata: dict) -> None:
+        content = {"execution_count": execution_count, "data": data, "metadata": metadata}
+        self._send("execute_result", content)
+
+    def clear_output(self, wait: bool) -> None:
+        self.kernel.shell.display_pub.clear_output(wait=wait)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self._send("error", {"ename": ename, "evalue": evalue, "traceback": traceback})
+
+
+class KernelSideOf:
+    """``runs.base.KernelSide`` for one ScorePKernel."""
+
+    def __init__(self, kernel: ScorePKernel, stock_execute: Callable[..., Awaitable[dict]]):
+        self._kernel = kernel
+        self._stock_execute = stock_execute
+        self.output = KernelCellOutput(kernel)
+
+    @property
+    def shell(self) -> Any:
+        return self._kernel.shell
+
+    @property
+    def pool(self) -> WorkerPool:
+        return self._kernel.pool
+
+    @property
+    def tasks(self) -> BackgroundTasks:
+        return self._kernel.tasks
+
+    def defer(self, call: Callable[[], None]) -> None:
+        self._kernel.defer(call)
+
+    def execute_stock(self, request: CellRequest) -> Awaitable[dict[str, Any]]:
+        return self._stock_execute(request.code, **request.stock_args)
+
+    def read_input(self, prompt: str, password: bool) -> str:
+        kernel = self._kernel
+        kernel._allow_stdin = True  # runs call this only for requests that allow stdin
+        return kernel.getpass(prompt) if password else kernel.raw_input(prompt)
+
+    def worker_imported(self, modules: list[str]) -> None:
+        self._kernel.worker_imports.update(dict.fromkeys(modules))

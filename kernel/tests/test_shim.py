@@ -13,23 +13,23 @@ from test_tracer_util import calls, run_cell
 from scorep_kernel.formats.recording import ROLE_USER
 from scorep_kernel.measure import Measurement, detect_scorep, install_scorep_shim, shim_path
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("scorep") is not None and shim_path() not in sys.path,
-    reason="the real Score-P bindings are installed: the shim is not used",
-)
+
+def _forget_scorep() -> None:
+    for name in [n for n in sys.modules if n == "scorep" or n.startswith("scorep.")]:
+        del sys.modules[name]
 
 
 @pytest.fixture
 def scorep():
     saved_path = list(sys.path)
+    _forget_scorep()  # a real `scorep` imported by another test
     assert install_scorep_shim() is True
     import scorep as module
 
     assert module.BUILTIN_SHIM is True
     yield module
     sys.path[:] = saved_path
-    for name in [n for n in sys.modules if n == "scorep" or n.startswith("scorep.")]:
-        del sys.modules[name]
+    _forget_scorep()
 
 
 def measure(tmp_path, source, scorep):
@@ -42,31 +42,60 @@ def measure(tmp_path, source, scorep):
     return rec
 
 
-def test_install_only_when_scorep_is_missing():
+def test_the_shim_stands_in_unless_scorep_measures_the_process():
     code = (
-        "import sys, importlib.util\n"
-        "from scorep_kernel.measure import install_scorep_shim, shim_path\n"
-        "assert importlib.util.find_spec('scorep') is None\n"
-        "assert install_scorep_shim() is True and sys.path[-1] == shim_path()\n"
-        "assert install_scorep_shim() is True and sys.path.count(shim_path()) == 1\n"
+        "import sys\n"
+        "from scorep_kernel.shim import SHIM_DIR, install_scorep_shim\n"
+        "assert install_scorep_shim() is True and sys.path[0] == SHIM_DIR\n"
+        "assert install_scorep_shim() is True and sys.path.count(SHIM_DIR) == 1\n"
         "import scorep.user, scorep.instrumenter\n"
         "print(scorep.__file__)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().startswith(shim_path())
-    # A real `scorep` on the path wins: the shim is not added.
-    fake = (
-        "import sys, os, tempfile\n"
-        "d = tempfile.mkdtemp(); os.mkdir(os.path.join(d, 'scorep'))\n"
-        "open(os.path.join(d, 'scorep', '__init__.py'), 'w').close()\n"
-        "sys.path.insert(0, d)\n"
-        "from scorep_kernel.measure import install_scorep_shim, shim_path, detect_scorep\n"
-        "assert install_scorep_shim() is False and shim_path() not in sys.path\n"
-        "assert detect_scorep()['bindings'] is True\n"
+    env = {k: v for k, v in os.environ.items() if k != "SCOREP_PYTHON_BINDINGS_INITIALISED"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
-    out = subprocess.run([sys.executable, "-c", fake], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+    # the shim, whether or not the real bindings are installed
+    assert out.stdout.strip().startswith(shim_path())
+    # A process that Score-P measures keeps the real bindings: the shim is not added.
+    under_scorep = (
+        "import sys\n"
+        "from scorep_kernel.shim import SHIM_DIR, install_scorep_shim\n"
+        "assert install_scorep_shim() is False and SHIM_DIR not in sys.path\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", under_scorep], capture_output=True, text=True, timeout=60,
+        env={**env, "SCOREP_PYTHON_BINDINGS_INITIALISED": "true"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_shim_path_never_travels_with_the_namespace(tmp_path):
+    from scorep_kernel.state import transfer
+
+    saved = list(sys.path)
+    try:
+        install_scorep_shim()
+        packet = transfer.pack({"x": 1})
+        sys.path[:] = [p for p in sys.path if p != shim_path()]  # the other process
+        sys.path.insert(1, shim_path() + "-elsewhere")
+        unpacked = transfer.unpack(packet.header)
+        ns: dict = {}
+        transfer.apply_in_worker(ns, unpacked, ())
+        packet.release()
+        assert shim_path() not in sys.path  # not brought by the sender
+        install_scorep_shim()
+        sys.path.append("/tmp/added-by-the-other-side")
+        back = transfer.pack(ns)
+        sys.path[:] = saved
+        install_scorep_shim()
+        transfer.apply_in_kernel({}, transfer.unpack(back.header), back)
+        back.release()
+        assert sys.path[0] == shim_path() and sys.path.count(shim_path()) == 1
+        assert sys.path[-1] == "/tmp/added-by-the-other-side"
+    finally:
+        sys.path[:] = saved
 
 
 def test_region_as_context_manager_and_decorator(tmp_path, scorep):

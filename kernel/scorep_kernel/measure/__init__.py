@@ -11,10 +11,7 @@ an experiment directory. Used when Score-P is absent, or chosen by the user.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+from ..shim import SHIM_DIR, install_scorep_shim
 from .config import DEFAULT_EXCLUDE, MeasureConfig
 from .detect import detect_scorep
 from .engine import ENGINE_NAME, EngineError
@@ -34,19 +31,5 @@ __all__ = [
 
 
 def shim_path() -> str:
-    """The directory holding our stand-in ``scorep`` package (user regions, instrumenter
-    switches) for code written for Score-P's Python bindings."""
-    return str(Path(__file__).resolve().parent.parent / "shim")
-
-
-def install_scorep_shim() -> bool:
-    """Make ``import scorep`` work: append the shim directory to sys.path, only when the
-    real bindings cannot be imported. Returns True when the shim is (now) on the path."""
-    path = shim_path()
-    if path in sys.path:
-        return True
-    if importlib.util.find_spec("scorep") is not None:
-        return False
-    sys.path.append(path)
-    importlib.invalidate_caches()
-    return True
+    """The directory holding our stand-in ``scorep`` package (see scorep_kernel.shim)."""
+    return SHIM_DIR

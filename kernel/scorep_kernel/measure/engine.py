@@ -27,13 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-
-try:  # viztracer is a dependency, but keep the import error readable
-    from viztracer import __version__ as VIZTRACER_VERSION
-    from viztracer import snaptrace
-except ImportError:  # pragma: no cover - exercised only without viztracer
-    snaptrace = None
-    VIZTRACER_VERSION = None
+from viztracer import __version__ as VIZTRACER_VERSION
+from viztracer import snaptrace
 
 ENGINE_NAME = "viztracer-c"
 SUPPORTED_VERSIONS = ("1.1.",)
@@ -98,8 +93,6 @@ class CTracer:
     """One snaptrace.Tracer with a buffer of ``capacity`` calls."""
 
     def __init__(self, capacity: int):
-        if snaptrace is None:
-            raise EngineError(f"the builtin tracer needs viztracer: {INSTALL_HINT}")
         if not str(VIZTRACER_VERSION).startswith(SUPPORTED_VERSIONS):
             raise EngineError(
                 f"viztracer {VIZTRACER_VERSION} is installed; the builtin tracer reads the "

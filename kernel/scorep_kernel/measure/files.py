@@ -42,8 +42,6 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
         t = time.perf_counter()
         try:
             fn()
-        except ImportError as e:
-            errors.append(f"{name}: the writer is not available ({e})")
         except Exception as e:  # reported in the manifest, never raised
             errors.append(f"{name}: {type(e).__name__}: {e}")
             traceback.print_exc()

@@ -48,8 +48,15 @@ class Changes:
         return "; ".join(parts) if parts else "no changes"
 
 
-def apply_process_state(state: dict, changes: Changes, environ_ignore: Iterable[str] = ()) -> None:
-    """os.environ (as a diff), sys.path (in place) and the working directory."""
+def apply_process_state(
+    state: dict,
+    changes: Changes,
+    environ_ignore: Iterable[str] = (),
+    keep_paths: Iterable[str] = (),
+) -> None:
+    """os.environ (as a diff), sys.path (in place; entries in ``keep_paths`` are this
+    process's own: they keep their place first and never come from the sender) and the
+    working directory."""
     ignore = tuple(environ_ignore)
     wanted = state.get("environ")
     if wanted is not None:
@@ -65,9 +72,12 @@ def apply_process_state(state: dict, changes: Changes, environ_ignore: Iterable[
                 os.environ[key] = value
                 changes.environ_set.append(key)
     path = state.get("sys_path")
-    if path is not None and sys.path != path:
-        sys.path[:] = path
-        changes.sys_path_changed = True
+    if path is not None:
+        keep = tuple(keep_paths)
+        path = [p for p in sys.path if p in keep] + [p for p in path if p not in keep]
+        if sys.path != path:
+            sys.path[:] = path
+            changes.sys_path_changed = True
     cwd = state.get("cwd")
     if cwd is not None and os.getcwd() != cwd:
         try:
@@ -112,6 +122,7 @@ def apply(
     bind_placeholders: bool = False,
     placeholder_where: str = "kernel",
     environ_ignore: Iterable[str] = (),
+    keep_paths: Iterable[str] = (),
 ) -> Changes:
     """Make `target` equal to the unpacked namespace and apply the process state.
 
@@ -123,10 +134,11 @@ def apply(
     * Skipped names are left untouched. With bind_placeholders (the worker side), a skipped name
       that `target` lacks is bound to placeholder_for(name, reason, where=placeholder_where).
     * environ_ignore: prefixes of environment variables to leave alone (e.g. "SCOREP_").
+    * keep_paths: sys.path entries that are this process's own (e.g. the scorep shim).
     """
     changes = Changes()
     if unpacked.process_state is not None:
-        apply_process_state(unpacked.process_state, changes, environ_ignore)
+        apply_process_state(unpacked.process_state, changes, environ_ignore, keep_paths)
 
     if unpacked._namespace is None:
         incoming: dict = {}

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorep_kernel import state as _state  # the package; this module is its kernel-facing face
+from scorep_kernel import state as _state
+from scorep_kernel.shim import SHIM_DIR  # the package; this module is its kernel-facing face
 from scorep_kernel.state import Packet, Unpacked, is_bookkeeping
 
 ENVIRON_IGNORE = ("SCOREP_",)
+# Each process's own sys.path entries: the scorep shim is first where the builtin tracer
+# measures, and absent under Score-P.
+KEEP_PATHS = (SHIM_DIR,)
 # The worker's last expression value rides in the namespace under this name.
 RESULT_NAME = "_scorep_kernel_cell_result"
 
@@ -39,7 +43,13 @@ def apply_in_kernel(namespace: dict[str, Any], unpacked: Unpacked, sent: Packet)
     """The worker's namespace after a cell, into the kernel's: names the worker deleted go,
     names that could not come back keep the kernel's value. Returns the value of the cell's
     last expression (None when it had none), taken out of the namespace again."""
-    _state.apply(namespace, unpacked, previous_names=sent.names, environ_ignore=ENVIRON_IGNORE)
+    _state.apply(
+        namespace,
+        unpacked,
+        previous_names=sent.names,
+        environ_ignore=ENVIRON_IGNORE,
+        keep_paths=KEEP_PATHS,
+    )
     return namespace.pop(RESULT_NAME, None)
 
 
@@ -55,6 +65,7 @@ def apply_in_worker(
         bind_placeholders=True,
         placeholder_where="kernel",
         environ_ignore=ENVIRON_IGNORE,
+        keep_paths=KEEP_PATHS,
     )
 
 

@@ -78,24 +78,29 @@ def test_rss_counts_child_processes():
     import subprocess
     import sys
 
+    # The child says when its 200 MB are touched (no sleeping and hoping), then waits.
     child = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import time; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(3)",
-        ]
+            "import sys; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); "
+            "print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        time.sleep(1.0)  # the child has touched its 200 MB
+        assert child.stdout.readline().strip() == "ready"
         own = psutil.Process().memory_info().rss
         s = MetricSampler(0.05)
         s.start()
-        time.sleep(0.2)
-        samples = s.stop()
+        samples = s.stop()  # at least one sample, taken while the child holds its memory
     finally:
         child.kill()
         child.wait()
     rss = samples.values[:, [x["key"] for x in samples.series].index("mem.rss")]
+    assert len(rss) >= 1
     assert rss.max() > own + 150e6
 
 

@@ -1,6 +1,7 @@
 """Faults in a profiled cell: the kernel survives the worker's death with its namespace
-untouched, interrupts stop the cell within about a second and keep partial state, and
-values that cannot travel are named and explained."""
+untouched, interrupts stop the cell and keep partial state, and values that cannot travel
+are named and explained. (How fast an interrupt stops a cell is a benchmark's figure,
+benchmarks/kernel_cell_latency.py, not an assert here.)"""
 
 from __future__ import annotations
 
@@ -52,19 +53,15 @@ def test_worker_death_leaves_namespace_unchanged(kernel, death):
     assert kernel.value("after_crash") == "before!"
 
 
-def test_interrupt_stops_cell_quickly_and_keeps_partial_state(kernel):
-    t0 = time.monotonic()
+def test_interrupt_stops_the_cell_and_keeps_partial_state(kernel):
+    # The cell would sleep for 10 minutes: stopped by the interrupt, or the test times out.
     msg_id = kernel.send(
-        "import time\npartial = 'reached'\nprint('asleep', flush=True)\ntime.sleep(30)\n"
+        "import time\npartial = 'reached'\nprint('asleep', flush=True)\ntime.sleep(600)\n"
         "partial = 'finished'", PROFILE_SUB,
     )  # fmt: skip
     kernel.wait_output(msg_id, "asleep")
-    time.sleep(0.3)
-    sent = time.monotonic()
     kernel.km.interrupt_kernel()
-    result = kernel.collect(msg_id, timeout=30, t0=t0)
-    stopped_after = result.messages[-1][0] - (sent - t0)
-    assert stopped_after < 1.5, f"the cell took {stopped_after:.2f} s to stop"
+    result = kernel.collect(msg_id, timeout=120)
     assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
     assert result.manifest()["status"] == "interrupted"
     assert kernel.value("partial") == "reached"
@@ -77,14 +74,12 @@ def test_interrupt_that_cannot_stop_the_cell_kills_the_worker(kernel):
     code = (
         "stuck = 'in worker'\nimport signal, time\n"
         "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
-        "print('blocked', flush=True)\ntime.sleep(30)"
+        "print('blocked', flush=True)\ntime.sleep(600)"
     )
     msg_id = kernel.send(code, PROFILE_SUB)
     kernel.wait_output(msg_id, "blocked")
-    sent = time.monotonic()
     kernel.km.interrupt_kernel()
-    result = kernel.collect(msg_id, timeout=30)
-    assert time.monotonic() - sent < 8
+    result = kernel.collect(msg_id, timeout=120)
     assert result.status == "error" and result.reply["ename"] == "ProfilingProcessDied"
     assert "did not stop" in result.reply["evalue"]
     assert result.manifest()["status"] == "crashed"
@@ -127,19 +122,38 @@ def test_kernel_process_alive_after_all(kernel):
 def test_interrupt_while_idle_is_harmless(kernel):
     """An interrupt that arrives while the kernel is idle must not break the next cell."""
     kernel.km.interrupt_kernel()
-    time.sleep(0.3)
     result = kernel.run("quiet = 1", PROFILE_SUB)
     assert result.status == "ok", result.reply
 
 
-def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel):
+def test_interrupt_while_the_worker_starts_cancels_the_cell(kernel, tmp_path):
+    # A gate in the worker's start (a sitecustomize on its PYTHONPATH): it says when the
+    # worker is starting, and waits to be let through. The interrupt lands in that window.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "sitecustomize.py").write_text(
+        "import os, pathlib, time\n"
+        f"gate = pathlib.Path({str(gate)!r})\n"
+        "(gate / 'starting').touch()\n"
+        "while not (gate / 'open').exists():\n"
+        "    time.sleep(0.01)\n"
+    )
+    setup = f"_pp = os.environ.get('PYTHONPATH')\nos.environ['PYTHONPATH'] = {str(gate)!r}"
     assert kernel.run("%scorep spare_worker=false").status == "ok"
+    assert kernel.run(setup).status == "ok"
     try:
         msg_id = kernel.send("never_ran = 1", PROFILE_SUB)
-        time.sleep(0.15)  # the kernel has the request; a fresh interpreter needs ~0.5 s or more
-        kernel.km.interrupt_kernel()
+        while not (gate / "starting").exists():
+            time.sleep(0.01)
+        kernel.km.interrupt_kernel()  # while the kernel waits for its worker
+        (gate / "open").touch()
         result = kernel.collect(msg_id, timeout=60)
     finally:
+        (gate / "open").touch()
+        restore = (
+            "os.environ.pop('PYTHONPATH') if _pp is None else os.environ.update(PYTHONPATH=_pp)"
+        )
+        assert kernel.run(restore).status == "ok"
         assert kernel.run("%scorep spare_worker=true").status == "ok"
     assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
     assert kernel.value("'never_ran' in globals()") is False
@@ -163,10 +177,8 @@ def test_input_in_a_profiled_cell_is_asked_of_the_notebook(kernel):
 def test_interrupt_while_input_waits(kernel):
     msg_id = kernel.send("before_input = 1\nnever = input('? ')", PROFILE_SUB, allow_stdin=True)
     kernel.kc.get_stdin_msg(timeout=60)  # the request reached the notebook
-    sent = time.monotonic()
     kernel.km.interrupt_kernel()
-    result = kernel.collect(msg_id, timeout=30)
-    assert time.monotonic() - sent < 5
+    result = kernel.collect(msg_id, timeout=60)
     assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
     assert kernel.value("before_input") == 1 and kernel.value("'never' in globals()") is False
     assert kernel.run("after_input = 1", PROFILE_SUB).status == "ok"
@@ -175,14 +187,11 @@ def test_interrupt_while_input_waits(kernel):
 def test_inprocess_interrupt_and_error_are_recorded(kernel):
     inproc = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
     msg_id = kernel.send(
-        "import time\nin_partial = 1\nprint('asleep', flush=True)\ntime.sleep(30)", inproc
+        "import time\nin_partial = 1\nprint('asleep', flush=True)\ntime.sleep(600)", inproc
     )
     kernel.wait_output(msg_id, "asleep")
-    time.sleep(0.3)
-    sent = time.monotonic()
     kernel.km.interrupt_kernel()
-    result = kernel.collect(msg_id, timeout=30)
-    assert time.monotonic() - sent < 3
+    result = kernel.collect(msg_id, timeout=120)
     assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
     assert result.manifest()["status"] == "interrupted"
     assert kernel.value("in_partial") == 1

@@ -6,6 +6,7 @@ kernel's namespace afterwards (asserts comparing with the expected namespace).
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -213,11 +214,25 @@ CASES = [
 ]
 
 
+def run_check(check: str, namespace: dict) -> None:
+    """Run a check in the kernel's namespace: its ``assert`` statements are this test's own
+    asserts (an exec'd assert fails with a bare AssertionError, and not at all under -O),
+    showing the expression and the values of the names in it."""
+    for statement in ast.parse(check).body:
+        if not isinstance(statement, ast.Assert):
+            exec(compile(ast.Module([statement], []), "<check>", "exec"), namespace)
+            continue
+        holds = eval(compile(ast.Expression(statement.test), "<check>", "eval"), namespace)
+        names = sorted({n.id for n in ast.walk(statement.test) if isinstance(n, ast.Name)})
+        shown = ", ".join(f"{n}={namespace[n]!r:.120}" for n in names if n in namespace)
+        assert holds, f"{ast.unparse(statement.test)}  ({shown})"
+
+
 @pytest.mark.parametrize("setup, cell, check", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_round_trip(kernel_ns, setup, cell, check):
     exec(setup, kernel_ns)
     run_in_worker(kernel_ns, cell)
-    exec(check, kernel_ns)
+    run_check(check, kernel_ns)
 
 
 @pytest.mark.parametrize("transport", ["pull", "shm"])

@@ -45,7 +45,7 @@ def read_meta(parent: Path) -> dict[str, Any] | None:
 
 
 def is_fresh(meta: dict[str, Any] | None, exp_dir: Path) -> bool:
-    return bool(meta) and meta.get("sources") == source_files(exp_dir)
+    return meta is not None and meta.get("sources") == source_files(exp_dir)
 
 
 @contextlib.contextmanager

@@ -135,7 +135,7 @@ def build_levels(raw_start, raw_end, raw_region, depth_ptr, pixels: list[float])
     skipped, each built from the previous (finer) one."""
     seg = np.repeat(np.arange(len(depth_ptr) - 1), np.diff(depth_ptr))
     cur = Spans(raw_start, raw_end, raw_region, np.ones(raw_start.size, np.int32), seg)
-    out = []
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = []
     for px in pixels:
         nxt = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0)
         if len(nxt) > KEEP_RATIO * len(cur) and px != pixels[-1]:

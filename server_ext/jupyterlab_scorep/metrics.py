@@ -94,7 +94,7 @@ def from_trace(index) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
     if not with_metrics:
         return None
     columns: dict[tuple[int, int], int] = {}
-    series = []
+    series: list[dict[str, str]] = []
     blocks = []
     for loc in with_metrics:
         i = loc["id"]

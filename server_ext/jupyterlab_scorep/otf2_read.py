@@ -80,7 +80,7 @@ def _library():
     per location (the ``_otf2`` wrappers re-declare them on every call)."""
     global _lib
     if _lib is None:
-        import _otf2
+        import _otf2  # type: ignore[import-untyped]  # the otf2 package has no types
 
         lib = ctypes.PyDLL(_otf2.Config.lib_path())
         lib.OTF2_EvtReaderCallbacks_New.restype = _VP
@@ -246,7 +246,7 @@ def read_trace(anchor: str) -> tuple[Definitions, list[LocationEvents]]:
 
 
 def _read_location(
-    reader: int, ref: int, expected: int, metric_classes: dict[int, list[int]]
+    reader: ctypes.c_void_p, ref: int, expected: int, metric_classes: dict[int, list[int]]
 ) -> LocationEvents:
     lib = _library()
     times, regions = array("q"), array("q")

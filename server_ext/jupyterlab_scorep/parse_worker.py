@@ -67,10 +67,10 @@ def serve() -> None:
 
 class ParseWorker:
     def __init__(self):
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "jupyterlab_scorep.parse_worker"],
@@ -100,15 +100,18 @@ class ParseWorker:
         request = pickle.dumps((fn.__module__, fn.__name__, args))
         with self._lock:
             proc = self._start()
+            stdin, stdout = proc.stdin, proc.stdout
+            if stdin is None or stdout is None:  # never: _start opens both pipes
+                raise WorkerCrashed("the worker was started without its pipes")
             try:
-                proc.stdin.write(_HEADER.pack(len(request)) + request)
-                proc.stdin.flush()
-                ready, _, _ = select.select([proc.stdout], [], [], timeout)
+                stdin.write(_HEADER.pack(len(request)) + request)
+                stdin.flush()
+                ready, _, _ = select.select([stdout], [], [], timeout)
                 if not ready:
                     self._kill()
                     raise WorkerTimeout(f"stopped after {timeout:.0f} s")
-                (size,) = _HEADER.unpack(_read_exact(proc.stdout, _HEADER.size))
-                ok, value = pickle.loads(_read_exact(proc.stdout, size))
+                (size,) = _HEADER.unpack(_read_exact(stdout, _HEADER.size))
+                ok, value = pickle.loads(_read_exact(stdout, size))
             except (EOFError, BrokenPipeError, OSError) as e:
                 code = proc.poll()
                 self._kill()

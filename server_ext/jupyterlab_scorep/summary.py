@@ -7,6 +7,7 @@ numbers it was drawn from, so the user can check it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,7 +124,7 @@ def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]
             share = float(single.mean())
             if share >= 0.5:
                 means = {int(i): float(grid[:, k].mean()) for k, i in enumerate(ids)}
-                busiest = max(means, key=means.get)
+                busiest = max(means, key=lambda core: means[core])
                 others = {k: v for k, v in means.items() if k != busiest}
                 rest = (
                     f"core {min(others)} at {others[min(others)]:.0f}%"
@@ -221,7 +222,7 @@ FILTER_DROPS = {
 }
 
 
-def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict[str, Any]]:
+def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What the measurement says about itself (the builtin tracer's manifest
     ``measurement``: cap_reached, event_cap, dropped {reason: calls}, messages)."""
     out = []
@@ -242,7 +243,9 @@ def trace_verdicts(manifest: dict[str, Any], notes: list[str] = ()) -> list[dict
                 "numbers": numbers,
             }
         )
-    dropped = m.get("dropped") if isinstance(m.get("dropped"), dict) else {}
+    dropped = m.get("dropped")
+    if not isinstance(dropped, dict):
+        dropped = {}
     filtered = {
         k: int(v)
         for k, v in dropped.items()
@@ -280,7 +283,7 @@ def summarize(
     metrics=None,
     *,
     events: int | None = None,
-    trace_notes: list[str] = (),
+    trace_notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     wall = manifest.get("wall_s")
     if wall is None and tree is not None and len(tree.nodes):

@@ -25,10 +25,18 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import operator
+import sys
 
 import numpy as np
-from _otf2.Config import lib_path
+from _otf2.Config import lib_path  # type: ignore[import-untyped]  # the otf2 package has no types
+
+if sys.version_info >= (3, 11):
+    from operator import call as _call
+else:  # operator.call is new in 3.11; the package supports 3.10
+
+    def _call(fn, *args):
+        return fn(*args)
+
 
 _lib = ctypes.PyDLL(lib_path())
 
@@ -82,7 +90,10 @@ def _check(codes, what: str) -> None:
 
 def handle_address(event_writer) -> int:
     """The ``OTF2_EvtWriter*`` of an ``otf2.event_writer.EventWriter`` as an int."""
-    return ctypes.cast(event_writer.handle, ctypes.c_void_p).value
+    address = ctypes.cast(event_writer.handle, ctypes.c_void_p).value
+    if address is None:
+        raise Otf2WriteError("the event writer is closed (its handle is NULL)")
+    return address
 
 
 def write_enter_leave(writer_addr: int, times, region_refs, kinds, what: str) -> None:
@@ -94,7 +105,7 @@ def write_enter_leave(writer_addr: int, times, region_refs, kinds, what: str) ->
     functions = list(map((_leave, _enter).__getitem__, (np.asarray(kinds) != 0).tolist()))
     codes = list(
         map(
-            operator.call,
+            _call,
             functions,
             itertools.repeat(writer_addr, n),
             itertools.repeat(None, n),
@@ -119,7 +130,7 @@ def write_metrics(writer_addr: int, times, metric_ref: int, values: np.ndarray, 
     row_addrs = (values.ctypes.data + values.strides[0] * np.arange(n)).tolist()
     codes = list(
         map(
-            operator.call,
+            _call,
             itertools.repeat(_metric, n),
             itertools.repeat(writer_addr, n),
             itertools.repeat(None, n),

@@ -176,8 +176,8 @@ def _pair_calls(thread: ThreadEvents, t_index: int, event_offset: int):
     enters, leaves = order[0::2], order[1::2]
     mismatch = regions[enters] != regions[leaves]
     if mismatch.any():
-        bad = np.flatnonzero(mismatch)
-        i = int(bad[np.argmin(leaves[bad])])  # the first wrong leave in time
+        wrong = np.flatnonzero(mismatch)
+        i = int(wrong[np.argmin(leaves[wrong])])  # the first wrong leave in time
         raise RecordingError(
             f"{where}: event {int(leaves[i])} leaves region {int(regions[leaves[i]])} but "
             f"the open region is {int(regions[enters[i]])} (event {int(enters[i])})"
@@ -217,7 +217,8 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     per_level: list[tuple] = []  # (cnode, start, duration, thread) of the level's calls
     n_cnodes = 0
     stride = n_regions + 1
-    prev_pos = prev_cnode = None
+    # the previous level's call positions and cnodes (none before level 0)
+    prev_pos = prev_cnode = np.zeros(0, np.int64)
     for lv in range(max_level + 1):
         slices = [(p, b[lv], b[lv + 1]) for p, b in zip(parts, bounds) if b[lv + 1] > b[lv]]
         pos = np.concatenate([p[1][lo:hi] for p, lo, hi in slices])
@@ -301,11 +302,11 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     cell = cn * n_threads + thread_of  # flat index into [cnode, thread]
     size = n_total * n_threads
     visits = np.bincount(cell, minlength=size).astype(np.uint64).reshape(n_total, n_threads)
-    incl = np.zeros(size, dtype=np.int64)
+    incl: np.ndarray = np.zeros(size, dtype=np.int64)  # [cnode, thread] once reshaped
     np.add.at(incl, cell, dur)  # exact integer sums
-    vmin = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    vmin: np.ndarray = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(vmin, cell, dur)
-    vmax = np.zeros(size, dtype=np.int64)
+    vmax: np.ndarray = np.zeros(size, dtype=np.int64)
     np.maximum.at(vmax, cell, dur)
     incl, vmin, vmax = (a.reshape(n_total, n_threads) for a in (incl, vmin, vmax))
     if synthetic:

@@ -59,6 +59,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import otf2
@@ -90,6 +91,7 @@ from .recording import (
     ROLE_FUNCTION,
     ROLE_IMPORT,
     ROLE_USER,
+    MetricSamples,
     Recording,
 )
 
@@ -131,7 +133,7 @@ class _Definitions:
     region_refs: np.ndarray  # uint32 OTF2 region ref per recording region index
     regions: list  # otf2 Region definitions, by recording region index
     thread_locations: list
-    metric_location: object = None
+    metric_location: Any = None  # an otf2 Location (the otf2 package has no types)
     # (metric class definition, first column, end column) per class
     metric_classes: list = field(default_factory=list)
 
@@ -266,19 +268,18 @@ def _clock(recording: Recording) -> tuple[int, int, int]:
     return offset, max(hi - lo, 0), offset
 
 
-def _sorted_metric_samples(recording: Recording):
-    m = recording.metrics
+def _sorted_metric_samples(m: MetricSamples, clock_offset_ns: int):
     times = np.asarray(m.times, dtype=np.int64)
     order = np.argsort(times, kind="stable")  # OTF2 wants non-decreasing times
     values = np.asarray(m.values, dtype=np.float64).reshape(len(times), len(m.series))
-    return _epoch(times[order], recording.clock_offset_ns), values[order]
+    return _epoch(times[order], clock_offset_ns), values[order]
 
 
 def _write_fast(
     trace: _ClockedWriter,
     recording: Recording,
     defs: _Definitions,
-    encoded: dict | None,
+    encoded: dict[Path, np.ndarray] | None,
     exp_dir: Path,
 ) -> int:
     """Events through libotf2 with argtypes bound once; with ``encoded`` (a dict), a
@@ -300,9 +301,9 @@ def _write_fast(
             )
         location._number_of_events_written = n  # private, see _otf2_fast
         total += n
-    if defs.metric_location is not None:
+    if defs.metric_location is not None and recording.metrics is not None:
         writer = trace.event_writer_from_location(defs.metric_location)
-        times, values = _sorted_metric_samples(recording)
+        times, values = _sorted_metric_samples(recording.metrics, recording.clock_offset_ns)
         # Per sample, one event per class, classes in order (as the high-level engine).
         addr = _otf2_fast.handle_address(writer)
         n = 0
@@ -343,9 +344,9 @@ def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Def
             else:
                 writer.leave(ts, regions[region])
         total += len(t)
-    if defs.metric_location is not None:
+    if defs.metric_location is not None and recording.metrics is not None:
         writer = trace.event_writer_from_location(defs.metric_location)
-        times, values = _sorted_metric_samples(recording)
+        times, values = _sorted_metric_samples(recording.metrics, recording.clock_offset_ns)
         for ts, row in zip(times.tolist(), values.tolist()):
             for metric_class, lo, hi in defs.metric_classes:
                 writer.metric(ts, metric_class, row[lo:hi])
@@ -381,7 +382,7 @@ def write_otf2(recording: Recording, exp_dir, *, engine: str = "fast") -> dict:
     )
     if cls is _ClockedWriter:
         writer.clock = _clock(recording)
-    encoded = {} if engine == "fast" else None
+    encoded: dict[Path, np.ndarray] | None = {} if engine == "fast" else None
     with contextlib.closing(writer) as trace:
         trace.creator = CREATOR
         trace.machine_name = "Linux"
@@ -392,7 +393,7 @@ def write_otf2(recording: Recording, exp_dir, *, engine: str = "fast") -> dict:
             events = _write_fast(trace, recording, defs, encoded, exp_dir)
     for path, payload in (encoded or {}).items():
         with open(path, "wb") as f:
-            f.write(memoryview(payload))
+            f.write(payload.data)  # the encoded bytes, without a copy
     return {
         "events": events,
         "seconds": time.perf_counter() - started,

@@ -24,7 +24,7 @@ export type IsolationSetting = 'auto' | 'subprocess' | 'inprocess';
 export interface IProfileSettings {
   backend: BackendSetting;
   isolation: IsolationSetting;
-  /** seconds between system metric samples */
+  /** seconds between system metric samples; 0 = the kernel's (or `%scorep`'s) interval */
   metricInterval: number;
   /** parent directory for experiments; empty = the kernel's default */
   experimentDirectory: string;
@@ -65,7 +65,7 @@ export interface IScorepMetadata {
 const VALID: { [K in keyof IProfileSettings]: (v: unknown) => boolean } = {
   backend: v => v === 'auto' || v === 'scorep' || v === 'builtin',
   isolation: v => v === 'auto' || v === 'subprocess' || v === 'inprocess',
-  metricInterval: v => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  metricInterval: v => typeof v === 'number' && Number.isFinite(v) && v >= 0,
   experimentDirectory: v => typeof v === 'string',
   eventCap: v => typeof v === 'number' && Number.isFinite(v) && v >= 0
 };
@@ -90,7 +90,10 @@ export function readUserSettings(
 
 /**
  * The user's settings under their metadata names. Values that mean "no choice" ("auto",
- * an empty directory, an event cap of 0) are left out, so the kernel's own rule decides.
+ * an empty directory, an interval or event cap of 0) are left out, so the kernel's own rule
+ * decides. Every schema default is such a value: JupyterLab's settings editor saves the whole
+ * form (defaults included) as the user's settings once one field is changed, and those
+ * defaults must not override `%scorep` or the environment.
  */
 export function settingsToMetadata(s: IUserSettings): ILabSettingsMetadata {
   const meta: ILabSettingsMetadata = {};

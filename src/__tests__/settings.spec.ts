@@ -30,7 +30,19 @@ describe('settings → metadata', () => {
       metricInterval: 0.5,
       experimentDirectory: '/tmp/exp'
     });
-    expect(readUserSettings({ metricInterval: 0 })).toEqual({});
+    expect(readUserSettings({ metricInterval: -1, eventCap: 'x' })).toEqual({});
+  });
+
+  it('writes nothing for the defaults the settings editor saves with a change', () => {
+    // JupyterLab's settings form saves every field, defaults included, once one is changed
+    const saved = readUserSettings({
+      backend: 'builtin',
+      isolation: 'auto',
+      metricInterval: 0,
+      experimentDirectory: '',
+      eventCap: 0
+    });
+    expect(settingsToMetadata(saved)).toEqual({ backend: 'builtin' });
   });
 
   it('translates the user settings to metadata names, leaving out "no choice"', () => {
@@ -40,6 +52,7 @@ describe('settings → metadata', () => {
       settingsToMetadata({
         backend: 'auto',
         isolation: 'auto',
+        metricInterval: 0,
         experimentDirectory: '  ',
         eventCap: 0
       })

@@ -60,9 +60,9 @@ test.describe('Score-P cell toggle', () => {
 
     await toggle.click();
     await expect(toggle).toHaveAttribute('aria-pressed', 'true');
-    const meta = await cellMetadata(page, 0);
-    expect(meta.profile).toBe(true);
-    expect(meta.metric_interval).toBe(0.1);
+    // no JupyterLab setting was set: nothing but the toggle's own key (no defaults, no
+    // metric_interval, so %scorep and the kernel's defaults apply)
+    expect(await cellMetadata(page, 0)).toEqual({ profile: true });
     // the profiled mark in the prompt area
     await expect(page.locator('.jp-Notebook .jp-Cell').first()).toHaveClass(
       /jp-scorep-profiled/
@@ -132,12 +132,14 @@ test.describe('Score-P cell toggle', () => {
     await page.notebook.setCell(0, 'code', 'y = 2');
     await page.notebook.selectCells(0);
     await page.locator(TOGGLE).first().click();
+    // the settings the user set go to lab_settings; the cell's top level stays the cell's own
     expect(await cellMetadata(page, 0)).toEqual({
       profile: true,
-      backend: 'builtin',
-      isolation: 'subprocess',
-      metric_interval: 0.1,
-      event_cap: 5000
+      lab_settings: {
+        backend: 'builtin',
+        isolation: 'subprocess',
+        event_cap: 5000
+      }
     });
     // the kernel honours them: the run happens in a subprocess
     await page.notebook.runCell(0);
@@ -154,6 +156,72 @@ test.describe('Score-P cell toggle', () => {
         '{}'
       );
     });
+  });
+
+  test('a key set on the cell wins over the JupyterLab settings', async ({
+    page
+  }) => {
+    await page.notebook.createNew('precedence.ipynb', {
+      kernel: 'scorep-python'
+    });
+    await setSource(page, 0, 'import json\nw = json.dumps(list(range(100)))');
+    // set by hand in the cell's metadata (as the metadata editor does): the builtin backend
+    await page.evaluate(() => {
+      const nb = (window as any).jupyterapp.shell.currentWidget;
+      nb.content.widgets[0].model.setMetadata('scorep', {
+        profile: true,
+        backend: 'builtin'
+      });
+    });
+
+    // the user changes the JupyterLab settings in the settings editor: another backend, and
+    // an isolation the cell leaves open. The form saves every field, defaults included.
+    await page.evaluate(async () => {
+      await (window as any).jupyterapp.commands.execute('settingeditor:open', {
+        query: 'Score-P'
+      });
+    });
+    await page.getByText('Score-P profiling').first().click();
+    const field = (name: string) =>
+      page.locator(
+        `select[id="jp-SettingsEditor-jupyterlab-scorep:plugin_${name}"]`
+      );
+    await field('backend').selectOption({ label: 'scorep' });
+    await field('isolation').selectOption({ label: 'subprocess' });
+    // wait until the settings registry in the page (the one the extension reads) has them
+    await expect
+      .poll(() =>
+        page.evaluate(async () => {
+          const registry = await (window as any).galata.getPlugin(
+            '@jupyterlab/apputils-extension:settings'
+          );
+          const s = await registry.load('jupyterlab-scorep:plugin');
+          return { backend: s.user.backend, isolation: s.user.isolation };
+        })
+      )
+      .toEqual({ backend: 'scorep', isolation: 'subprocess' });
+
+    // back to the notebook, run the cell
+    await page.notebook.activate('precedence.ipynb');
+    await page.notebook.runCell(0);
+    const panel = page.locator('.jp-scorep-panel').first();
+    await expect(panel).toHaveAttribute('data-state', 'ready', {
+      timeout: 60_000
+    });
+    // the hand-set key survived the refresh before the run; the settings the user changed
+    // are in lab_settings, without the defaults the form saved along (metric_interval: 0...)
+    expect(await cellMetadata(page, 0)).toEqual({
+      profile: true,
+      backend: 'builtin',
+      lab_settings: { backend: 'scorep', isolation: 'subprocess' }
+    });
+    // and the kernel applied them in that order: the cell's backend, the setting's isolation
+    await expect(panel.locator('.jp-scorep-fact-backend')).toContainText(
+      'builtin'
+    );
+    await expect(panel.locator('.jp-scorep-fact-isolation')).toContainText(
+      'subprocess'
+    );
   });
 
   test('profile selected cells as one run', async ({ page }) => {

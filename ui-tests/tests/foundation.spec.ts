@@ -29,8 +29,7 @@ test.describe('foundation', () => {
     });
     await expect(card.first()).toBeVisible();
     const launcher = page.locator('.jp-Launcher-body');
-    expect(await launcher.screenshot()).toMatchSnapshot('launcher.png', {
-      maxDiffPixelRatio: 0.02
-    });
+    // strict: waits until two screenshots in a row are the same, then no pixel may differ
+    await expect(launcher).toHaveScreenshot('launcher.png');
   });
 });

@@ -90,7 +90,8 @@ class Placeholder:
     def __reduce_ex__(self, protocol):
         self._fail()
 
-    __reduce__ = __reduce_ex__
+    # _fail, not __reduce_ex__: __reduce__() takes no protocol argument
+    __reduce__ = _fail
     # Special methods are looked up on the type, bypassing __getattribute__: define them all.
     __call__ = __iter__ = __next__ = __len__ = __bool__ = __getitem__ = __setitem__ = (
         __delitem__

@@ -147,6 +147,7 @@ def apply(
         incoming = unpacked._namespace
         if unpacked._globals is not target:
             old = unpacked._globals
+            assert old is not None  # Unpacked._load sets _globals together with _namespace
             for name, value in incoming.items():
                 incoming[name] = _rebind_globals(value, old, target)
 

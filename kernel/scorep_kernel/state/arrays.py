@@ -88,4 +88,6 @@ def reduce_array(array: np.ndarray, covering: dict[int, np.ndarray]):
         order = "F"
     else:
         return NotImplemented  # numpy copies it in band
-    return rebuild_array, (pickle.PickleBuffer(array), array.dtype, array.shape, order)
+    # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12; it is a buffer everywhere
+    buffer = pickle.PickleBuffer(array)  # type: ignore[arg-type]
+    return rebuild_array, (buffer, array.dtype, array.shape, order)

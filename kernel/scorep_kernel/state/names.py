@@ -55,7 +55,8 @@ def is_bookkeeping(name: str, value: object = None) -> bool:
 def travelling_names(namespace: dict, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """Split the namespace's user names into (travelling, left out because the caller said so)."""
     skip = set(skip)
-    travelling, skipped = [], []
+    travelling: list[str] = []
+    skipped: list[str] = []
     for name, value in namespace.items():
         if not isinstance(name, str) or is_bookkeeping(name, value):
             continue

@@ -115,7 +115,7 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
         )
         wrapped_bytes: dict[int, LargeBytes] = {}
         entries = []
-        failure = None
+        failure: tuple[int, str, Exception] | None = None
         for position, name in enumerate(pending):
             value = namespace[name]
             if type(value) in (bytes, bytearray) and len(value) >= oob_min:
@@ -131,8 +131,8 @@ def _pickle_names(namespace: dict, names: list[str], skipped: dict[str, str], oo
             return out.getvalue(), entries, buffers
         # The stream and the pickler's memo are now inconsistent: note the culprit, probe the
         # names not tried yet one by one (cheap: large buffers are not copied), start again.
-        position, name, exc = failure
-        skipped[name] = describe_unpicklable(namespace[name], exc)
+        position, name, cause = failure
+        skipped[name] = describe_unpicklable(namespace[name], cause)
         for other in pending[position + 1 :]:
             error = _probe(namespace, namespace[other], oob_min)
             if error is not None:
@@ -245,6 +245,7 @@ class Unpacked:
         if self._namespace is None:
             namespace: dict = {}
             self._load(namespace, namespace)
+        assert self._namespace is not None  # _load binds it
         return self._namespace
 
     def _load(self, into: dict, globals_dict: dict) -> None:

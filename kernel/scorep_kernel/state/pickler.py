@@ -60,7 +60,10 @@ def import_module_or_placeholder(name: str):
 def _rebuild_memoryview(buffer, fmt: str, shape: tuple):
     view = memoryview(buffer)
     try:
-        return view.cast("B").cast(fmt, shape) if (fmt != "B" or len(shape) != 1) else view
+        # typeshed lists literal formats only; fmt is the format of the sending side's memoryview
+        if fmt != "B" or len(shape) != 1:
+            return view.cast("B").cast(fmt, shape)  # type: ignore[call-overload]
+        return view
     except (TypeError, ValueError):
         return view
 

@@ -22,6 +22,7 @@ import os
 import pickle
 import sys
 import weakref
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -136,7 +137,7 @@ _received: dict[int, tuple] = {}
 class PullLender:
     """The sender's side for one Packet: descriptors, and the objects kept alive until release."""
 
-    def __init__(self, returnable: set[int] = frozenset()):
+    def __init__(self, returnable: AbstractSet[int] = frozenset()):
         #: ids of the objects whose memory may take data back in place: the arrays that are names
         #: of the namespace themselves. Arrays inside other objects (pandas blocks, lists) come back
         #: as copies, as with plain pickle: a library may track who shares that memory (pandas'
@@ -155,8 +156,12 @@ class PullLender:
         token = (os.getpid(), self.serial, self._count)
         self._count += 1
         if id(raw.obj) in self._returnable and not raw.readonly:
+
+            def forget(_r: object, t: tuple = token) -> None:
+                _lent.pop(t, None)
+
             try:
-                ref = weakref.ref(raw.obj, lambda _r, t=token: _lent.pop(t, None))
+                ref = weakref.ref(raw.obj, forget)
             except TypeError:
                 pass  # not trackable: always comes back into fresh memory
             else:
@@ -170,6 +175,8 @@ class PullLender:
         end, last_token = -1, None
         for start, stop, token in sorted(self._ranges):
             if start < end:
+                # end is above -1 only once a range has set last_token (addresses are >= 0)
+                assert last_token is not None
                 _lent.pop(token, None)
                 _lent.pop(last_token, None)
             if stop > end:
@@ -221,9 +228,9 @@ def receive(descriptor: tuple):
     if nbytes:
         read_remote(pid, address, destination)
         address_here = destination.ctypes.data
-        _received[address_here] = (
-            token,
-            nbytes,
-            weakref.ref(destination, lambda _r, a=address_here: _received.pop(a, None)),
-        )
+
+        def forget(_r: object, a: int = address_here) -> None:
+            _received.pop(a, None)
+
+        _received[address_here] = (token, nbytes, weakref.ref(destination, forget))
     return destination

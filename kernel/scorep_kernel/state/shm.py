@@ -135,7 +135,8 @@ def _map_private(fd: int, nbytes: int, offset: int) -> np.ndarray:
     madvise_fn(address, nbytes, _MADV_POPULATE_READ)
     memory = (ctypes.c_ubyte * nbytes).from_address(address)
     weakref.finalize(memory, unmap_fn, address, nbytes)
-    return np.frombuffer(memory, dtype=np.uint8)
+    # numpy's stubs list a few buffer types only; a ctypes array exports the buffer protocol
+    return np.frombuffer(memory, dtype=np.uint8)  # type: ignore[call-overload]
 
 
 class SegmentReader:

@@ -16,6 +16,7 @@ Either way the sender must keep the Packet until the receiver's `unpack()` has r
 from __future__ import annotations
 
 import os
+from collections.abc import Set as AbstractSet
 
 from .errors import ENV_TRANSPORT, StateTransferError
 from .pull import PullLender, allow_reader, pull_permitted
@@ -39,17 +40,20 @@ def choose_transport(requested: str | None = None) -> str:
 class Exporter:
     """The sender's side of one Packet's buffers, held until release()."""
 
-    def __init__(self, transport: str, returnable: set[int] = frozenset()):
+    def __init__(self, transport: str, returnable: AbstractSet[int] = frozenset()):
         """returnable: ids of the objects that may take their data back in place (pull)."""
         self.transport = transport
-        self._side = PullLender(returnable) if transport == "pull" else SegmentWriter()
+        self._side: PullLender | SegmentWriter = (
+            PullLender(returnable) if transport == "pull" else SegmentWriter()
+        )
 
     def export(self, raw: memoryview) -> tuple:
         """A descriptor for one contiguous buffer (raw: PickleBuffer.raw())."""
-        return self._side.lend(raw) if self.transport == "pull" else self._side.write(raw)
+        side = self._side  # a PullLender exactly when self.transport == "pull"
+        return side.lend(raw) if isinstance(side, PullLender) else side.write(raw)
 
     def seal(self) -> None:
-        if self.transport == "pull":
+        if isinstance(self._side, PullLender):
             self._side.seal()
 
     def release(self) -> None:

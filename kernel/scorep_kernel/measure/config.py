@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 # Jupyter's and the kernel's own machinery. A region from these modules is dropped together
 # with everything it calls (print() inside a cell would otherwise show ipykernel's stream
@@ -70,6 +70,10 @@ def _modules(key: str, value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+@overload
+def _whole(key: str, value: Any, minimum: int, allow_none: Literal[False]) -> int: ...
+@overload
+def _whole(key: str, value: Any, minimum: int, allow_none: bool) -> int | None: ...
 def _whole(key: str, value: Any, minimum: int, allow_none: bool) -> int | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         if allow_none:

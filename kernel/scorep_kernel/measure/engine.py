@@ -208,13 +208,14 @@ class CTracer:
     # --- clock -----------------------------------------------------------------------
     def clock_pair(self) -> tuple[float, float]:
         """(tracer ns, perf_counter ns) read at the same moment, best of a few tries."""
-        best = None
+        best: tuple[int, float, float] | None = None
         for _ in range(5):
             a = time.perf_counter_ns()
             v = self.getts()
             b = time.perf_counter_ns()
             if best is None or b - a < best[0]:
                 best = (b - a, v * 1000.0, (a + b) / 2.0)
+        assert best is not None  # the loop ran
         return best[1], best[2]
 
     # --- read out --------------------------------------------------------------------
@@ -223,8 +224,11 @@ class CTracer:
         size = self._long(_OFF_SIZE).value
         head, tail = self._long(_OFF_HEAD).value, self._long(_OFF_TAIL).value
         buf_addr = ctypes.c_void_p.from_address(self._addr + _OFF_BUFFER).value
+        assert buf_addr is not None, "the tracer allocates its buffer when it is created"
         buf = np.frombuffer(
-            (ctypes.c_char * (size * NODE_BYTES)).from_address(buf_addr), NODE_DTYPE
+            # numpy's stubs list a few buffer types only; a ctypes array exports the buffer protocol
+            (ctypes.c_char * (size * NODE_BYTES)).from_address(buf_addr),  # type: ignore[call-overload]
+            NODE_DTYPE,
         )
         nodes = buf[head:tail] if tail >= head else np.concatenate([buf[head:], buf[:tail]])
         fee = nodes["ntype"] == FEE_NODE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     step("metrics", metrics)
     summary = _measurement_summary(recording)
     summary["write_seconds"] = timings
-    changes = {
+    changes: dict[str, Any] = {
         "files": files,
         "measurement": summary,
         "files_status": "failed" if errors else "ready",

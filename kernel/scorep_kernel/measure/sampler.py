@@ -45,13 +45,16 @@ class _Gpus:
 
     def read(self) -> list[float]:
         out: list[float] = []
+        nvml = self.nvml
+        if nvml is None:  # no NVML: no handles either
+            return out
         for h in self.handles:
             try:
-                out.append(float(self.nvml.nvmlDeviceGetUtilizationRates(h).gpu))
+                out.append(float(nvml.nvmlDeviceGetUtilizationRates(h).gpu))
             except Exception:
                 out.append(float("nan"))
             try:
-                out.append(float(self.nvml.nvmlDeviceGetMemoryInfo(h).used))
+                out.append(float(nvml.nvmlDeviceGetMemoryInfo(h).used))
             except Exception:
                 out.append(float("nan"))
         return out

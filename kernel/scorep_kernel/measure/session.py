@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class _Cell:
         self.t0 = m._now()
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         m = self.m
         t1 = m._now()
         m._cells.append(CellSpan(self.label, self.code_filename, self.tid, self.t0, t1))
@@ -383,13 +384,14 @@ class Measurement:
 
 def _clock_offset() -> int:
     """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""
-    best = None
+    best: tuple[int, int] | None = None
     for _ in range(5):
         a = time.perf_counter_ns()
         w = time.time_ns()
         b = time.perf_counter_ns()
         if best is None or b - a < best[0]:
             best = (b - a, w - (a + b) // 2)
+    assert best is not None  # the loop ran
     return int(best[1])
 
 

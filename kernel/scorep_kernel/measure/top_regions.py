@@ -46,7 +46,7 @@ def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
     """``[(name, exclusive seconds)]``, largest first, cells left out (they are the frame)."""
     totals = exclusive_ns(recording)
     order = np.argsort(totals)[::-1]
-    out = []
+    out: list[tuple[str, float]] = []
     for index in order:
         if totals[index] <= 0 or len(out) >= n:
             break

@@ -6,7 +6,7 @@ import signal
 
 UNCHANGED = "The notebook's variables are unchanged."
 
-_HINTS = {
+_HINTS: dict[int, str] = {
     signal.SIGKILL: "possibly out of memory (the kernel's out-of-memory killer sends SIGKILL)",
     signal.SIGSEGV: "a segmentation fault: native code read or wrote memory it does not own",
     signal.SIGBUS: "a bus error in native code",

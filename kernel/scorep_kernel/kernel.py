@@ -20,7 +20,7 @@ import threading
 import time
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipykernel.ipkernel import IPythonKernel
 
@@ -37,6 +37,9 @@ from scorep_kernel.shim import install_scorep_shim
 from scorep_kernel.state import transfer
 from scorep_kernel.worker.client import WorkerPool
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
 log = logging.getLogger("scorep_kernel")
 _SKIP_PRELOAD = ("__main__", "builtins", "scorep_kernel", "IPython", "ipykernel")
 
@@ -45,6 +48,7 @@ def namespace_modules(namespace: dict[str, Any]) -> list[str]:
     """Modules the namespace's values come from: what a spare worker should import."""
     found = set()
     for value in namespace.values():
+        name: object  # checked below: a __module__ may be anything
         if isinstance(value, types.ModuleType):
             name = value.__name__
         else:
@@ -101,6 +105,12 @@ class ScorePKernel(IPythonKernel):
         self.io_loop.add_callback(self._prepare_spare)
 
     @property
+    def ipython(self) -> InteractiveShell:
+        """``shell``: its trait allows None, but IPythonKernel's constructor always makes it."""
+        assert self.shell is not None
+        return self.shell
+
+    @property
     def availability(self) -> Availability:
         if self._availability is None:
             self._availability = detect()
@@ -141,7 +151,7 @@ class ScorePKernel(IPythonKernel):
         self.defer(self._prepare_spare)
         return reply
 
-    async def execute_request(self, stream, ident, parent):  # type: ignore[override]
+    async def execute_request(self, stream, ident, parent):
         try:
             await super().execute_request(stream, ident, parent)
         finally:
@@ -169,9 +179,9 @@ class ScorePKernel(IPythonKernel):
     def _take_execution_count(self, args: dict[str, Any]) -> int:
         """This cell's execution count; the next cell gets the next one if this one is
         stored in the history (as IPython's run_cell counts)."""
-        count = self.shell.execution_count
+        count = self.ipython.execution_count
         if args.get("store_history") and not args.get("silent"):
-            self.shell.execution_count += 1
+            self.ipython.execution_count += 1
         return count
 
     async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -267,7 +277,7 @@ class ScorePKernel(IPythonKernel):
             self.cell_output.display(run.running_bundle())
         reply.setdefault("user_expressions", {})
         if reply["status"] == "ok" and request.user_expressions:
-            reply["user_expressions"] = self.shell.user_expressions(request.user_expressions)
+            reply["user_expressions"] = self.ipython.user_expressions(request.user_expressions)
         return reply
 
     @contextlib.contextmanager
@@ -324,8 +334,8 @@ class ScorePKernel(IPythonKernel):
             recipe = WorkerRecipe(settings.backend, experiment_parent=settings.experiment_parent)
         # with %%scorep_env and the binding arguments as they are now
         recipe = recipe.updated(dict(s.scorep_env), list(s.binding_args))
-        names = transfer.user_names(self.shell.user_ns)
-        modules = namespace_modules({n: self.shell.user_ns[n] for n in names})
+        names = transfer.user_names(self.ipython.user_ns)
+        modules = namespace_modules({n: self.ipython.user_ns[n] for n in names})
         modules += [m for m in self.worker_imports if m not in modules]
         self.pool.prepare(recipe, os.getcwd(), modules)
 

@@ -139,22 +139,23 @@ class KernelSettings:
                     f"%scorep expects key=value words, not {word!r} "
                     f"(e.g. %scorep backend=builtin isolation=subprocess max_depth=20)"
                 )
-            key, value = word.split("=", 1)
+            key, text = word.split("=", 1)
             key = key.strip().replace("-", "_")
+            value: Any = text
             if key in _INT_KEYS:
                 try:
-                    value = None if value.lower() in ("", "none") else int(value)
+                    value = None if text.lower() in ("", "none") else int(text)
                 except ValueError:
-                    raise SettingsError(f"{key} must be a whole number, not {value!r}") from None
+                    raise SettingsError(f"{key} must be a whole number, not {text!r}") from None
             elif key == "metric_interval":
                 try:
-                    value = float(value)
+                    value = float(text)
                 except ValueError:
-                    raise SettingsError(f"metric_interval must be seconds, not {value!r}") from None
+                    raise SettingsError(f"metric_interval must be seconds, not {text!r}") from None
             elif key == "spare_worker" or key in _FLAG_KEYS:
-                if value.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise SettingsError(f"{key} must be true or false, not {value!r}")
-                value = value.lower() in ("1", "true", "yes", "on")
+                if text.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise SettingsError(f"{key} must be true or false, not {text!r}")
+                value = text.lower() in ("1", "true", "yes", "on")
             updates[key] = value
         return self.update(updates)
 

@@ -256,6 +256,7 @@ class RunBase(abc.ABC):
 
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
         self.cells.append({"cell_id": cell_id, "execution_count": execution_count, "code": code})
+        assert self.exp_dir is not None  # begin() made it before any cell
         with self.timed("manifest"):
             experiment.update_manifest(self.exp_dir, cells=list(self.cells))
         return len(self.cells) - 1
@@ -279,6 +280,7 @@ class RunBase(abc.ABC):
                 "note": "No measurement: the cells ran without being measured (the errors say why)."
             }
         changes.update(extra or {})
+        assert self.exp_dir is not None  # only runs whose experiment was made get here
         experiment.update_manifest(self.exp_dir, **changes)
         self.errors = []
 

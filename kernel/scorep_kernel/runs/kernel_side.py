@@ -33,7 +33,7 @@ class KernelCellOutput:
         (sys.stderr if name == "stderr" else sys.stdout).write(text)
 
     def display(self, data, metadata=None, transient=None, update=False) -> None:
-        self.kernel.shell.display_pub.publish(
+        self.kernel.ipython.display_pub.publish(
             data=data, metadata=metadata or {}, transient=transient or {}, update=update
         )
 
@@ -51,7 +51,7 @@ class KernelCellOutput:
         self._send("execute_result", content)
 
     def clear_output(self, wait: bool) -> None:
-        self.kernel.shell.display_pub.clear_output(wait=wait)
+        self.kernel.ipython.display_pub.clear_output(wait=wait)
 
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
         self._send("error", {"ename": ename, "evalue": evalue, "traceback": traceback})

@@ -115,6 +115,7 @@ class WorkerProcess:
     def _start_pipes(self) -> None:
         loop = asyncio.get_running_loop()
         for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+            assert pipe is not None, "the worker is started with stdout and stderr piped"
             os.set_blocking(pipe.fileno(), False)
             self._pipe_tasks.append(loop.create_task(self._read_pipe(name, pipe)))
 

@@ -96,8 +96,8 @@ class Worker:
 
     def serve(self) -> None:
         backend = "scorep" if self.scorep is not None else "builtin"
-        message = "Score-P bindings loaded" if self.scorep is not None else "builtin tracer"
-        self.channel.send(msg.Ready(os.getpid(), True, message, backend))
+        note = "Score-P bindings loaded" if self.scorep is not None else "builtin tracer"
+        self.channel.send(msg.Ready(os.getpid(), True, note, backend))
         handlers: dict[type[msg.Message], Callable[[Any], None]] = {
             msg.Preload: lambda m: self.preload(m.modules),
             msg.StartRun: self.start_run,
@@ -220,7 +220,7 @@ class Worker:
         wall = time.perf_counter() - start
         stamps["cell_end"] = time.monotonic()
         flush_streams()
-        error = shell.last_error
+        error: dict[str, Any] | None = shell.last_error
         if result is not None and not result.success and error is None:
             exc = result.error_before_exec or result.error_in_exec
             error = {"ename": type(exc).__name__, "evalue": str(exc), "traceback": []}
@@ -348,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     parent = int(os.environ.pop("SCOREP_KERNEL_PARENT_PID", "0") or 0) or os.getppid()
     sock = socket.socket(fileno=fd)
     channel = BlockingChannel(sock)
+    assert sys.__stderr__ is not None  # the kernel starts the worker with stderr piped
     faulthandler.enable(file=sys.__stderr__)
     sys.stdout = ForwardingStream("stdout", channel, 1)
     sys.stderr = ForwardingStream("stderr", channel, 2)

@@ -43,7 +43,8 @@ class ForwardingStream(io.TextIOBase):
         self._channel = channel
         self._fileno = fileno
         self._parts: list[Any] = []
-        self.write = self._parts.append  # type: ignore[method-assign]
+        # deliberately list.append (returns None, not a count: see the docstring)
+        self.write = self._parts.append  # type: ignore[assignment]
         self._lock = threading.Lock()  # one flush at a time (flusher thread vs. main thread)
 
     # file protocol
@@ -109,7 +110,7 @@ def flush_streams() -> None:
 class ForwardingDisplayPublisher(DisplayPublisher):
     channel = AnyTrait()
 
-    def publish(  # type: ignore[override]
+    def publish(
         self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs
     ) -> None:
         flush_streams()
@@ -177,8 +178,11 @@ class WorkerShell(InteractiveShell):
     """Keeps the formatted traceback for the kernel instead of printing it."""
 
     last_error: dict[str, Any] | None = None
+    # make_shell creates it with these classes (annotations only: the traits stay IPython's)
+    display_pub: ForwardingDisplayPublisher
+    displayhook: ForwardingDisplayHook
 
-    def _showtraceback(self, etype, evalue, stb) -> None:  # type: ignore[override]
+    def _showtraceback(self, etype, evalue, stb) -> None:
         flush_streams()
         self.last_error = {
             "ename": getattr(etype, "__name__", str(etype)),

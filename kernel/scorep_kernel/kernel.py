@@ -31,7 +31,8 @@ from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, pars
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
-from scorep_kernel.runs.subprocess_run import SubprocessRun, WorkerRecipe
+from scorep_kernel.runs.subprocess_run import SubprocessRun
+from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.settings import Availability, CellSettings, KernelSettings, SettingsError, detect
 from scorep_kernel.shim import install_scorep_shim
 from scorep_kernel.state import transfer

@@ -108,6 +108,7 @@ class KernelSettings:
     measure: dict[str, Any] = field(default_factory=dict)
     scorep_env: dict[str, str] = field(default_factory=dict)  # from %%scorep_env
     binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
+    experiment_dir: str | None = None  # %scorep experiment_dir=...: parent of run directories
     spare_worker: bool = True
     # A SCOREP_KERNEL_* variable that could not be used (it is ignored); %scorep shows it.
     environ_problem: str | None = None
@@ -164,6 +165,7 @@ class KernelSettings:
         new_isolation = self.isolation
         measure = dict(self.measure)
         spare = self.spare_worker
+        experiment_dir = self.experiment_dir
         for key, value in updates.items():
             if key == "backend":
                 new_backend = _check_choice("backend", value, BACKENDS)
@@ -175,12 +177,14 @@ class KernelSettings:
                 )
             elif key == "spare_worker":
                 spare = bool(value)
+            elif key == "experiment_dir":
+                experiment_dir = (str(value).strip() or None) if value is not None else None
             elif key in MEASURE_KEYS:
                 measure[key] = value
             else:
                 raise SettingsError(
                     f"unknown setting {key!r}: use backend, isolation, spare_worker, "
-                    + ", ".join(MEASURE_KEYS)
+                    "experiment_dir, " + ", ".join(MEASURE_KEYS)
                 )
         measure = check_measure({k: v for k, v in measure.items() if v is not None})
         if new_backend == "scorep" and new_isolation == "inprocess":
@@ -188,6 +192,7 @@ class KernelSettings:
                 "isolation=inprocess works only with backend=builtin: Score-P needs a process "
                 "of its own. Use isolation=subprocess, or backend=builtin."
             )
+        self.experiment_dir = experiment_dir
         self.backend, self.isolation, self.measure, self.spare_worker = (
             new_backend, new_isolation, measure, spare
         )  # fmt: skip
@@ -226,7 +231,7 @@ class KernelSettings:
         measure = dict(self.measure)
         measure.update({k: cell[k] for k in MEASURE_KEYS if k in cell})
         measure = check_measure({k: v for k, v in measure.items() if v is not None})
-        parent = cell.get("experiment_dir") or None
+        parent = cell.get("experiment_dir") or self.experiment_dir or None
         if parent is not None and not isinstance(parent, str):
             raise SettingsError(f"experiment_dir must be a directory path, not {parent!r}")
         return CellSettings(
@@ -247,6 +252,7 @@ class KernelSettings:
             f"  isolation      {isolation}",
             f"  measurement    {self.measure or '(defaults)'}",
             f"  spare worker   {'on' if self.spare_worker else 'off'}",
+            f"  experiments in {self.experiment_dir or '(default: scorep-experiments/)'}",
             f"  SCOREP_* env   {self.scorep_env or '(none)'}",
             f"  binding args   {' '.join(self.binding_args) or '(none)'}",
             *([f"  environment    {self.environ_problem}"] if self.environ_problem else []),

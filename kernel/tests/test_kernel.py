@@ -217,7 +217,11 @@ def _regions_in_trace(path: Path) -> list[str]:
         return [e.region.name for _, e in trace.events if isinstance(e, otf2.events.Enter)]
 
 
-@pytest.mark.parametrize("meta", [PROFILE_SUB, PROFILE_IN], ids=["subprocess", "inprocess"])
+BUILTIN_SUB = {"scorep": {**PROFILE_SUB["scorep"], "backend": "builtin"}}
+
+
+# (the builtin tracer's trace and summary; test_real_scorep checks Score-P's)
+@pytest.mark.parametrize("meta", [BUILTIN_SUB, PROFILE_IN], ids=["subprocess", "inprocess"])
 def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
     profiled, _ = kernels
     code = "def traced_fn(n):\n    return sum(range(n))\nfor _k in range(3):\n    traced_fn(100)"

@@ -130,6 +130,14 @@ def test_exit_descriptions():
 def test_worker_commands():
     builtin = WorkerKey("builtin", (), ()).command(7)
     assert builtin[1:] == ["-m", "scorep_kernel.worker", "--fd", "7"]
+    # Score-P: the instrumenter starts off (the worker turns it on around the cell's
+    # statements), thread support is on, the user's options follow
     scorep = WorkerKey("scorep", (), ("--instrumenter-type=cTrace",)).command(7)
-    assert scorep[1:4] == ["-m", "scorep", "--instrumenter-type=cTrace"]
-    assert scorep[4] == WORKER_FILE and scorep[-2:] == ["--backend", "scorep"]
+    assert scorep[1:6] == [
+        "-m", "scorep", "--noinstrumenter", "--thread=pthread", "--instrumenter-type=cTrace",
+    ]  # fmt: skip
+    assert scorep[6] == WORKER_FILE and scorep[-2:] == ["--backend", "scorep"]
+    # the user's own thread model and --noinstrumenter are kept (and the worker told)
+    own = WorkerKey("scorep", (), ("--thread=none", "--noinstrumenter")).command(7)
+    assert own[3:5] == ["--noinstrumenter", "--thread=none"]
+    assert own[-1] == "--no-python-instrumenter"

@@ -4,6 +4,7 @@ and via cell metadata; and two kernels in one directory profiling at the same ti
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import otf2
@@ -26,12 +27,15 @@ def kernel(workdir):
 
 
 def cell_regions(path: Path) -> list[str]:
-    """Names of the cell regions entered on the master location, in time order."""
+    """Names of the cell regions entered, in time order. (Score-P's bindings name a region
+    "<module>:<name>", so under Score-P the cell's region is ":cell [n]".)"""
     names = []
     with otf2.reader.open(str(path / "traces.otf2")) as trace:
         for _location, event in trace.events:
-            if isinstance(event, otf2.events.Enter) and event.region.name.startswith("cell ["):
-                names.append(event.region.name)
+            if isinstance(event, otf2.events.Enter):
+                cell = re.fullmatch(r":?(cell \[\d+\])", event.region.name)
+                if cell:
+                    names.append(cell.group(1))
     return names
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from scorep_kernel.background import BackgroundTasks
-from scorep_kernel.runs.subprocess_run import WorkerRecipe
+from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import WorkerKey, WorkerPool, WorkerProcess

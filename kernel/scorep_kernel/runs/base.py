@@ -119,10 +119,12 @@ def experiment_parent(parent: str | None) -> Path:
 
 def reserve_experiment(scorep_env: dict[str, str], parent: str | None = None) -> tuple[str, Path]:
     """An (id, path) not yet created: Score-P must be told its directory when its process
-    starts, and creates it itself."""
+    starts, and creates it itself. A parent chosen for the cell (experiment_dir, from the
+    cell, the JupyterLab settings or %scorep) wins over SCOREP_EXPERIMENT_DIRECTORY
+    (%%scorep_env or the environment), which names the directory itself, as in Score-P."""
     exp_id = experiment.new_experiment_id()
     explicit = experiment_location(scorep_env)
-    if explicit:
+    if explicit and not parent:
         return exp_id, Path(explicit).expanduser().absolute()
     return exp_id, experiment_parent(parent) / exp_id
 
@@ -194,6 +196,14 @@ class RunBase(abc.ABC):
     def kill(self) -> None:  # noqa: B027
         """The kernel shuts down: stop at once whatever the run started."""
 
+    def tool(self) -> str | None:
+        """What measures this run, with its version when known ("Score-P 8.4")."""
+        return None
+
+    def manifest_scorep_env(self) -> dict[str, str]:
+        """The SCOREP_* variables the manifest records as this run's configuration."""
+        return {k: v for k, v in self.scorep_env.items() if k.startswith("SCOREP_")}
+
     def running_bundle(self) -> dict[str, Any]:
         """The bundle a cell of a run that stays open shows."""
         return self.bundle(self.last_cell_index, "running", self.last_cell_wall)
@@ -232,13 +242,13 @@ class RunBase(abc.ABC):
         if reserved is not None:
             self.exp_id, self.exp_dir = reserved
             self.exp_dir.mkdir(parents=True, exist_ok=True)
-        elif experiment_location(self.scorep_env) or not self.settings.experiment_parent:
-            self.exp_id, self.exp_dir = experiment.create_experiment_dir(
-                explicit=experiment_location(self.scorep_env)
-            )
         else:
-            self.exp_id, self.exp_dir = reserve_experiment({}, self.settings.experiment_parent)
-            self.exp_dir.mkdir(parents=True, exist_ok=False)
+            self.exp_id, self.exp_dir = reserve_experiment(
+                self.scorep_env, self.settings.experiment_parent
+            )
+            # an explicit SCOREP_EXPERIMENT_DIRECTORY may exist already (as in Score-P)
+            explicit = self.exp_dir.name != self.exp_id
+            self.exp_dir.mkdir(parents=True, exist_ok=explicit)
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
         manifest = experiment.new_manifest(
@@ -246,7 +256,7 @@ class RunBase(abc.ABC):
             backend=self.backend,
             isolation=self.isolation,
             cells=[],
-            scorep_env={k: v for k, v in self.scorep_env.items() if k.startswith("SCOREP_")},
+            scorep_env=self.manifest_scorep_env(),
             binding_args=self.binding_args if self.backend == "scorep" else [],
             start_ns=self.start_ns,
         )
@@ -316,4 +326,5 @@ class RunBase(abc.ABC):
             cell_index_in_run=cell_index,
             measured=self.measured,
             note=note,
+            tool=self.tool(),
         )

@@ -21,13 +21,13 @@ _STATUS_WORDS = {
 
 def summary_message(
     backend: str, isolation: str, status: str, wall_s: float | None, events: int | None,
-    measured: bool = True,
+    measured: bool = True, tool: str | None = None,
 ) -> str:  # fmt: skip
     if not measured:
         head = f"Ran {_ISOLATION_WORDS.get(isolation, isolation)} without measurement"
     else:
         head = (
-            f"Profiled with {_BACKEND_WORDS.get(backend, backend)} "
+            f"Profiled with {tool or _BACKEND_WORDS.get(backend, backend)} "
             f"{_ISOLATION_WORDS.get(isolation, isolation)}"
         )
     parts = []
@@ -53,9 +53,11 @@ def experiment_bundle(
     cell_index_in_run: int = 0,
     measured: bool = True,
     note: str | None = None,
+    tool: str | None = None,
 ) -> dict[str, Any]:
-    """``{mime: content}`` for one profiled cell."""
-    message = summary_message(backend, isolation, status, wall_s, events, measured)
+    """``{mime: content}`` for one profiled cell. ``tool`` names what measured, with its
+    version ("Score-P 8.4"), when known."""
+    message = summary_message(backend, isolation, status, wall_s, events, measured, tool)
     if note:
         message += " " + note
     payload = {
@@ -66,6 +68,7 @@ def experiment_bundle(
         "status": status,
         "run": run,
         "cell_index_in_run": cell_index_in_run,
+        **({"tool": tool} if tool else {}),
         "summary": {
             "wall_s": wall_s,
             "events": events,
@@ -74,7 +77,7 @@ def experiment_bundle(
         },
     }
     rows = [
-        ("backend", backend),
+        ("backend", tool or backend),
         ("isolation", isolation),
         ("wall time", "" if wall_s is None else f"{wall_s:.3f} s"),
         ("events", "" if events is None else f"{events:,}"),

@@ -4,29 +4,26 @@ namespace back, and survive the worker's death with the kernel's namespace untou
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
-from scorep_kernel import experiment
+from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import (
     CellRequest,
     RunBase,
     RunFailed,
     error_reply,
-    experiment_parent,
-    reserve_experiment,
 )
 from scorep_kernel.runs.faults import UNCHANGED, describe_exit
 from scorep_kernel.runs.relay import OutputRelay
+from scorep_kernel.runs.run_files import await_files
+from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
-from scorep_kernel.worker.client import WorkerKey, WorkerProcess
+from scorep_kernel.worker.client import WorkerProcess
 from scorep_kernel.worker.protocol import ChannelClosed
 
 log = logging.getLogger("scorep_kernel")
@@ -41,36 +38,6 @@ STOP_TIMEOUT_S = 600.0
 
 class WorkerDied(RunFailed):
     ename = "ProfilingProcessDied"
-
-
-@dataclass(frozen=True)
-class WorkerRecipe:
-    """What fixes a worker process at its start: the backend, and for Score-P its
-    environment, binding arguments and where its experiment directory will be."""
-
-    backend: str
-    scorep_env: dict[str, str] = field(default_factory=dict)
-    binding_args: list[str] = field(default_factory=list)
-    experiment_parent: str | None = None
-
-    def key(self) -> WorkerKey:
-        if self.backend != "scorep":
-            return WorkerKey(self.backend, (), ())
-        env = tuple(sorted(self.scorep_env.items()))
-        parent = str(experiment_parent(self.experiment_parent))
-        return WorkerKey(self.backend, env, tuple(self.binding_args), exp_parent=parent)
-
-    def env(self, base: dict[str, str]) -> dict[str, str]:
-        return {**base, **self.scorep_env}
-
-    def updated(self, scorep_env: dict[str, str], binding_args: list[str]) -> WorkerRecipe:
-        return dataclasses.replace(self, scorep_env=scorep_env, binding_args=binding_args)
-
-    def reserve(self) -> tuple[str, Path] | None:
-        """Score-P must be told its experiment directory when its process starts."""
-        if self.backend != "scorep":
-            return None
-        return reserve_experiment(self.scorep_env, self.experiment_parent)
 
 
 class SubprocessRun(RunBase):
@@ -104,10 +71,8 @@ class SubprocessRun(RunBase):
             self.add_time(f"worker_{pool.last_take}", time.perf_counter() - t0)
         except (ChannelClosed, asyncio.TimeoutError):
             code = await self.worker.wait_exit(2.0)
-            tail = "\n".join(self.worker.stderr_tail)
             raise WorkerDied(
-                describe_exit(code, while_doing="while starting")
-                + (f"\nIts last words:\n{tail}" if tail else "")
+                describe_exit(code, while_doing="while starting") + self._last_words()
             ) from None
         try:
             self.create_experiment(self.worker.reserved)
@@ -170,7 +135,31 @@ class SubprocessRun(RunBase):
         if code is None:  # alive but silent: do not leave it running
             self.worker.kill()
             code = await self.worker.wait_exit(5.0)
-        return describe_exit(code, while_doing=while_doing)
+        return describe_exit(code, while_doing=while_doing) + self._last_words()
+
+    def _last_words(self) -> str:
+        """What the dead worker wrote last, and what Score-P's messages in it mean."""
+        assert self.worker is not None
+        tail = "\n".join(self.worker.stderr_tail).strip()
+        said = "\n".join(self._explained())
+        return (f"\n{said}" if said else "") + (f"\nIts last words:\n{tail}" if tail else "")
+
+    def _explained(self) -> list[str]:
+        if self.backend != "scorep" or self.worker is None:
+            return []
+        lines = [*self.worker.scorep_lines, *self.worker.stderr_tail]
+        return scorep_backend.explain(lines, self.recipe.env(dict(os.environ)))
+
+    def tool(self) -> str | None:
+        if self.backend != "scorep":
+            return None
+        return f"Score-P {scorep_backend.version()}".strip()
+
+    def manifest_scorep_env(self) -> dict[str, str]:
+        if self.backend != "scorep":
+            return super().manifest_scorep_env()
+        env = self.recipe.env(dict(os.environ))
+        return {k: v for k, v in env.items() if k.startswith("SCOREP_")}
 
     # --- interrupts ------------------------------------------------------------------
 
@@ -386,57 +375,7 @@ class SubprocessRun(RunBase):
         self.side.output.display(
             self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
         )
-        self.side.tasks.spawn(self._await_files(worker), "waiting for a run's files")
-
-    async def _await_files(self, worker: WorkerProcess) -> None:
-        """Note in the manifest how writing the files ended (the worker writes them). Whatever
-        happens here, the manifest leaves "pending": the panel would poll it for ever."""
-        try:
-            await self._note_files(worker)
-        except BaseException as e:  # cancelled at shutdown, or a bug of ours
-            self._files_unknown(f"{type(e).__name__}: {e}")
-            raise
-        finally:
-            await worker.close(graceful=False)
-
-    def _files_unknown(self, why: str) -> None:
-        assert self.exp_dir is not None
-        try:
-            manifest = experiment.read_manifest(self.exp_dir)
-            if manifest.get("files_status") == "pending":
-                experiment.update_manifest(
-                    self.exp_dir,
-                    files_status="failed",
-                    errors=[f"the kernel stopped waiting for the experiment files ({why})"],
-                )
-        except experiment.ExperimentError:
-            log.warning("could not mark %s's files failed", self.exp_dir, exc_info=True)
-
-    async def _note_files(self, worker: WorkerProcess) -> None:
-        assert self.exp_dir is not None
-        status, errors = "failed", []
-        try:
-            done = await worker.recv_until(msg.FilesDone, None)
-            status, errors = done.status, list(done.errors)
-        except (ChannelClosed, asyncio.TimeoutError):
-            code = await worker.wait_exit(30.0)
-            errors = [describe_exit(code, while_doing="while writing the experiment files")]
-        code = await worker.wait_exit(600.0)
-        if self.backend == "scorep":  # Score-P writes its files when the process exits
-            anchor = self.exp_dir / experiment.OTF2_ANCHOR
-            status = "ready" if anchor.exists() else "failed"
-            files = {"otf2": experiment.OTF2_ANCHOR} if anchor.exists() else {}
-            if (self.exp_dir / experiment.CUBEX).exists():
-                files["cubex"] = experiment.CUBEX
-            if status == "failed":
-                errors.append(f"Score-P wrote no trace (exit status {code})")
-            experiment.update_manifest(
-                self.exp_dir, files=files, files_status=status, errors=errors
-            )
-        elif status != "exit":  # "exit": nothing was measured, finish_manifest said so
-            manifest = experiment.read_manifest(self.exp_dir)
-            if status == "failed" or manifest.get("files_status") == "pending":
-                experiment.update_manifest(self.exp_dir, files_status=status, errors=errors)
+        self.side.tasks.spawn(await_files(self, worker), "waiting for a run's files")
 
     async def abort(self) -> None:
         self.mark_aborted()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from scorep_kernel.background import BackgroundTasks
+from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 
@@ -46,9 +48,30 @@ class WorkerKey:
 
     def command(self, fd: int) -> list[str]:
         if self.backend == "scorep":
-            return [self.python, "-m", "scorep", *self.binding_args, WORKER_FILE, "--fd", str(fd),
-                    "--backend", "scorep"]  # fmt: skip
+            return [self.python, "-m", "scorep", *scorep_arguments(self.binding_args),
+                    WORKER_FILE, "--fd", str(fd), "--backend", "scorep",
+                    *([] if python_instrumented(self.binding_args)
+                      else ["--no-python-instrumenter"])]  # fmt: skip
         return [self.python, "-m", "scorep_kernel.worker", "--fd", str(fd)]
+
+
+_NO_INSTRUMENTER = ("--noinstrumenter", "--nopython")
+
+
+def python_instrumented(binding_args: tuple[str, ...] | list[str]) -> bool:
+    """Whether the user wants Python functions traced (not ``--noinstrumenter``)."""
+    return not any(arg in _NO_INSTRUMENTER for arg in binding_args)
+
+
+def scorep_arguments(binding_args: tuple[str, ...] | list[str]) -> list[str]:
+    """``python -m scorep``'s options for a worker: the user's, with the instrumenter left
+    off at start (the worker turns it on around each cell's statements, see
+    worker.scorep_session) and thread support on unless the user chose a --thread model
+    (the worker has threads of its own; without it Score-P aborts on the first one)."""
+    args = [a for a in binding_args if a not in _NO_INSTRUMENTER]
+    if not any(a == "--thread" or a.startswith("--thread=") for a in args):
+        args.insert(0, "--thread=pthread")
+    return ["--noinstrumenter", *args]
 
 
 class WorkerProcess:
@@ -62,6 +85,8 @@ class WorkerProcess:
         self.ready: msg.Ready | None = None
         self.on_native_output: Callable[[str, str], None] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=20)
+        # Score-P's own messages ("[Score-P] ..."), wherever they came in the output
+        self.scorep_lines: deque[str] = deque(maxlen=50)
         self.preloaded: set[str] = set()
         self._pipe_tasks: list[asyncio.Task] = []
         self._inbox: asyncio.Queue[msg.Message | None] = asyncio.Queue()
@@ -129,7 +154,9 @@ class WorkerProcess:
                 return
             text = data.decode("utf-8", errors="replace")
             if name == "stderr":
-                self.stderr_tail.extend(text.splitlines()[-20:])
+                lines = text.splitlines()
+                self.stderr_tail.extend(lines[-20:])
+                self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
             if self.on_native_output is not None:
                 self.on_native_output(name, text)
             else:
@@ -213,6 +240,17 @@ class WorkerProcess:
         self.channel.close()
         if self._reader_task is not None:
             self._reader_task.cancel()
+        self._remove_unused_experiment()
+
+    def _remove_unused_experiment(self) -> None:
+        """Score-P made the directory reserved for this process when it started; if no run
+        took it (a spare that was never used, a start that failed), it holds only Score-P's
+        own files: remove it rather than leave an experiment-looking folder behind."""
+        if self.reserved is None or self.alive():
+            return
+        path = self.reserved[1]
+        if path.is_dir() and not (path / MANIFEST).exists():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class WorkerRecipeLike(Protocol):
@@ -299,7 +337,8 @@ class WorkerPool:
             await worker.wait_ready()
         except BaseException as e:  # cancelled by close(), or the start failed
             if worker is not None:
-                worker.kill()
+                # killed, reaped, and its unused Score-P directory removed
+                await worker.close(graceful=False)
             if not isinstance(e, Exception):
                 raise
             log.warning("could not start a spare profiling worker: %s", e)

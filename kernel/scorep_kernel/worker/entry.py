@@ -19,19 +19,20 @@ import dataclasses
 import faulthandler
 import importlib
 import os
+import shutil
 import signal
 import socket
 import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.state import Packet, transfer
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
@@ -47,41 +48,44 @@ from scorep_kernel.worker.shell import (
 if TYPE_CHECKING:
     from scorep_kernel.formats.recording import Recording
     from scorep_kernel.measure import Measurement
+    from scorep_kernel.worker.scorep_session import ScorePSession
 
 
-def _scorep_bindings(backend: str) -> Any:
-    """The Score-P bindings when this process runs under ``python -m scorep``; for the
+def _scorep_session(backend: str, instrument: bool) -> ScorePSession | None:
+    """Score-P's bindings when this process runs under ``python -m scorep``; for the
     builtin backend, the shim that lets code written for the bindings run unchanged."""
     if backend == "scorep":
-        import scorep.instrumenter
-        import scorep.user
+        from scorep_kernel.worker.scorep_session import ScorePSession
 
-        return scorep
-    from scorep_kernel.measure import install_scorep_shim
+        return ScorePSession(instrument)
+    from scorep_kernel.shim import install_scorep_shim
 
     install_scorep_shim()
     return None
 
 
 class Worker:
-    def __init__(self, channel: BlockingChannel, backend: str = "builtin"):
+    def __init__(self, channel: BlockingChannel, backend: str = "builtin", instrument: bool = True):
         self.channel = channel
         self.shell = make_shell(channel)
-        self.scorep = _scorep_bindings(backend)
+        self.scorep = _scorep_session(backend, instrument)
         self.measurement: Measurement | None = None
         self.in_cell = False
         self.interrupt_pending = False
         self.pending_packet: Packet | None = None
         self.stopped: tuple[Recording | None, msg.RunStopped] | None = None
         self.sent_names: tuple[str, ...] = ()
+        self._open_cell: Any = None  # the builtin tracer's cell region while a cell runs
+        self.run_started = False
         # time.monotonic() when the message in hand arrived; the worker's replies carry
         # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so
         # the kernel can tell its waiting apart from the worker's work.
         self.received_at = 0.0
         if self.scorep is not None:
-            # Only the cells are measured, not the worker's own machinery.
-            # (register/unregister exist in every version of the bindings.)
-            self.scorep.instrumenter.unregister()
+            # Only the cells' own statements are measured (see scorep_session).
+            from scorep_kernel.worker.scorep_session import MeasuredCompiler
+
+            self.shell.compile = MeasuredCompiler()
 
     # --- signals -------------------------------------------------------------------
 
@@ -134,10 +138,13 @@ class Worker:
         self.channel.send(msg.Preloaded(modules, failed))
 
     def start_run(self, start: msg.StartRun) -> None:
+        self.run_started = True
         # Score-P's variables belong to this process; the kernel's environment, applied
         # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
         os.environ.update(start.env)
         error = None
+        if self.scorep is not None and start.measure is not None:
+            self.scorep.imports_as_regions = bool(start.measure.get("imports_as_regions", True))
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.
             from scorep_kernel.measure import MeasureConfig, Measurement
@@ -155,20 +162,21 @@ class Worker:
     def _measured(self) -> bool:
         return self.scorep is not None or self.measurement is not None
 
-    @contextmanager
-    def _region(self, label: str, code_filename: str) -> Iterator[None]:
+    def _cell_begin(self, label: str, code_filename: str) -> None:
+        # Plain calls, not a context manager: under Score-P, a frame of contextlib entered
+        # before the instrumenter is on must not return while it is (see scorep_session).
         if self.scorep is not None:
-            with self.scorep.user.region(label):
-                self.scorep.instrumenter.register()
-                try:
-                    yield
-                finally:
-                    self.scorep.instrumenter.unregister()
+            self.scorep.cell_begin(label, code_filename)
         elif self.measurement is not None:
-            with self.measurement.cell(label, code_filename=code_filename):
-                yield
-        else:  # nothing measures this run
-            yield
+            self._open_cell = self.measurement.cell(label, code_filename=code_filename)
+            self._open_cell.__enter__()
+
+    def _cell_end(self, label: str) -> None:
+        if self.scorep is not None:
+            self.scorep.cell_end(label)
+        elif self._open_cell is not None:
+            self._open_cell.__exit__(None, None, None)
+            self._open_cell = None
 
     def run_cell(self, cell: msg.Cell) -> None:
         shell = self.shell
@@ -205,17 +213,18 @@ class Worker:
         stamps["applied"] = time.monotonic()
         modules_before = set(sys.modules)
         start = time.perf_counter()
+        label = cell.label or f"cell [{count}]"
+        self._cell_begin(label, code_filename)
         try:
-            with self._region(cell.label or f"cell [{count}]", code_filename):
-                self.in_cell = True
-                try:
-                    if self.interrupt_pending:
-                        raise KeyboardInterrupt
-                    result = shell.run_cell(cell.code, store_history=True, cell_id=cell.cell_id)
-                finally:
-                    self.in_cell = False
+            self.in_cell = True
+            if self.interrupt_pending:
+                raise KeyboardInterrupt
+            result = shell.run_cell(cell.code, store_history=True, cell_id=cell.cell_id)
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            self.in_cell = False
+            self._cell_end(label)
         self.interrupt_pending = False
         wall = time.perf_counter() - start
         stamps["cell_end"] = time.monotonic()
@@ -337,7 +346,17 @@ def _watch_parent(parent: int) -> None:
     while True:
         time.sleep(1.0)
         if os.getppid() != parent and not _writing_files.is_set():
+            _remove_unused_experiment()
             os._exit(70)
+
+
+def _remove_unused_experiment() -> None:
+    """Score-P made this process's experiment directory at its start; when no run took it
+    (no manifest in it), leave nothing behind. (Score-P does not finalize after os._exit,
+    so nothing writes there afterwards; the kernel does the same for a spare it closes.)"""
+    path = os.environ.get("SCOREP_EXPERIMENT_DIRECTORY")
+    if path and os.path.isdir(path) and not os.path.exists(os.path.join(path, MANIFEST)):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -355,18 +374,26 @@ def main(argv: list[str] | None = None) -> None:
     start_flusher()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
+    instrument = "--no-python-instrumenter" not in argv
     import getpass
 
     builtins.input = make_input(channel, password=False)
     getpass.getpass = make_input(channel, password=True)
-    worker = Worker(channel, backend)
+    worker = Worker(channel, backend, instrument)
     signal.signal(signal.SIGINT, worker.on_sigint)
     try:
         worker.serve()
+    except OSError:  # the kernel went away while this worker was starting or sending
+        pass
     finally:
         flush_streams()
         if worker.pending_packet is not None:
             worker.pending_packet.release()
+    if worker.scorep is not None and not worker.run_started:
+        # A Score-P worker no run took (a spare of a kernel that went away): nothing to
+        # write, so no Score-P finalization either (it would fill the directory it made).
+        _remove_unused_experiment()
+        os._exit(0)
 
 
 if __name__ == "__main__":

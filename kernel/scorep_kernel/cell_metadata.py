@@ -26,6 +26,7 @@ SETTING_KEYS: dict[str, str] = {
     "backend": "auto | scorep | builtin: what measures the cell",
     "isolation": "subprocess | inprocess (builtin only) | auto: where the cell runs",
     "experiment_dir": "parent directory of the run's experiment directory",
+    "filter_file": "a Score-P filter file for the run (SCOREP_FILTERING_FILE; Score-P only)",
     "include": "modules to trace (list, or comma-separated)",
     "exclude": "modules not to trace (list, or comma-separated)",
     "max_depth": "deepest call level recorded (whole number, null: no limit)",
@@ -82,11 +83,11 @@ def _check_settings(values: Any, where: str) -> dict[str, Any]:
                     f"{where}.isolation={value!r} is not a choice: use one of "
                     f"{', '.join(ISOLATIONS)} or auto."
                 )
-        if key == "experiment_dir" and (not isinstance(value, str) or not value.strip()):
-            raise SettingsError(
-                f"{where}.experiment_dir must be a directory path, not {value!r}. {_fix(where)}"
-            )
-        out[key] = value.strip() if key == "experiment_dir" else value
+        if key in ("experiment_dir", "filter_file") and (
+            not isinstance(value, str) or not value.strip()
+        ):
+            raise SettingsError(f"{where}.{key} must be a path, not {value!r}. {_fix(where)}")
+        out[key] = value.strip() if key in ("experiment_dir", "filter_file") else value
     measure = {k: v for k, v in out.items() if k in MEASURE_KEYS and v is not None}
     try:
         check_measure(measure)

@@ -40,9 +40,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import socket
 import sys
@@ -218,8 +220,11 @@ def new_manifest(
     scorep_env: dict[str, str] | None = None,
     binding_args: list[str] | None = None,
     start_ns: int | None = None,
+    notebook: str | None = None,
 ) -> dict[str, Any]:
-    """The manifest as first written, with status "running"."""
+    """The manifest as first written, with status "running". ``notebook`` is the notebook's
+    path relative to the server root, when the kernel knows it (Jupyter's session sets
+    JPY_SESSION_NAME)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if isolation not in ISOLATIONS:
@@ -232,8 +237,9 @@ def new_manifest(
         "backend": backend,
         "isolation": isolation,
         "status": STATUS_RUNNING,
-        # [{cell_id, execution_count, code}]
+        # [cell_record(...)]: {cell_id, execution_count, code, source_sha256}
         "cells": list(cells or []),
+        "notebook": notebook,
         "start_ns": int(start_ns if start_ns is not None else time.time_ns()),
         "end_ns": None,
         "wall_s": None,
@@ -250,6 +256,33 @@ def new_manifest(
         "files_status": FILES_PENDING,
         "errors": [],
     }
+
+
+def source_hash(code: str) -> str:
+    """Identifies a cell's source across runs (the Runs list says when it changed)."""
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cell_record(cell_id: str | None, execution_count: int, code: str) -> dict[str, Any]:
+    """One entry of the manifest's ``cells``: JupyterLab's cellId (None from frontends that
+    send none), the execution count, the source and its hash."""
+    return {
+        "cell_id": cell_id,
+        "execution_count": execution_count,
+        "code": code,
+        "source_sha256": source_hash(code),
+    }
+
+
+# Score-P's bindings name the cell's region "<module>:<name>" with an empty module
+# (":cell [3]"); the builtin tracer writes "cell [3]". Both are the cell of count 3.
+_CELL_REGION = re.compile(r":?cell \[(\d+)\]")
+
+
+def cell_region_count(region_name: str) -> int | None:
+    """The execution count of a cell's own region (either backend's naming), else None."""
+    m = _CELL_REGION.fullmatch(region_name)
+    return int(m.group(1)) if m else None
 
 
 def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:

@@ -99,6 +99,7 @@ class CellSettings:
     experiment_parent: str | None = (
         None  # where run directories go (None: <cwd>/scorep-experiments)
     )
+    filter_file: str | None = None  # Score-P filter file for this run (SCOREP_FILTERING_FILE)
 
 
 @dataclass
@@ -241,6 +242,7 @@ class KernelSettings:
             run=run,
             last=last,
             experiment_parent=parent,
+            filter_file=cell.get("filter_file") or None,
         )
 
     def describe(self, available: Availability) -> str:

@@ -148,3 +148,20 @@ def test_region_names_follow_the_bindings():
     assert ex.region_module("pkg.mod.Frame:sum") == "pkg.mod.Frame"
     assert ex.region_module("import:numpy") == "import"
     assert ex.region_module("MPI_Send") is None
+
+
+def test_cell_records_and_cell_regions_of_both_backends():
+    from scorep_kernel.experiment import cell_record, cell_region_count, source_hash
+
+    record = cell_record("abc-1", 4, "x = 1\n")
+    assert record == {
+        "cell_id": "abc-1",
+        "execution_count": 4,
+        "code": "x = 1\n",
+        "source_sha256": source_hash("x = 1\n"),
+    }
+    assert source_hash("x = 1\n") != source_hash("x = 2\n") and len(source_hash("")) == 64
+    assert cell_region_count("cell [12]") == 12  # the builtin tracer
+    assert cell_region_count(":cell [3]") == 3  # Score-P's bindings
+    assert cell_region_count("__main__:cell") is None
+    assert cell_region_count("user:cell [3]") is None  # a user's region, not ours

@@ -313,3 +313,21 @@ def test_last_value_lands_in_out_and_underscore(kernels):
     gen = profiled.run("(i for i in range(3))", PROFILE_SUB)
     assert gen.status == "ok" and "_scorep_kernel" not in gen.stderr()
     assert "generator" in gen.of("execute_result")[0]["data"]["text/plain"]
+
+
+def test_manifest_says_which_notebook_and_cell_a_run_came_from(tmp_path):
+    """For the history of a cell's runs: the notebook (Jupyter's session sets
+    JPY_SESSION_NAME), JupyterLab's cellId and a hash of the source, per cell."""
+    kernel = KernelHandle(tmp_path, env={"JPY_SESSION_NAME": "work/analysis.ipynb"})
+    try:
+        meta = {**PROFILE_IN, "cellId": "7f3c-cell"}
+        first = kernel.run("a = 1", meta)
+        second = kernel.run("a = 2", meta)
+        assert first.status == second.status == "ok"
+        one, two = first.manifest(), second.manifest()
+        assert one["notebook"] == "work/analysis.ipynb"
+        assert one["cells"][0]["cell_id"] == "7f3c-cell"
+        assert one["cells"][0]["code"] == "a = 1"
+        assert one["cells"][0]["source_sha256"] != two["cells"][0]["source_sha256"]
+    finally:
+        kernel.shutdown()

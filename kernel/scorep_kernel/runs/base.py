@@ -148,6 +148,11 @@ class RunBase(abc.ABC):
         self.backend = settings.backend
         self.run_id = settings.run
         self.scorep_env = dict(scorep_env)
+        if settings.filter_file and self.backend == "scorep":
+            # the cell's filter (e.g. the one the panel suggested) over %%scorep_env's
+            self.scorep_env["SCOREP_FILTERING_FILE"] = str(
+                Path(settings.filter_file).expanduser().absolute()
+            )
         self.binding_args = list(binding_args)
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None
@@ -257,6 +262,7 @@ class RunBase(abc.ABC):
             isolation=self.isolation,
             cells=[],
             scorep_env=self.manifest_scorep_env(),
+            notebook=os.environ.get("JPY_SESSION_NAME") or None,
             binding_args=self.binding_args if self.backend == "scorep" else [],
             start_ns=self.start_ns,
         )
@@ -265,7 +271,7 @@ class RunBase(abc.ABC):
         experiment.write_manifest(self.exp_dir, manifest)
 
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
-        self.cells.append({"cell_id": cell_id, "execution_count": execution_count, "code": code})
+        self.cells.append(experiment.cell_record(cell_id, execution_count, code))
         assert self.exp_dir is not None  # begin() made it before any cell
         with self.timed("manifest"):
             experiment.update_manifest(self.exp_dir, cells=list(self.cells))

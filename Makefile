@@ -15,23 +15,31 @@ STAMPS := .stamps
 JLPM := $(BIN)/jlpm
 CHROMIUM ?= /usr/lib/chromium/chromium
 PORT ?= 8888
+# Real Score-P for the Score-P tests: ../shared/scorep (CI and these machines have it)
+# installs it under /opt/scorep. A user's own Score-P is found on their PATH.
+SCOREP_SHARED ?= $(CURDIR)/../shared/scorep
+SCOREP_BIN ?= /opt/scorep/bin
 # Jupyter refuses to run as root without this (containers, CI machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-# The package.json scripts call `jlpm` and `jupyter` by name: the venv's must come first.
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+# The package.json scripts call `jlpm` and `jupyter` by name: the venv's must come first;
+# Score-P's bin/ (scorep-config, otf2-print, cube_stat) next, when it is installed there.
+export PATH := $(CURDIR)/$(BIN):$(SCOREP_BIN):$(PATH)
 
 FRONTEND_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help setup lab test test-python test-js test-ui bench clean
+.PHONY: help setup lab test lint test-python test-js test-ui test-wheel bench clean
 
 help:
 	@echo "make lab    set everything up and open JupyterLab on examples/"
-	@echo "make test   set everything up and run every test suite (pytest, jest, Galata)"
+	@echo "make test   set everything up and run every check: lint and types, pytest, jest,"
+	@echo "            Galata, and the wheel installed into a clean environment"
+	@echo "make lint   ruff, mypy, eslint, prettier, stylelint only"
 	@echo "make bench  run the benchmarks and write benchmarks/RESULTS.md (installs torch)"
 	@echo "make setup  only set up: .venv, Python and npm dependencies, the built extension"
 	@echo "make clean  remove what setup made"
 
-setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps
+setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps \
+	$(STAMPS)/scorep
 
 $(STAMPS):
 	@mkdir -p $@
@@ -83,6 +91,25 @@ $(STAMPS)/develop: $(STAMPS)/build
 	$(BIN)/jupyter labextension develop . --overwrite >/dev/null
 	@touch $@
 
+# Score-P from ../shared/scorep when it is there (its install.sh: /opt/scorep, the Debian
+# runtime packages, the bindings into the venv). The bindings compile and link a small
+# library at every `python -m scorep` start against Score-P's dependencies, so the -dev
+# packages of libunwind and libbfd are needed too (install.sh brings only the runtimes).
+$(STAMPS)/scorep: $(STAMPS)/python
+	@if [ -x "$(SCOREP_SHARED)/install.sh" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    need=(); for p in libunwind-dev binutils-dev; do dpkg -s $$p >/dev/null 2>&1 || need+=($$p); done; \
+	    if [ $${#need[@]} -gt 0 ]; then \
+	      echo "==> Installing Debian packages Score-P's bindings link against: $${need[*]}"; \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${need[@]}" >/dev/null; \
+	    fi; \
+	  fi; \
+	  "$(SCOREP_SHARED)/install.sh" $(CURDIR)/$(BIN)/python; \
+	else \
+	  echo "==> No ../shared/scorep here: the Score-P tests skip unless Score-P is on PATH"; \
+	fi
+	@touch $@
+
 $(STAMPS)/ui-deps: ui-tests/package.json $(wildcard ui-tests/yarn.lock) $(STAMPS)/builder
 	@echo "==> Installing the UI tests' npm dependencies"
 	cd ui-tests && ../$(JLPM) install
@@ -92,8 +119,16 @@ lab: setup
 	@echo "==> Starting JupyterLab on examples/ (Ctrl-C to stop); open the URL printed below."
 	$(BIN)/jupyter lab --notebook-dir=examples --port=$(PORT) $(ROOT_FLAG)
 
-test: setup test-python test-js test-ui
-	@echo "==> All test suites passed"
+test: setup lint test-python test-js test-ui test-wheel
+	@echo "==> All checks passed"
+
+lint: setup
+	@echo "==> ruff (lint and format), mypy"
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	@echo "==> stylelint, prettier, eslint"
+	$(JLPM) lint:check
 
 test-python:
 	@echo "==> pytest (kernel and server)"
@@ -107,11 +142,17 @@ test-ui:
 	@echo "==> Galata UI tests in Chromium ($(CHROMIUM))"
 	cd ui-tests && CI=1 PATH="$(CURDIR)/$(BIN):$$PATH" SCOREP_UI_CHROMIUM="$(CHROMIUM)" ../$(JLPM) playwright test
 
+# The wheel a user would pip install, in a fresh virtual environment: the labextension,
+# server extension and kernel spec are registered, and a profiled cell runs from it.
+test-wheel: setup
+	@echo "==> The wheel in a clean virtual environment"
+	$(BIN)/python .ci/check_wheel.py
+
 bench: setup
 	@echo "==> Installing torch for the benchmarks and examples (CPU build)"
 	$(BIN)/pip install -q "torch==2.13.0"
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(STAMPS) $(VENV) node_modules ui-tests/node_modules lib tsconfig.tsbuildinfo \
+	rm -rf $(STAMPS) $(VENV) .wheel-check node_modules ui-tests/node_modules lib tsconfig.tsbuildinfo \
 	  server_ext/jupyterlab_scorep/labextension server_ext/jupyterlab_scorep/_version.py

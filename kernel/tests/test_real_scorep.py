@@ -112,7 +112,13 @@ def test_auto_picks_scorep_and_a_cell_with_threads_numpy_and_a_class_runs(kernel
     assert result.bundle()["backend"] == "scorep"
     assert re.fullmatch(r"Score-P \d+\.\d+.*", result.bundle()["tool"])
     assert manifest["files_status"] == "ready", manifest["errors"]
-    assert {"otf2", "cubex", "scorep_config"} <= set(manifest["files"])
+    assert {"otf2", "cubex", "scorep_config", "metrics"} <= set(manifest["files"])
+    # system metrics, sampled by the kernel from outside the worker: its memory is there
+    from scorep_kernel import experiment
+
+    schema, _t, values = experiment.read_metrics(exp)
+    keys = [s["key"] for s in schema["series"]]
+    assert values.shape[0] >= 1 and values[:, keys.index("mem.rss")].max() > 20e6
     assert manifest["scorep_env"]["SCOREP_ENABLE_TRACING"] == "true"  # our default
     found = events(exp)
     counts = collections.Counter(name for _, kind, name in found if kind == "ENTER")

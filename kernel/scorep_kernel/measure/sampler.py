@@ -71,8 +71,16 @@ class MetricSampler:
     """``start()``, then ``stop()`` returns the MetricSamples. ``on_tick`` is called on the
     sampler thread once per interval (the session checks the event cap there)."""
 
-    def __init__(self, interval_s: float = 0.1, on_tick: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        interval_s: float = 0.1,
+        on_tick: Callable[[], None] | None = None,
+        pid: int | None = None,
+    ):
+        """``pid``: the process whose tree's memory is sampled (this one by default; the
+        kernel samples a Score-P worker from outside)."""
         self.interval_s = float(interval_s)
+        self.pid = pid
         self.on_tick = on_tick
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,7 +92,7 @@ class MetricSampler:
 
     # --- setup -----------------------------------------------------------------------
     def _prepare(self) -> None:
-        self._proc = psutil.Process()
+        self._proc = psutil.Process(self.pid)
         self._ncpu = psutil.cpu_count(logical=True) or 1
         self._gpus = _Gpus()
         series = [_series("cpu.total", "CPU total", "%", "cpu", "mean utilisation of all cores")]
@@ -142,7 +150,7 @@ class MetricSampler:
         if not self._gpus.handles:
             self.notes.append(NO_GPU_NOTE)
         self.series = series
-        self._procfs = procfs.Reader() if procfs.available() else None
+        self._procfs = procfs.Reader(self.pid) if procfs.available() else None
         if self._procfs:
             self._last_cpu = self._procfs.cpu_times()
         else:

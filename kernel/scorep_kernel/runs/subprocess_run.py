@@ -9,6 +9,7 @@ import os
 import time
 from typing import Any, TypeVar
 
+from scorep_kernel import experiment
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import (
     CellRequest,
@@ -58,6 +59,7 @@ class SubprocessRun(RunBase):
         self._escalation: asyncio.Task[None] | None = None
         self.in_cell = False
         self.interrupt_requested = False
+        self.metrics: scorep_backend.WorkerMetrics | None = None  # Score-P runs: sampled here
 
     async def begin(self) -> None:
         pool = self.side.pool
@@ -100,6 +102,9 @@ class SubprocessRun(RunBase):
         self.measured = started.measured
         if started.error:
             self.errors.append(f"measurement could not start: {started.error}")
+        if self.backend == "scorep":
+            interval = float(self.settings.measure.get("metric_interval", 0.1))
+            self.metrics = scorep_backend.WorkerMetrics(self.worker.pid, interval)
 
     def _add_stamps(
         self, sent: float, stamps: dict[str, float], phases: tuple[tuple[str, str], ...]
@@ -325,6 +330,7 @@ class SubprocessRun(RunBase):
         self.errors.append(message)
         self.last_cell_wall = time.perf_counter() - cell_start
         self.finished = True
+        self._write_metrics()  # what the run did until it died
         self.finish_manifest_without_files()
         output = self.side.output
         output.display(self.bundle(index, "crashed", self.last_cell_wall))
@@ -371,13 +377,25 @@ class SubprocessRun(RunBase):
                 f"The profiling process died while stopping the measurement: {message}"
             )
             extra = {"files_status": "failed"}
+        self._write_metrics()
         self.finish_manifest(extra)
         self.side.output.display(
             self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
         )
         self.side.tasks.spawn(await_files(self, worker), "waiting for a run's files")
 
+    def _write_metrics(self) -> None:
+        """The kernel's samples of a Score-P worker (the builtin tracer writes its own)."""
+        if self.metrics is None or self.exp_dir is None:
+            return
+        try:
+            files = self.metrics.stop_and_write(self.exp_dir)
+            experiment.update_manifest(self.exp_dir, files=files)
+        except Exception as e:  # the run's result stands without its charts
+            self.errors.append(f"writing the metric samples failed: {type(e).__name__}: {e}")
+
     async def abort(self) -> None:
+        self._write_metrics()
         self.mark_aborted()
         if self.worker is not None:
             await self.worker.close(graceful=False)

@@ -3,6 +3,7 @@ namespace exactly as the same cell run unprofiled does; outputs are live and ric
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -154,8 +155,11 @@ def test_manifest_and_bundle(kernels, workdir):
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["id"] == bundle["id"] and manifest["status"] == "ok"
     assert manifest["isolation"] == "subprocess"
-    assert manifest["cells"] == [{"cell_id": "cell-abc-123", "code": "total = sum(range(1000))",
-                                  "execution_count": result.reply["execution_count"]}]  # fmt: skip
+    code = "total = sum(range(1000))"
+    assert manifest["cells"] == [
+        {"cell_id": "cell-abc-123", "code": code, "execution_count": result.reply["execution_count"],
+         "source_sha256": hashlib.sha256(code.encode()).hexdigest()}
+    ]  # fmt: skip
     assert manifest["end_ns"] >= manifest["start_ns"] and manifest["wall_s"] >= 0
     display = next(c for c in result.of("display_data") if MIME in c["data"])
     assert "backend" in display["data"]["text/plain"] and "<table>" in display["data"]["text/html"]

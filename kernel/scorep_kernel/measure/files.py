@@ -79,7 +79,7 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     changes: dict[str, Any] = {
         "files": files,
         "measurement": summary,
-        "files_status": "failed" if errors else "ready",
+        "files_status": experiment.FILES_FAILED if errors else experiment.FILES_READY,
     }
     if errors:
         changes["errors"] = errors

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 
+from .. import experiment
 from ..formats.recording import ROLE_FUNCTION, Region
 
 
@@ -91,8 +92,8 @@ def function_name(module: str, qualname: str) -> str:
         qualname = qualname.rsplit("<locals>.", 1)[1]
     if "." in qualname:
         owner, name = qualname.rsplit(".", 1)
-        return f"{module}.{owner}:{name}"
-    return f"{module}:{qualname}"
+        return experiment.function_region_name(module, name, owner)
+    return experiment.function_region_name(module, qualname)
 
 
 def code_region(code, modules: ModuleNames) -> tuple[Region, str]:

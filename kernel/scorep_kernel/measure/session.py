@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from .. import experiment
 from ..formats.recording import ROLE_IMPORT, ROLE_USER, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
@@ -334,15 +335,21 @@ class Measurement:
         return notes
 
     def record_import(self, name: str, t0: float, t1: float) -> None:
-        region = Region(f"import:{name}", name.split(".")[0] or "import", "", 0, ROLE_IMPORT)
+        region = Region(
+            experiment.import_region_name(name),
+            name.split(".")[0] or experiment.IMPORT_MODULE,
+            "", 0, ROLE_IMPORT,
+        )  # fmt: skip
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
     # --- the scorep shim's entry points ------------------------------------------------
     def user_region_begin(
-        self, name: str, file: str = "", line: int = 0, module: str = "user"
+        self, name: str, file: str = "", line: int = 0, module: str = experiment.USER_MODULE
     ) -> None:
         st = self._state_of(threading.get_native_id())
-        region = Region(f"{module}:{name}", module, file or "", int(line or 0), ROLE_USER)
+        region = Region(
+            experiment.user_region_name(name, module), module, file or "", int(line or 0), ROLE_USER
+        )
         st.open_user.append((name, self._now(), region))
 
     def user_region_end(self, name: str) -> None:

@@ -163,7 +163,7 @@ class RunBase(abc.ABC):
         self.events: int | None = None
         self.top: list[tuple[str, float]] = []
         self.errors: list[str] = []
-        self.status = "ok"  # worst so far: ok < error < interrupted < crashed
+        self.status = experiment.STATUS_OK  # the worst so far (experiment.ENDED_STATUSES order)
         self.finished = False
         # the latest cell: its index in the run and its own run time (for the bundle)
         self.last_cell_index = 0
@@ -211,7 +211,7 @@ class RunBase(abc.ABC):
 
     def running_bundle(self) -> dict[str, Any]:
         """The bundle a cell of a run that stays open shows."""
-        return self.bundle(self.last_cell_index, "running", self.last_cell_wall)
+        return self.bundle(self.last_cell_index, experiment.STATUS_RUNNING, self.last_cell_wall)
 
     # --- the overhead's parts --------------------------------------------------------
 
@@ -278,9 +278,7 @@ class RunBase(abc.ABC):
         return len(self.cells) - 1
 
     def note_status(self, status: str) -> None:
-        order = ("ok", "error", "interrupted", "crashed")
-        if order.index(status) > order.index(self.status):
-            self.status = status
+        self.status = experiment.worse_status(self.status, status)
 
     def finish_manifest(self, extra: dict[str, Any] | None = None) -> None:
         changes: dict[str, Any] = {
@@ -291,7 +289,7 @@ class RunBase(abc.ABC):
             "timings": {k: round(v, 6) for k, v in self.timings.items()},
         }
         if not self.measured:
-            changes["files_status"] = "unavailable"
+            changes["files_status"] = experiment.FILES_UNAVAILABLE
             changes["measurement"] = {
                 "note": "No measurement: the cells ran without being measured (the errors say why)."
             }
@@ -302,20 +300,26 @@ class RunBase(abc.ABC):
 
     def finish_manifest_without_files(self) -> None:
         """The run ended with no files to come (aborted, or its process died)."""
-        self.finish_manifest({"files_status": "failed" if self.measured else "unavailable"})
+        self.finish_manifest(
+            {
+                "files_status": experiment.FILES_FAILED
+                if self.measured
+                else experiment.FILES_UNAVAILABLE
+            }
+        )
 
     def fail_to_start(self, message: str) -> None:
         """``begin`` could not set the run up: record why in the manifest, raise RunFailed."""
         self.finished = True
-        self.note_status("error")
+        self.note_status(experiment.STATUS_ERROR)
         self.errors.append(message)
         if self.exp_dir is not None:
-            self.finish_manifest({"files_status": "unavailable"})
+            self.finish_manifest({"files_status": experiment.FILES_UNAVAILABLE})
         raise RunFailed(message)
 
     def mark_aborted(self) -> None:
         self.finished = True
-        self.note_status("interrupted")
+        self.note_status(experiment.STATUS_INTERRUPTED)
         self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
 
     def bundle(self, cell_index: int, status: str, wall_s: float | None, note: str | None = None):

@@ -6,16 +6,18 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from scorep_kernel import experiment
+
 MIME_TYPE = "application/vnd.scorep.experiment+json"
 
 _BACKEND_WORDS = {"builtin": "the builtin tracer", "scorep": "Score-P"}
 _ISOLATION_WORDS = {"subprocess": "in a subprocess", "inprocess": "in the kernel"}
 _STATUS_WORDS = {
-    "ok": "",
-    "error": " The cell raised an exception.",
-    "interrupted": " The cell was interrupted.",
-    "crashed": " The profiling process died.",
-    "running": " Still running.",
+    experiment.STATUS_OK: "",
+    experiment.STATUS_ERROR: " The cell raised an exception.",
+    experiment.STATUS_INTERRUPTED: " The cell was interrupted.",
+    experiment.STATUS_CRASHED: " The profiling process died.",
+    experiment.STATUS_RUNNING: " Still running.",
 }
 
 

@@ -52,7 +52,9 @@ class InprocessRun(RunBase):
         self.last_cell_index = index
         if reply.get("status") == "error":
             self.note_status(
-                "interrupted" if reply.get("ename") == "KeyboardInterrupt" else "error"
+                experiment.STATUS_INTERRUPTED
+                if reply.get("ename") == "KeyboardInterrupt"
+                else experiment.STATUS_ERROR
             )
         return reply
 
@@ -75,7 +77,7 @@ class InprocessRun(RunBase):
             except Exception as e:
                 self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
                 recording = None
-                extra["files_status"] = "failed"
+                extra["files_status"] = experiment.FILES_FAILED
         self.finish_manifest(extra)
         if recording is not None:
             # Written in a thread of the kernel's process, which must not compete for the
@@ -92,7 +94,7 @@ class InprocessRun(RunBase):
         except Exception as e:
             experiment.update_manifest(
                 self.exp_dir,
-                files_status="failed",
+                files_status=experiment.FILES_FAILED,
                 errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
             )
 

@@ -37,10 +37,10 @@ def _files_unknown(run: SubprocessRun, why: str) -> None:
     assert run.exp_dir is not None
     try:
         manifest = experiment.read_manifest(run.exp_dir)
-        if manifest.get("files_status") == "pending":
+        if manifest.get("files_status") == experiment.FILES_PENDING:
             experiment.update_manifest(
                 run.exp_dir,
-                files_status="failed",
+                files_status=experiment.FILES_FAILED,
                 errors=[f"the kernel stopped waiting for the experiment files ({why})"],
             )
     except experiment.ExperimentError:
@@ -49,7 +49,7 @@ def _files_unknown(run: SubprocessRun, why: str) -> None:
 
 async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
     assert run.exp_dir is not None
-    status, errors = "failed", []
+    status, errors = experiment.FILES_FAILED, []
     try:
         done = await worker.recv_until(msg.FilesDone, None)
         status, errors = done.status, list(done.errors)
@@ -61,7 +61,10 @@ async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
         _note_scorep_files(run, code, errors)
     elif status != "exit":  # "exit": nothing was measured, finish_manifest said so
         manifest = experiment.read_manifest(run.exp_dir)
-        if status == "failed" or manifest.get("files_status") == "pending":
+        if (
+            status == experiment.FILES_FAILED
+            or manifest.get("files_status") == experiment.FILES_PENDING
+        ):
             experiment.update_manifest(run.exp_dir, files_status=status, errors=errors)
 
 
@@ -77,8 +80,10 @@ def _note_scorep_files(run: SubprocessRun, code: int | None, errors: list[str]) 
         )
         if (run.exp_dir / filename).exists()
     }
-    status = "ready" if "otf2" in files or "cubex" in files else "failed"
-    if status == "failed":
+    status = (
+        experiment.FILES_READY if "otf2" in files or "cubex" in files else experiment.FILES_FAILED
+    )
+    if status == experiment.FILES_FAILED:
         errors.append(f"Score-P wrote neither a trace nor a profile (exit status {code})")
     elif "otf2" not in files:
         errors.append(

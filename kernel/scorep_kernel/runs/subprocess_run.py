@@ -235,7 +235,7 @@ class SubprocessRun(RunBase):
         if self.interrupt_requested:  # the user interrupted while the worker was starting
             packet.release()
             self.interrupt_requested = False
-            self.note_status("interrupted")
+            self.note_status(experiment.STATUS_INTERRUPTED)
             text = "KeyboardInterrupt: interrupted before the profiled cell started"
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
@@ -279,7 +279,7 @@ class SubprocessRun(RunBase):
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
         if done.state is None:  # the cell never ran: nothing to bring back
-            self.note_status("error")
+            self.note_status(experiment.STATUS_ERROR)
             return error_reply(done.ename, done.evalue, done.traceback, count), None
         try:
             with self.timed("unpack"):
@@ -304,18 +304,19 @@ class SubprocessRun(RunBase):
                     f"back to the notebook ({reason}).\n",
                 )
         if done.interrupted:
-            status = "interrupted"
-        elif done.status == "error":
-            status = "error"
+            status = experiment.STATUS_INTERRUPTED
+        elif done.status == "error":  # the worker's CellDone word, not the manifest's
+            status = experiment.STATUS_ERROR
         else:
-            status = "ok"
+            status = experiment.STATUS_OK
         self.note_status(status)
         # The cell's own run time as the worker measured it (without the transfers).
         self.last_cell_wall = float(done.wall_s or (time.perf_counter() - cell_start))
-        if status == "ok":
+        if status == experiment.STATUS_OK:
             ok = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
             return ok, result
-        ename = "KeyboardInterrupt" if status == "interrupted" else (done.ename or "Error")
+        interrupted = status == experiment.STATUS_INTERRUPTED
+        ename = "KeyboardInterrupt" if interrupted else (done.ename or "Error")
         return error_reply(ename, done.evalue, done.traceback, count), result
 
     async def _crashed(
@@ -326,14 +327,14 @@ class SubprocessRun(RunBase):
                 f"The profiled cell did not stop within {INTERRUPT_GRACE_S:.0f} s of the "
                 f"interrupt, so its process was killed. {message}"
             )
-        self.note_status("crashed")
+        self.note_status(experiment.STATUS_CRASHED)
         self.errors.append(message)
         self.last_cell_wall = time.perf_counter() - cell_start
         self.finished = True
         self._write_metrics()  # what the run did until it died
         self.finish_manifest_without_files()
         output = self.side.output
-        output.display(self.bundle(index, "crashed", self.last_cell_wall))
+        output.display(self.bundle(index, experiment.STATUS_CRASHED, self.last_cell_wall))
         output.error(WorkerDied.ename, message, [message])
         if self.worker is not None:
             await self.worker.close(graceful=False)
@@ -372,11 +373,11 @@ class SubprocessRun(RunBase):
                 extra["measurement"] = dict(stopped.notes)
         except (ChannelClosed, WorkerDied) as e:
             message = e.message if isinstance(e, WorkerDied) else str(e)
-            self.note_status("crashed")
+            self.note_status(experiment.STATUS_CRASHED)
             self.errors.append(
                 f"The profiling process died while stopping the measurement: {message}"
             )
-            extra = {"files_status": "failed"}
+            extra = {"files_status": experiment.FILES_FAILED}
         self._write_metrics()
         self.finish_manifest(extra)
         self.side.output.display(

@@ -125,8 +125,10 @@ REGION_ROLES = (ROLE_FUNCTION, ROLE_USER, ROLE_IMPORT, ROLE_CELL, ROLE_ARTIFICIA
 # stores the role word itself as the region's *description*, and sets the OTF2 region
 # role and paradigm as Score-P would (formats.otf2_writer.REGION_ROLES). A reader takes
 # the description when it is one of REGION_ROLES; otherwise (a Score-P trace, whose
-# descriptions are its own) the OTF2 region role decides: ARTIFICIAL -> "artificial",
-# anything else -> "function".
+# descriptions are its own) the OTF2 region role decides ARTIFICIAL -> "artificial", and
+# the name the rest (the naming rule below): a cell's own region (``cell_region_label``)
+# -> "cell", ``import:<module>`` -> "import", ``user:<name>`` -> "user", anything else ->
+# "function".
 
 
 def encode_region_role(role: str) -> str:
@@ -136,12 +138,22 @@ def encode_region_role(role: str) -> str:
     return role
 
 
-def decode_region_role(description: str | None, otf2_region_role: str = "") -> str:
-    """The role of a region read from any OTF2 trace, from its description and its OTF2
-    region role (the enum's name, any case: "ARTIFICIAL", "function" ...)."""
+def decode_region_role(description: str | None, otf2_region_role: str = "", name: str = "") -> str:
+    """The role of a region read from any OTF2 trace (or CUBE4 profile), from its
+    description, its OTF2 region role (the enum's name, any case: "ARTIFICIAL", "function"
+    ...) and its name."""
     if description in REGION_ROLES:
         return description
-    return ROLE_ARTIFICIAL if otf2_region_role.lower() == ROLE_ARTIFICIAL else ROLE_FUNCTION
+    if otf2_region_role.lower() == ROLE_ARTIFICIAL:
+        return ROLE_ARTIFICIAL
+    if name and cell_region_label(name) is not None:
+        return ROLE_CELL
+    module = region_module(name) if name else None
+    if module == IMPORT_MODULE:
+        return ROLE_IMPORT
+    if module == USER_MODULE:
+        return ROLE_USER
+    return ROLE_FUNCTION
 
 
 # --- regions: names --------------------------------------------------------------------
@@ -283,6 +295,18 @@ def cell_region_count(region_name: str) -> int | None:
     """The execution count of a cell's own region (either backend's naming), else None."""
     m = _CELL_REGION.fullmatch(region_name)
     return int(m.group(1)) if m else None
+
+
+def cell_region_label(region_name: str) -> str | None:
+    """What a viewer shows for a cell's own region, the same under either backend ("cell
+    [3]" for the builtin's "cell [3]" and Score-P's ":cell [3]"); None for other regions.
+    Under Score-P every region of the empty module is a cell's: the kernel names nothing
+    else so (a builtin trace marks a cell by its role instead)."""
+    if cell_region_count(region_name) is not None:
+        return region_name.removeprefix(":")
+    if region_name.startswith(":") and len(region_name) > 1:
+        return region_name[1:]
+    return None
 
 
 def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,0 +1,488 @@
+"""One headless run: start the Score-P kernel, execute the notebook's code cells through
+nbclient (each request with its cell's metadata), print a line per cell, stop cleanly on
+Ctrl-C, and collect what was measured into scorep-summary.json.
+
+Ctrl-C (or SIGTERM, as CI sends on a cancelled job): the running cell is interrupted (the
+kernel keeps what its measurement recorded), no further cell runs, the files the kernel
+is still writing are waited for, and the summary and the executed notebook are written;
+the exit status is 130. A second Ctrl-C stops at once: the kernel is shut down without
+waiting, and what is on disk is summarised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import os
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import nbformat
+from nbclient.exceptions import DeadKernelError
+from nbclient.util import ensure_async
+
+from scorep_kernel import experiment as ex
+
+from . import cells as cellsel
+from . import experiments as exps
+from . import summary as hs
+from .client import ScorePNotebookClient
+
+DEFAULT_KERNEL = "scorep-python"
+
+
+class UsageError(Exception):
+    """A wrong option or an unreadable notebook: exit status 2, the message says the fix."""
+
+
+@dataclass
+class RunOptions:
+    notebook: Path
+    output: Path | None = None
+    kernel: str = DEFAULT_KERNEL
+    backend: str | None = None
+    isolation: str | None = None
+    experiment_dir: Path | None = None
+    profile_all: bool = False
+    cells: str | None = None
+    timeout: float | None = None  # per cell, seconds
+    cwd: Path | None = None
+    allow_errors: bool = False
+    summary: Path | None = None
+    startup_timeout: float = 60.0
+    files_timeout: float = 300.0
+    top: int = 5  # top regions per cell in the summary
+    color: bool | None = None  # None: when the output is a terminal
+
+
+@dataclass
+class CellRun:
+    """What happened to one code cell."""
+
+    code: cellsel.CodeCell
+    toggled: bool
+    status: str = hs.CELL_NOT_RUN
+    wall_s: float | None = None
+    execution_count: int | None = None
+    error: dict[str, Any] | None = None
+    experiment_paths: list[str] = field(default_factory=list)
+
+
+def session_name(notebook: Path) -> str:
+    """The notebook as JPY_SESSION_NAME gives it to the kernel (the manifests' ``notebook``):
+    relative to the working directory when it lies below it, as a server root would see it."""
+    path = notebook.absolute()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+class Runner:
+    """Runs one notebook; ``await run()`` gives the summary (a dict per SCHEMA)."""
+
+    def __init__(self, opts: RunOptions, out: TextIO | None = None):
+        self.opts = opts
+        self.out = out or sys.stdout
+        tty = hasattr(self.out, "isatty") and self.out.isatty()
+        self.tty = bool(tty)
+        self.color = (
+            opts.color if opts.color is not None else (tty and not os.environ.get("NO_COLOR"))
+        )
+        self.stop_reason: str | None = None  # "interrupted" once Ctrl-C came
+        self._signals = 0
+        self._cell_task: asyncio.Future | None = None
+        self._interrupting: asyncio.Future | None = None
+        self.client: ScorePNotebookClient | None = None
+        self.kernel_started = False
+        self._ipc_dir: tempfile.TemporaryDirectory | None = None
+        self.prepare()
+
+    # --- setup ---------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        opts = self.opts
+        path = opts.notebook
+        if not path.is_file():
+            raise UsageError(f"{path}: no such notebook")
+        try:
+            self.nb = nbformat.read(path, as_version=4)
+        except Exception as e:
+            raise UsageError(
+                f"{path} is not a readable notebook ({type(e).__name__}: {e})"
+            ) from None
+        self.code = cellsel.code_cells(self.nb)
+        if opts.profile_all and opts.cells:
+            raise UsageError("--all and --cells exclude each other: choose one")
+        if opts.profile_all:
+            mode, chosen = "all", frozenset(c.number for c in self.code)
+        elif opts.cells:
+            try:
+                mode, chosen = "cells", cellsel.parse_selection(opts.cells, self.code)
+            except cellsel.SelectionError as e:
+                raise UsageError(str(e)) from None
+        else:
+            mode, chosen = "toggled", frozenset()
+        self.cwd = (opts.cwd or path.parent).absolute()
+        if not self.cwd.is_dir():
+            raise UsageError(f"--cwd {self.cwd}: no such directory")
+        exp_dir = opts.experiment_dir.expanduser().absolute() if opts.experiment_dir else None
+        self.experiment_dir = exp_dir or ex.default_parent(self.cwd).absolute()
+        self.summary_path = (
+            opts.summary.absolute() if opts.summary else self.experiment_dir / hs.SUMMARY_NAME
+        )
+        lab = cellsel.lab_settings_from_options(
+            opts.backend, opts.isolation, str(exp_dir) if exp_dir else None
+        )
+        self.profiling = cellsel.Profiling(mode=mode, chosen=chosen, lab_settings=lab)
+        self.cells = [CellRun(c, cellsel.is_toggled(c, self.profiling)) for c in self.code]
+        self.session = session_name(path)
+
+    def options_record(self) -> dict[str, Any]:
+        o = self.opts
+        return {
+            "profile": self.profiling.mode,
+            "cells": o.cells,
+            "backend": o.backend,
+            "isolation": o.isolation,
+            "experiment_dir": str(o.experiment_dir) if o.experiment_dir else None,
+            "timeout_s": o.timeout,
+            "allow_errors": o.allow_errors,
+            "lab_settings": self.profiling.lab_settings,
+        }
+
+    # --- output --------------------------------------------------------------------
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def _paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def _line(self, c: CellRun, status: str | None, profiled: str) -> str:
+        n = len(self.code)
+        number = f"[{c.code.number}/{n}]".ljust(len(f"[{n}/{n}]"))
+        if status is None:
+            word = "running"
+        else:
+            word = status
+            colour = {"ok": "32", "error": "31", "died": "31", "timeout": "33"}.get(status, "33")
+            word = self._paint(status.ljust(11), colour)
+        wall = hs.fmt_seconds(c.wall_s) if status is not None else ""
+        return (
+            f"{number} {profiled.ljust(8)} {word if status else word.ljust(11)} "
+            f"{wall.rjust(8)}  {cellsel.first_line(c.code.cell.source)}"
+        ).rstrip()
+
+    def progress_start(self, c: CellRun) -> None:
+        if self.tty:
+            print(
+                self._line(c, None, "profile" if c.toggled else ""),
+                end="",
+                file=self.out,
+                flush=True,
+            )
+
+    def progress_end(self, c: CellRun) -> None:
+        prefix = "\r\x1b[K" if self.tty else ""
+        self.say(prefix + self._line(c, c.status, "profiled" if c.experiment_paths else ""))
+        if c.error and c.status == hs.CELL_ERROR:
+            tb = c.error["traceback"]
+            self.say("\n".join("    " + line for line in tb.splitlines()))
+
+    # --- signals -------------------------------------------------------------------
+
+    def on_signal(self, signum: int) -> None:
+        self._signals += 1
+        name = signal.Signals(signum).name
+        if self._signals == 1:
+            self.stop_reason = "interrupted"
+            msg = f"\n{name}: stopping after the running cell (interrupting it); again to stop at once."
+            self.say(msg)
+            if self._cell_task is not None and self.client is not None and self.client.km:
+                self._interrupting = asyncio.ensure_future(self._interrupt_kernel())
+        else:
+            self.say(f"\n{name} again: stopping at once.")
+            if self._cell_task is not None:
+                self._cell_task.cancel()
+
+    async def _interrupt_kernel(self) -> None:
+        try:
+            assert self.client is not None and self.client.km is not None
+            await ensure_async(self.client.km.interrupt_kernel())
+        except Exception as e:
+            self.say(f"(could not interrupt the kernel: {e})")
+
+    # --- the run -------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.on_signal, sig)
+                handled.append(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        start = _dt.datetime.now(_dt.timezone.utc)
+        t0 = time.monotonic()
+        status, message = hs.RUN_OK, ""
+        try:
+            self.announce()
+            status, message = await self.execute()
+        finally:
+            await self.shutdown()
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+        manifests = self.collect_files()
+        data = self.build_summary(start, time.monotonic() - t0, status, message, manifests)
+        return data
+
+    def announce(self) -> None:
+        toggled = sum(c.toggled for c in self.cells)
+        what = {
+            "toggled": f"{toggled} toggled",
+            "all": "all profiled (--all)",
+            "cells": f"{toggled} chosen (--cells)",
+        }[self.profiling.mode]
+        self.say(
+            f"{self.opts.notebook}: {len(self.code)} code cells, {what}; kernel "
+            f"{self.opts.kernel}, experiments in {self.experiment_dir}"
+        )
+        spec = (self.nb.metadata.get("kernelspec") or {}).get("name")
+        if spec and spec != self.opts.kernel:
+            self.say(f"(the notebook names the kernel {spec!r}; it runs on {self.opts.kernel!r})")
+
+    async def start_kernel(self) -> None:
+        opts = self.opts
+        self.client = ScorePNotebookClient(
+            self.nb,
+            kernel_name=opts.kernel,
+            timeout=int(opts.timeout) if opts.timeout else None,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            startup_timeout=int(opts.startup_timeout),
+            shutdown_kernel="graceful",
+            resources={"metadata": {"path": str(self.cwd)}},
+        )
+        self.client.scorep_profiling = self.profiling
+        env = {**os.environ, "JPY_SESSION_NAME": self.session}
+        from jupyter_client.kernelspec import NoSuchKernel
+
+        try:
+            self.client.km = self.client.create_kernel_manager()
+            # Unix sockets in a private folder: no TCP port, and no warning about one
+            self._ipc_dir = tempfile.TemporaryDirectory(prefix="scorep-run-")
+            self.client.km.transport = "ipc"
+            self.client.km.ip = str(Path(self._ipc_dir.name) / "kernel")
+            await self.client.async_start_new_kernel(cwd=str(self.cwd), env=env)
+            self.kernel_started = True
+            await self.client.async_start_new_kernel_client()
+        except NoSuchKernel:
+            raise UsageError(
+                f"no kernel named {opts.kernel!r} is installed here: install jupyterlab-scorep "
+                "into this environment (it brings the 'scorep-python' kernel spec), or name "
+                "an installed kernel with --kernel (jupyter kernelspec list)"
+            ) from None
+
+    async def execute(self) -> tuple[str, str]:
+        try:
+            await self.start_kernel()
+        except UsageError:
+            raise
+        except asyncio.CancelledError:
+            return hs.RUN_INTERRUPTED, "stopped while the kernel started"
+        except Exception as e:
+            return hs.RUN_FAILED, f"the kernel {self.opts.kernel!r} did not start: {e}"
+        assert self.client is not None
+        status, message = hs.RUN_OK, ""
+        for c in self.cells:
+            if self.stop_reason:
+                status = hs.RUN_INTERRUPTED
+                message = message or "stopped by a signal before all cells ran"
+                break
+            if not c.code.cell.source.strip():
+                c.status = hs.CELL_SKIPPED
+                continue
+            self.client.timed_out = False
+            self.progress_start(c)
+            t = time.monotonic()
+            self._cell_task = asyncio.ensure_future(
+                self.client.async_execute_cell(c.code.cell, c.code.index)
+            )
+            died = cancelled = False
+            try:
+                await self._cell_task
+            except DeadKernelError:
+                died = True
+            except asyncio.CancelledError:
+                cancelled = True
+            finally:
+                self._cell_task = None
+            c.wall_s = time.monotonic() - t
+            c.execution_count = c.code.cell.get("execution_count")
+            c.experiment_paths = list(dict.fromkeys(b["path"] for b in exps.bundles(c.code.cell)))
+            c.status, c.error = self.cell_outcome(c, died, cancelled)
+            self.progress_end(c)
+            if c.status == hs.CELL_DIED:
+                return hs.RUN_DIED, f"the kernel died while cell [{c.code.number}] ran"
+            if c.status == hs.CELL_TIMEOUT:
+                return hs.RUN_TIMEOUT, (
+                    f"cell [{c.code.number}] ran longer than --timeout {self.opts.timeout:g} s "
+                    "and was interrupted"
+                )
+            if c.status == hs.CELL_INTERRUPTED or cancelled:
+                return hs.RUN_INTERRUPTED, f"interrupted in cell [{c.code.number}]"
+            if c.status == hs.CELL_ERROR and not (c.error or {}).get("expected"):
+                status = hs.RUN_ERROR
+                message = (
+                    f"cell [{c.code.number}] raised {c.error['ename'] if c.error else 'an error'}"
+                )
+                if not self.opts.allow_errors:
+                    message += " (later cells not run; --allow-errors runs them)"
+                    return status, message
+        if self.stop_reason and status == hs.RUN_OK:
+            return hs.RUN_INTERRUPTED, "stopped by a signal"
+        return status, message
+
+    def cell_outcome(self, c: CellRun, died: bool, cancelled: bool) -> tuple[str, dict | None]:
+        if died:
+            return hs.CELL_DIED, None
+        if cancelled:
+            return hs.CELL_INTERRUPTED, None
+        errors = [o for o in c.code.cell.get("outputs", []) if o.get("output_type") == "error"]
+        if not errors:
+            return hs.CELL_OK, None
+        e = errors[-1]
+        error: dict[str, Any] = {
+            "ename": str(e.get("ename", "")),
+            "evalue": str(e.get("evalue", "")),
+            "traceback": hs.strip_ansi("\n".join(e.get("traceback") or [])),
+        }
+        if self.client is not None and self.client.timed_out:
+            return hs.CELL_TIMEOUT, error  # the timeout interrupted it
+        if self.stop_reason and error["ename"] == "KeyboardInterrupt":
+            return hs.CELL_INTERRUPTED, error  # Ctrl-C interrupted it
+        if "raises-exception" in (c.code.cell.metadata.get("tags") or []):
+            error["expected"] = True  # nbclient's tag for a cell meant to raise
+        return hs.CELL_ERROR, error
+
+    async def shutdown(self) -> None:
+        """Wait for the files of the runs (bounded; a second signal skips it), then shut the
+        kernel down."""
+        if self.client is None:
+            return
+        paths = [Path(p) for c in self.cells for p in c.experiment_paths]
+        if paths and self._signals < 2:
+            await asyncio.get_running_loop().run_in_executor(
+                None,
+                lambda: exps.wait_for_files(
+                    paths, self.opts.files_timeout, lambda: self._signals > 1
+                ),
+            )
+        if self._signals > 1:
+            self.client.shutdown_kernel = "immediate"
+        try:
+            if self.client.km is not None:
+                await self.client._async_cleanup_kernel()
+        except Exception as e:
+            self.say(f"(the kernel did not shut down cleanly: {e})")
+        if self._ipc_dir is not None:
+            self._ipc_dir.cleanup()
+
+    # --- results -------------------------------------------------------------------
+
+    def collect_files(self) -> dict[Path, dict[str, Any]]:
+        paths = [Path(p) for c in self.cells for p in c.experiment_paths]
+        # the kernel is gone: whatever is still pending stays so
+        return exps.wait_for_files(paths, 0)
+
+    def experiment_record(self, path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        if not manifest:
+            return None
+        rec: dict[str, Any] = {
+            "id": manifest["id"],
+            "path": hs.experiment_ref(path, self.summary_path.parent),
+            "backend": manifest.get("backend"),
+            "isolation": manifest.get("isolation"),
+            "status": manifest.get("status"),
+            "files_status": manifest.get("files_status"),
+            "wall_s": manifest.get("wall_s"),
+            "events": (manifest.get("measurement") or {}).get("events"),
+            "run": manifest.get("run"),
+            "top_regions": [],
+            "notes": [],
+        }
+        try:
+            tree = exps.load_tree(path, manifest)
+        except exps.NoCallTree as e:
+            rec["notes"].append(str(e))
+        else:
+            from .. import summary as server_summary
+
+            rec["top_regions"] = server_summary.top_regions(tree, self.opts.top)
+        return rec
+
+    def build_summary(
+        self,
+        start: _dt.datetime,
+        wall_s: float,
+        status: str,
+        message: str,
+        manifests: dict[Path, dict[str, Any]],
+    ) -> dict[str, Any]:
+        records: dict[str, dict[str, Any] | None] = {}
+        cells = []
+        for c in self.cells:
+            exp = None
+            if c.experiment_paths:
+                path = Path(c.experiment_paths[-1])
+                if str(path) not in records:
+                    records[str(path)] = self.experiment_record(path, manifests.get(path, {}))
+                exp = records[str(path)]
+            cells.append(
+                {
+                    "number": c.code.number,
+                    "index": c.code.index,
+                    "cell_id": c.code.cell.get("id"),
+                    "source_sha256": ex.source_hash(c.code.cell.source),
+                    "first_line": cellsel.first_line(c.code.cell.source, 200),
+                    "toggled": c.toggled,
+                    "profiled": exp is not None,
+                    "status": c.status,
+                    "wall_s": None if c.wall_s is None else round(c.wall_s, 6),
+                    "execution_count": c.execution_count,
+                    "error": c.error,
+                    "experiment": exp,
+                }
+            )
+        data: dict[str, Any] = {
+            "schema": hs.SCHEMA_ID,
+            "version": hs.SUMMARY_VERSION,
+            "notebook": self.session,
+            "output": str(self.opts.output) if self.opts.output else None,
+            "kernel": self.opts.kernel,
+            "cwd": str(self.cwd),
+            "experiment_dir": str(self.experiment_dir),
+            "options": self.options_record(),
+            "start": start.isoformat(),
+            "end": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "wall_s": round(wall_s, 6),
+            "status": status,
+            "exit_code": hs.EXIT_CODES[status],
+            "cells": cells,
+        }
+        if message:
+            data["message"] = message
+        return data
+
+    def write_notebook(self) -> None:
+        if self.opts.output is None:
+            return
+        self.opts.output.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(self.nb, str(self.opts.output))

@@ -1,0 +1,294 @@
+"""``--baseline DIR_OR_SUMMARY --fail-if-slower PCT``: each profiled cell against its
+baseline run, by the server's comparison (``jupyterlab_scorep.compare``, shared).
+
+**Baseline.** A ``scorep-summary.json`` of an earlier ``jupyter scorep run`` (or the
+directory holding one), or a directory of experiments (a previous run's experiment
+directory, e.g. a CI artifact): there each experiment's manifest names its cells; when a
+cell has several runs, the newest is the baseline and, with at least
+``compare.MIN_NOISE_RUNS`` runs of the same source, their wall times measure the noise
+(``compare.noise_from_runs``).
+
+**Matching.** A cell of this run is matched with a baseline cell by its JupyterLab
+``cellId``, else by the hash of its source, else by its code-cell number; the report says
+which, and names the cells on either side that found no partner.
+
+**The rule.** A cell regressed when ``compare.verdict`` calls it slower (its measured time
+grew by more than the noise: 10 % or the measured spread, at least 2 ms) *and* by more
+than PCT of the baseline's time. The functions named are those whose exclusive time grew
+beyond the noise (``FunctionDelta.time_changed``), largest first, with their visits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scorep_kernel import experiment as ex
+
+from .. import compare
+from . import summary as hs
+from .experiments import NoCallTree, load_tree
+
+MAX_FUNCTIONS_NAMED = 3
+# a function is named when it carries at least this share of its cell's slowdown
+SHARE_NAMED = 0.1
+
+
+class BaselineError(Exception):
+    """A --baseline that is neither a summary nor a directory of experiments."""
+
+
+@dataclass
+class BaselineCell:
+    """One cell's baseline run."""
+
+    cell_id: str | None
+    source_sha256: str | None
+    number: int | None
+    first_line: str
+    experiment: Path
+    # wall times of the runs of the same source (for the noise), newest first
+    history_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Baseline:
+    where: Path
+    cells: list[BaselineCell]
+    note: str = ""
+
+    @classmethod
+    def load(cls, where: str | os.PathLike, notebook: str | None = None) -> Baseline:
+        path = Path(where)
+        if path.is_dir() and (path / hs.SUMMARY_NAME).is_file():
+            path = path / hs.SUMMARY_NAME
+        if path.is_file():
+            try:
+                data = hs.read_summary(path)
+            except hs.SummaryError as e:
+                raise BaselineError(f"--baseline {where}: {e}") from None
+            return cls.from_summary(path, data)
+        if path.is_dir():
+            return cls.from_directory(path, notebook)
+        raise BaselineError(
+            f"--baseline {where}: no such file or directory; pass a {hs.SUMMARY_NAME} or a "
+            "directory of experiments (a previous run's scorep-experiments/)"
+        )
+
+    @classmethod
+    def from_summary(cls, path: Path, data: dict[str, Any]) -> Baseline:
+        cells = []
+        for c in data["cells"]:
+            e = c.get("experiment")
+            if not e or not isinstance(e.get("path"), str):
+                continue
+            wall = e.get("wall_s")
+            cells.append(
+                BaselineCell(
+                    cell_id=c.get("cell_id"),
+                    source_sha256=c.get("source_sha256"),
+                    number=c.get("number"),
+                    first_line=c.get("first_line", ""),
+                    experiment=hs.resolve_ref(e["path"], path.parent),
+                    history_s=[wall] if isinstance(wall, (int, float)) else [],
+                )
+            )
+        return cls(path, cells)
+
+    @classmethod
+    def from_directory(cls, path: Path, notebook: str | None) -> Baseline:
+        found = ex.list_experiments(path)  # newest first
+        if not found:
+            raise BaselineError(
+                f"--baseline {path}: no experiments in it (no subdirectory with a readable "
+                f"{ex.MANIFEST}) and no {hs.SUMMARY_NAME}"
+            )
+        note = ""
+        if notebook is not None:
+            same = [(p, m) for p, m in found if m.get("notebook") == notebook]
+            if same and len(same) < len(found):
+                note = f"used the {len(same)} of {len(found)} experiments that ran {notebook}"
+                found = same
+        by_key: dict[tuple, BaselineCell] = {}
+        for exp, m in found:
+            if m.get("status") == ex.STATUS_RUNNING:
+                continue
+            for rec in m.get("cells") or []:
+                key = (rec.get("cell_id"), rec.get("source_sha256"))
+                wall = m.get("wall_s")
+                cell = by_key.get(key)
+                if cell is None:  # the newest run of this cell and source
+                    code = rec.get("code") or ""
+                    cell = by_key[key] = BaselineCell(
+                        cell_id=rec.get("cell_id"),
+                        source_sha256=rec.get("source_sha256"),
+                        number=rec.get("execution_count"),
+                        first_line=code.strip().splitlines()[0] if code.strip() else "",
+                        experiment=exp,
+                    )
+                if isinstance(wall, (int, float)) and len(m.get("cells") or []) == 1:
+                    cell.history_s.append(float(wall))
+        return cls(path, list(by_key.values()), note)
+
+    def match(
+        self, cell: dict[str, Any], taken: set[int]
+    ) -> tuple[BaselineCell | None, str | None]:
+        """The baseline cell for one cell record of this run, and what matched them."""
+        for how in ("cell_id", "source_sha256", "number"):
+            value = cell.get(how)
+            if value is None:
+                continue
+            for i, b in enumerate(self.cells):
+                if i not in taken and getattr(b, how) == value:
+                    taken.add(i)
+                    return b, how
+        return None, None
+
+
+@dataclass
+class GateResult:
+    record: dict[str, Any]
+    text: str
+    failed: bool
+
+
+def _label(number: int | None, first_line: str) -> str:
+    line = first_line if len(first_line) <= 50 else first_line[:49] + "…"
+    return f"[{number}] {line}".rstrip() if number is not None else line
+
+
+def _functions(c: compare.Comparison) -> list[compare.FunctionDelta]:
+    """The functions that made a cell slower: exclusive time grown beyond the noise (or new),
+    each carrying at least a tenth of the cell's growth; the largest always."""
+    grew = [f for f in c.functions if f.excl.delta > 0 and (f.time_changed or f.status == "added")]
+    grew.sort(key=lambda f: -f.excl.delta)
+    share = SHARE_NAMED * max(c.total.delta, 0.0)
+    return [f for i, f in enumerate(grew) if i == 0 or f.excl.delta >= share][:MAX_FUNCTIONS_NAMED]
+
+
+def _function_words(f: compare.FunctionDelta) -> str:
+    words = f"`{f.name}` {compare.format_seconds(f.excl.delta, True)}"
+    if f.status == "added":
+        words += " (new)"
+    elif f.visits_changed:
+        words += f" (visits {round(f.visits.a):,} → {round(f.visits.b):,})"
+    return words
+
+
+def gate(
+    data: dict[str, Any],
+    summary_dir: Path,
+    baseline: Baseline,
+    threshold_pct: float | None,
+) -> GateResult:
+    """Compare the run ``data`` (a summary, SCHEMA) with ``baseline``. Without a threshold
+    the comparison is reported and never fails."""
+    threshold = threshold_pct
+    taken: set[int] = set()
+    done: set[str] = set()
+    cells_out: list[dict[str, Any]] = []
+    lines: list[str] = []
+    regressed: list[str] = []
+    noise_words = ""
+    for cell in data["cells"]:
+        exp = cell.get("experiment")
+        if not exp or exp["path"] in done:
+            continue
+        done.add(exp["path"])
+        label = _label(cell["number"], cell["first_line"])
+        base, how = baseline.match(cell, taken)
+        out: dict[str, Any] = {
+            "number": cell["number"],
+            "cell_id": cell.get("cell_id"),
+            "matched_by": how,
+            "baseline": str(base.experiment) if base else None,
+        }
+        if base is None:
+            out.update(verdict="unmatched", text="no baseline run of this cell")
+            lines.append(
+                f"  {label}: not compared: the baseline has no run of this cell (no run with "
+                "its cell id, its source or its number)"
+            )
+            cells_out.append(out)
+            continue
+        try:
+            tree_b = load_tree(hs.resolve_ref(exp["path"], summary_dir))
+            tree_a = load_tree(base.experiment)
+        except (NoCallTree, ex.ExperimentError) as e:
+            out.update(verdict="unreadable", text=str(e))
+            lines.append(f"  {label}: not compared: {e}")
+            cells_out.append(out)
+            continue
+        noise = compare.noise_from_runs(base.history_s)
+        noise_words = noise_words or noise.basis
+        c = compare.compare_trees(tree_a, tree_b, noise)
+        v = compare.verdict(c, baseline="the baseline")
+        pct = c.total.pct
+        bad = (
+            threshold is not None
+            and v.slower
+            and (pct is None or pct > threshold)  # None: the baseline measured nothing
+        )
+        named = _functions(c) if v.slower else []
+        text = (
+            f"{compare.format_seconds(c.total.a)} → {compare.format_seconds(c.total.b)} "
+            f"({'+' if c.total.delta >= 0 else ''}{pct:.0f} %)"
+            if pct is not None
+            else f"{compare.format_seconds(c.total.a)} → {compare.format_seconds(c.total.b)}"
+        )
+        if v.within_noise:
+            text += " within noise"
+        if named:
+            text += ": " + ", ".join(_function_words(f) for f in named)
+        out.update(
+            verdict="regressed" if bad else "ok",
+            text=v.sentence,
+            delta_pct=pct,
+            a_s=c.total.a,
+            b_s=c.total.b,
+            noise=noise.to_json(),
+            functions=[f.to_json() for f in named],
+        )
+        if how is not None and how != "cell_id":
+            text += f" [matched by {how.replace('_', ' ')}]"
+        word = "REGRESSED" if bad else "ok"
+        lines.append(f"  {label}: {word} {text}")
+        if bad:
+            culprit = f" ({', '.join(f'`{f.name}`' for f in named)})" if named else ""
+            regressed.append(f"[{cell['number']}]{culprit}")
+        cells_out.append(out)
+    unmatched = [
+        _label(b.number, b.first_line) for i, b in enumerate(baseline.cells) if i not in taken
+    ]
+    if unmatched:
+        lines.append("  baseline cells with no profiled cell in this run: " + "; ".join(unmatched))
+    compared = sum(1 for c in cells_out if c["verdict"] in ("ok", "regressed"))
+    failed = bool(regressed)
+    rule = (
+        f"fail when a cell is slower by more than {threshold:g} % and the noise"
+        if threshold is not None
+        else "report only (no --fail-if-slower)"
+    )
+    head = f"Against the baseline {baseline.where} ({rule}; noise: {noise_words or compare.DEFAULT_NOISE.basis}):"
+    if baseline.note:
+        head += f"\n  ({baseline.note})"
+    if failed:
+        tail = (
+            f"FAILED: {len(regressed)} of {compared} compared cells regressed beyond "
+            f"{threshold:g} %: {'; '.join(regressed)}"
+        )
+    elif compared == 0:
+        tail = "Nothing compared: no profiled cell of this run has a baseline run."
+    else:
+        tail = f"{compared} cells compared; none slower beyond the threshold and the noise."
+    record = {
+        "baseline": str(baseline.where),
+        "threshold_pct": threshold if threshold is not None else 0.0,
+        "verdict": "fail" if failed else "pass",
+        "noise": noise_words or compare.DEFAULT_NOISE.basis,
+        "cells": cells_out,
+        "unmatched_baseline": unmatched,
+    }
+    return GateResult(record, "\n".join([head, *lines, tail]), failed)

@@ -18,13 +18,23 @@ export type RunStatus = 'running' | 'ok' | 'error' | 'interrupted' | 'crashed';
 export type FilesStatus = 'pending' | 'ready' | 'failed' | 'unavailable';
 export type RegionRole = 'function' | 'user' | 'import' | 'cell' | 'artificial';
 
+/** One cell of a run: JupyterLab's cellId, the execution count, its source and hash. */
+export interface IManifestCell {
+  cell_id?: string | null;
+  execution_count?: number;
+  code?: string;
+  source_sha256?: string;
+}
+
 export interface IManifest {
   format_version: number;
   id: string;
   backend: Backend;
   isolation?: Isolation;
   status: RunStatus;
-  cells?: { cell_id?: string; execution_count?: number; code?: string }[];
+  /** The notebook's path relative to the server root (when the kernel knew it). */
+  notebook?: string | null;
+  cells?: IManifestCell[];
   start_ns?: number;
   end_ns?: number | null;
   wall_s?: number | null;
@@ -166,6 +176,19 @@ export interface ISummary {
     pct: number;
   }[];
   verdicts: IVerdict[];
+  /** every function by exclusive time (at most 1,000; functions_total counts all) */
+  functions?: IFunctionStat[];
+  functions_total?: number;
+  /** own time of the measurement's top-level region (Score-P's python3.11) */
+  outside_s?: number;
+}
+
+export interface IFunctionStat {
+  name: string;
+  module: string;
+  excl_s: number;
+  incl_s: number;
+  visits: number;
 }
 
 /** The kernel's display_data payload for a profiled cell. */
@@ -182,6 +205,124 @@ export interface IExperimentBundle {
     events?: number;
     top?: [string, number][];
     message?: string;
+  };
+}
+
+/** One run of a cell (GET experiments?notebook=&cell=). */
+export interface IRunEntry {
+  path: string;
+  manifest: IManifest;
+  disk_bytes: number;
+}
+
+export interface IRuns {
+  experiments: IRunEntry[];
+  notebook: string | null;
+  cell: string | null;
+  disk: { notebook_bytes: number; notebook_runs: number };
+}
+
+/** The experiments GET experiments lists without notebook and cell. */
+export interface IExperimentList {
+  experiments: { path: string; manifest: IManifest }[];
+}
+
+/** A run's facts in GET compare. */
+export interface ICompareRun {
+  path: string;
+  id: string;
+  backend: Backend;
+  isolation?: Isolation;
+  status: RunStatus;
+  start_ns?: number | null;
+  wall_s?: number | null;
+  notebook?: string | null;
+  cells: IManifestCell[];
+  source: 'cubex' | 'trace';
+  /** the trace's range, ns since the run's start; null without a trace */
+  range: [number, number] | null;
+  /** the cells' first enter and last leave in the trace (where the timelines align) */
+  cell_span: [number, number] | null;
+  metrics: boolean;
+}
+
+export type ChangeStatus = 'both' | 'added' | 'removed';
+export type VerdictKind = 'slower' | 'faster' | 'within_noise';
+
+export interface IFunctionDelta {
+  name: string;
+  key: string;
+  module: string;
+  status: ChangeStatus;
+  excl_a: number;
+  excl_b: number;
+  excl_delta: number;
+  excl_pct: number | null;
+  incl_a: number;
+  incl_b: number;
+  incl_delta: number;
+  incl_pct: number | null;
+  visits_a: number;
+  visits_b: number;
+  visits_delta: number;
+  visits_pct: number | null;
+  time_changed: boolean;
+  visits_changed: boolean;
+}
+
+export interface IPathDelta {
+  name: string;
+  key: string;
+  status: ChangeStatus;
+  incl_a: number;
+  incl_b: number;
+  excl_a: number;
+  excl_b: number;
+  visits_a: number;
+  visits_b: number;
+  children: IPathDelta[];
+}
+
+export interface INoise {
+  rel: number;
+  floor_s: number;
+  function_floor_s: number;
+  basis: string;
+  runs: number;
+}
+
+export interface IRunVerdict {
+  kind: VerdictKind;
+  sentence: string;
+  a_s: number;
+  b_s: number;
+  delta_s: number;
+  delta_pct: number | null;
+  threshold_s: number;
+  noise: INoise;
+  function: string | null;
+}
+
+/** GET compare?a=&b=: run b against run a (the baseline); Δ = b − a, in seconds. */
+export interface IComparison {
+  a: ICompareRun;
+  b: ICompareRun;
+  same_source: boolean;
+  total: {
+    a_s: number;
+    b_s: number;
+    delta_s: number;
+    delta_pct: number | null;
+  };
+  outside: { a_s: number; b_s: number };
+  verdict: IRunVerdict;
+  functions: IFunctionDelta[];
+  tree: IPathDelta[];
+  truncated?: {
+    functions_dropped: number;
+    paths_dropped: number;
+    max_functions: number;
+    max_paths: number;
   };
 }
 
@@ -281,6 +422,33 @@ export class ScorepAPI {
 
   summary(path: string): Promise<ISummary> {
     return this.request('summary', { path });
+  }
+
+  /** A cell's runs, newest first, and the disk the notebook's runs use. */
+  runs(
+    notebook: string | null,
+    cell: string | null,
+    dir?: string | null
+  ): Promise<IRuns> {
+    return this.request('experiments', { notebook, cell, dir });
+  }
+
+  /** Every experiment the server lists (to pick one to compare with). */
+  experiments(dir?: string | null): Promise<IExperimentList> {
+    return this.request('experiments', { dir });
+  }
+
+  /** Run `b` against run `a` (the baseline). */
+  compare(a: string, b: string, signal?: AbortSignal): Promise<IComparison> {
+    return this.request('compare', { a, b }, { signal });
+  }
+
+  /** Delete one experiment directory; `id` confirms which run is meant. */
+  deleteExperiment(
+    path: string,
+    id: string
+  ): Promise<{ deleted: string; id: string; freed_bytes: number }> {
+    return this.request('experiment', { path, id }, { method: 'DELETE' });
   }
 
   downloadUrl(path: string, what: DownloadKind): string {

@@ -90,12 +90,30 @@ class VersionHandler(JsonGetHandler):
 
 class ExperimentsHandler(JsonGetHandler):
     async def make(self):
-        return await self.service.experiments(self.get_argument("dir", None))
+        return await self.service.experiments(
+            self.get_argument("dir", None),
+            self.get_argument("notebook", None),
+            self.get_argument("cell", None),
+        )
 
 
 class ExperimentHandler(JsonGetHandler):
     async def make(self):
         return await self.service.describe(self.path_arg)
+
+    @tornado.web.authenticated
+    @authorized("write")
+    async def delete(self):
+        await self.respond(
+            lambda: self.service.delete(self.path_arg, self.get_argument("id", None))
+        )
+
+
+class CompareHandler(JsonGetHandler):
+    async def make(self):
+        return await self.service.compare(
+            self.get_argument("a", None), self.get_argument("b", None)
+        )
 
 
 class TimelineHandler(JsonGetHandler):
@@ -179,6 +197,7 @@ ROUTES = {
     "calltree": CalltreeHandler,
     "metrics": MetricsHandler,
     "summary": SummaryHandler,
+    "compare": CompareHandler,
     "download": DownloadHandler,
     "open": OpenHandler,
 }

@@ -23,7 +23,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import calltree, export, index_store, metrics, summary, timeline, tools
+from . import calltree, compare, export, history, index_store, metrics, summary, timeline, tools
 from .api_error import ApiError
 from .calltree import CallTree
 from .index_build import source_files
@@ -82,6 +82,9 @@ class Service:
         self._failed: dict[tuple, tuple[Any, ApiError]] = {}
         # ("cubex", path) -> ((mtime_ns, size), CallTree), least recently used first
         self._profiles: OrderedDict[tuple, tuple[tuple, CallTree]] = OrderedDict()
+        # (id(tree a), id(tree b), noise) -> (tree a, tree b, GET compare's comparison part);
+        # the trees are held so that their ids stay theirs while the entry lives
+        self._comparisons: OrderedDict[tuple, tuple[CallTree, CallTree, dict]] = OrderedDict()
 
     # -- routes (docs/API.md) ----------------------------------------------------------
 
@@ -91,11 +94,121 @@ class Service:
         status, paths = await self.in_thread(lambda: (tools.scorep_status(), tools.tool_paths()))
         return {"version": __version__, "scorep": status, "tools": paths}
 
-    async def experiments(self, directory: str | None) -> dict[str, Any]:
+    async def experiments(
+        self, directory: str | None, notebook: str | None = None, cell: str | None = None
+    ) -> dict[str, Any]:
         """The experiments under ``directory`` (relative to the server root), or under the
-        server root and each configured experiment root."""
+        server root and each configured experiment root. With ``notebook`` and/or ``cell``:
+        that notebook's (cell's) runs, with their disk use (``history.runs``)."""
+        if notebook or cell:
+            return await self.in_thread(self._runs, directory, notebook or None, cell or None)
         found = await self.in_thread(self._list, directory)
         return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
+
+    def _runs(self, directory: str | None, notebook: str | None, cell: str | None):
+        given = self.roots.resolve(directory, "dir") if directory else None
+        parents = history.parents_for(self.roots, notebook, given)
+        return history.runs(self.roots, parents, notebook, cell)
+
+    async def compare(self, a: str | None, b: str | None) -> dict[str, Any]:
+        """GET compare: run ``b`` against run ``a`` (the baseline; Δ = b - a), functions
+        and call paths matched by name (``compare``), with the facts of both runs and
+        where their cells begin (to align their timelines)."""
+        if not a or not b:
+            raise ApiError(400, "pass both runs to compare: a=<baseline path>&b=<path>")
+        (exp_a, man_a), (exp_b, man_b) = await asyncio.gather(self.open(a), self.open(b))
+        for man in (man_a, man_b):
+            if man.get("files_status") == ex.FILES_PENDING:
+                raise ApiError(
+                    409, f"{man['id']} is still being written; try again in a moment", "Not ready"
+                )
+        (tree_a, facts_a), (tree_b, facts_b) = await self._compare_sides(
+            (exp_a, man_a), (exp_b, man_b)
+        )
+        walls = await self.in_thread(history.same_source_walls, self.roots, exp_a, man_a)
+        noise = compare.noise_from_runs(walls)
+        key = (id(tree_a), id(tree_b), noise)
+        cached = self._comparisons.get(key)
+        if cached is not None:
+            self._comparisons.move_to_end(key)
+            body = cached[2]
+        else:
+
+            def run() -> dict[str, Any]:
+                c = compare.compare_trees(tree_a, tree_b, noise)
+                return compare.comparison_json(c, compare.verdict(c))
+
+            body = await self.compute("comparing the runs", run)
+            self._comparisons[key] = (tree_a, tree_b, body)
+            while len(self._comparisons) > 8:
+                self._comparisons.popitem(last=False)
+        same = [c.get("source_sha256") for c in man_a.get("cells") or []] == [
+            c.get("source_sha256") for c in man_b.get("cells") or []
+        ]
+        return {"a": facts_a, "b": facts_b, "same_source": same, **body}
+
+    async def _compare_sides(self, *sides: tuple[Path, dict[str, Any]]):
+        """Each run's call tree and facts. Both trees come from the trace indexes when both
+        runs have a trace (built once, memory-mapped: fast, and one source for both), else
+        each from its profile (profile.cubex, else the trace)."""
+        available = [await self.in_thread(self._available, exp) for exp, _m in sides]
+        use_trace = all(av["otf2"] for av, _tools in available)
+        out = []
+        for (exp, manifest), (av, _tools) in zip(sides, available):
+            index = None
+            if av["otf2"]:
+                try:
+                    index = await self.index(exp, manifest)
+                except ApiError:
+                    if use_trace:
+                        raise
+            if use_trace and index is not None:
+                tree = await self.in_thread(index.cached, "calltree", calltree.from_index)
+            else:
+                tree = await self.profile(exp, manifest)
+            span = None
+            if index is not None:
+                span = await self.compute(
+                    "finding the cell in the trace",
+                    lambda index=index: index.cached("cell_span", history.cell_span),
+                )
+            cells = [
+                {k: c.get(k) for k in ("cell_id", "execution_count", "source_sha256")}
+                for c in manifest.get("cells") or []
+                if isinstance(c, dict)
+            ]
+            facts = {
+                "path": str(exp),
+                "id": manifest["id"],
+                "backend": manifest.get("backend"),
+                "isolation": manifest.get("isolation"),
+                "status": manifest.get("status"),
+                "start_ns": manifest.get("start_ns"),
+                "wall_s": manifest.get("wall_s"),
+                "notebook": manifest.get("notebook"),
+                "cells": cells,
+                "source": tree.source,
+                "range": index.meta["range"] if index is not None else None,
+                "cell_span": span,
+                "metrics": av["metrics"],
+            }
+            out.append((tree, facts))
+        return out
+
+    async def delete(self, path: str | None, expected_id: str | None) -> dict[str, Any]:
+        """DELETE experiment: remove one experiment directory, asked for by path and
+        confirmed by its id; refused for anything else (``history.deletable``)."""
+        exp, manifest = await self.open(path)
+        await self.in_thread(history.deletable, self.roots, exp, manifest, expected_id)
+        try:
+            freed = await self.in_thread(history.delete, exp)
+        except OSError as e:
+            raise ApiError(
+                422, f"the experiment could not be deleted completely: {e}", "Not deleted"
+            ) from None
+        for key in [k for k in self._profiles if str(k[1]).startswith(f"{exp}{os.sep}")]:
+            del self._profiles[key]
+        return {"deleted": str(exp), "id": manifest["id"], "freed_bytes": freed}
 
     def _list(self, directory: str | None) -> list[tuple[str, dict[str, Any]]]:
         roots = self.roots

@@ -14,6 +14,8 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
+from . import compare
+
 GiB = 1024**3
 MiB = 1024**2
 # Thresholds, chosen to flag what a person would call out in a run.
@@ -28,6 +30,7 @@ DISK_HEAVY_BYTES = 1 * GiB
 DISK_HEAVY_RATE = 100 * MiB
 NET_HEAVY_BYTES = 256 * MiB
 NET_HEAVY_RATE = 20 * MiB
+MAX_FUNCTIONS = 1000  # the Summary tab's bars: the heaviest functions by exclusive time
 
 
 def _fmt_bytes(n: float) -> str:
@@ -290,10 +293,19 @@ def summarize(
         wall = float(tree.incl_s[tree.parent < 0].sum())
     if events is None:
         events = (manifest.get("measurement") or {}).get("events")
+    functions: list[compare.FunctionStat] = []
+    outside = 0.0
+    if tree is not None and len(tree.nodes):
+        functions, _total, outside = compare.function_summary(tree)
     return {
         "wall_s": wall,
         "events": events,
         "status": manifest.get("status"),
         "top_regions": top_regions(tree),
         "verdicts": resource_verdicts(manifest, metrics) + trace_verdicts(manifest, trace_notes),
+        # the function summary (compare.function_summary): every function's exclusive and
+        # inclusive time and visits over all call paths and locations, by exclusive time
+        "functions": [f.to_json() for f in functions[:MAX_FUNCTIONS]],
+        "functions_total": len(functions),
+        "outside_s": outside,
     }

@@ -31,6 +31,7 @@ FIELDS = {
     },
     "IExperimentBundle": {"backend": "Backend", "isolation": "Isolation", "status": "RunStatus"},
     "ISummary": {"status": "RunStatus"},
+    "ICompareRun": {"backend": "Backend", "isolation": "Isolation", "status": "RunStatus"},
     "IRegionInfo": {"role": "RegionRole"},
 }
 

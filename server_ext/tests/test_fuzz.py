@@ -61,6 +61,8 @@ async def exercise(svc: Service, exp: Path) -> list[ApiError]:
         lambda: svc.calltree(path, 0),
         lambda: svc.metrics(path, None, None, 50),
         lambda: svc.summary(path),
+        lambda: svc.compare(path, path),
+        lambda: svc.experiments(None, None, "c1"),
     ):
         try:
             await call()

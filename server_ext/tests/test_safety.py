@@ -19,6 +19,7 @@ GET_ROUTES = [
     "calltree",
     "metrics",
     "summary",
+    "compare",
     "download",
 ]
 
@@ -57,6 +58,10 @@ async def test_unauthenticated_is_403_everywhere(api, experiments):
         "open", method="POST", headers={"Authorization": ""}, path=str(exp), tool="cube"
     )
     assert code == 403
+    code, _ = await api(
+        "experiment", method="DELETE", headers={"Authorization": ""}, path=str(exp), id="run1"
+    )
+    assert code == 403 and exp.is_dir()
 
 
 async def test_authoriser_decides_on_the_scorep_resource(api, experiments, jp_serverapp):
@@ -66,6 +71,24 @@ async def test_authoriser_decides_on_the_scorep_resource(api, experiments, jp_se
         code, body = await api(route, path=str(exp))
         assert code == 403, route
         assert "scorep" in body["message"]
+    code, body = await api("experiment", method="DELETE", path=str(exp), id="run1")
+    assert code == 403 and exp.is_dir()
+
+
+class ReadOnlyAuthorizer(AllowAllAuthorizer):
+    """Lets the extension's resource be read, not changed."""
+
+    def is_authorized(self, handler, user, action, resource):
+        return resource != "scorep" or action == "read"
+
+
+async def test_delete_needs_write_permission(api, experiments, jp_serverapp):
+    exp = experiments()
+    jp_serverapp.web_app.settings["authorizer"] = ReadOnlyAuthorizer(parent=jp_serverapp)
+    code, _ = await api("experiment", path=str(exp))
+    assert code == 200
+    code, body = await api("experiment", method="DELETE", path=str(exp), id="run1")
+    assert code == 403 and "write" in body["message"] and exp.is_dir()
 
 
 async def test_dot_dot_traversal_is_403(api, experiments, jp_root_dir):

@@ -1,0 +1,245 @@
+"""A cell's runs on disk: which experiments came from a notebook and cell (the manifests'
+``notebook`` and ``cells[].cell_id``), the disk they use, where a run's cell begins in
+its trace (to align two timelines), and which directories may be deleted.
+
+File-system work only, called in threads by ``service``; the roots are checked before
+anything is read (``paths.list_experiments``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scorep_kernel import experiment as ex
+
+from .api_error import ApiError
+from .index_store import LoadedIndex
+from .paths import Roots, list_experiments
+
+
+def cell_ids(manifest: dict[str, Any]) -> list[str]:
+    """The JupyterLab cellIds of a run's cells (those the frontend sent)."""
+    out = []
+    for cell in manifest.get("cells") or []:
+        if isinstance(cell, dict) and isinstance(cell.get("cell_id"), str):
+            out.append(cell["cell_id"])
+    return out
+
+
+def cell_record(manifest: dict[str, Any], cell: str) -> dict[str, Any] | None:
+    for rec in manifest.get("cells") or []:
+        if isinstance(rec, dict) and rec.get("cell_id") == cell:
+            return rec
+    return None
+
+
+def of_notebook(manifest: dict[str, Any], notebook: str | None) -> bool:
+    """Whether a run came from ``notebook`` (None or "": any notebook)."""
+    return not notebook or manifest.get("notebook") == notebook
+
+
+def disk_bytes(directory: str | os.PathLike) -> int:
+    """Bytes the directory's files occupy on disk (as ``du``: allocated blocks), its index
+    included; symlinks are counted as links, never followed."""
+    total = 0
+    stack = [str(directory)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return total
+
+
+def parents_for(roots: Roots, notebook: str | None, given: Path | None) -> list[str | Path]:
+    """Where a notebook's runs lie: the given directory (and its scorep-experiments/), the
+    notebook's own folder's scorep-experiments/ (a kernel's working directory is the
+    notebook's folder), and the places GET experiments lists without ``dir``."""
+    parents: list[str | Path] = []
+    if given is not None:
+        parents += [given / ex.DEFAULT_PARENT, given]
+    if notebook:
+        folder = os.path.dirname(notebook)
+        try:
+            parents.append(roots.resolve(folder or ".", "notebook") / ex.DEFAULT_PARENT)
+        except ApiError:
+            pass  # a notebook outside the roots has no runs we may list
+    parents += [*(f"{p}/{ex.DEFAULT_PARENT}" for p in roots.all), *roots.extra]
+    return parents
+
+
+def runs(
+    roots: Roots, parents: Iterable[str | Path], notebook: str | None, cell: str | None
+) -> dict[str, Any]:
+    """GET experiments?notebook=&cell=: the cell's runs newest first, each with its disk
+    use, and the disk used by all of the notebook's runs."""
+    found = list_experiments(roots, parents)
+    listed = []
+    notebook_bytes = 0
+    notebook_runs = 0
+    for path, manifest in found:
+        mine = bool(notebook) and manifest.get("notebook") == notebook
+        if cell is None:
+            wanted = mine
+        else:
+            # a run whose kernel did not know its notebook still belongs to its cell
+            wanted = cell in cell_ids(manifest) and manifest.get("notebook") in (
+                None,
+                notebook or manifest.get("notebook"),
+            )
+        if not (mine or wanted):
+            continue
+        size = disk_bytes(path)
+        if mine:
+            notebook_bytes += size
+            notebook_runs += 1
+        if wanted:
+            listed.append({"path": str(path), "manifest": manifest, "disk_bytes": size})
+    return {
+        "experiments": listed,
+        "notebook": notebook or None,
+        "cell": cell,
+        "disk": {"notebook_bytes": notebook_bytes, "notebook_runs": notebook_runs},
+    }
+
+
+def same_source_walls(
+    roots: Roots, exp: Path, manifest: dict[str, Any], limit: int = 20
+) -> list[float]:
+    """Wall times of the runs beside ``exp`` (same folder) of the same cells, source,
+    backend and isolation that ended ok, newest first: the material for the noise."""
+    cells = manifest.get("cells") or []
+    key = [(c.get("cell_id"), c.get("source_sha256")) for c in cells if isinstance(c, dict)]
+    if not key or any(cid is None or sha is None for cid, sha in key):
+        return []
+    walls = []
+    for _path, m in list_experiments(roots, [exp.parent]):
+        other = [(c.get("cell_id"), c.get("source_sha256")) for c in m.get("cells") or []]
+        if (
+            other == key
+            and m.get("backend") == manifest.get("backend")
+            and m.get("isolation") == manifest.get("isolation")
+            and m.get("status") == ex.STATUS_OK
+            and isinstance(m.get("wall_s"), (int, float))
+        ):
+            walls.append(float(m["wall_s"]))
+            if len(walls) >= limit:
+                break
+    return walls
+
+
+def cell_span(index: LoadedIndex) -> list[int] | None:
+    """[first enter, last leave] of the run's cell regions in its trace (ns since the run's
+    start), None when the trace has no cell region. Two runs' timelines align at their
+    cells' start: Score-P's trace begins with the interpreter's start-up."""
+    cells = [
+        int(ref)
+        for ref, info in index.regions.items()
+        if info.get("role") == ex.ROLE_CELL
+        or ex.cell_region_count(str(info.get("name"))) is not None
+    ]
+    if not cells:
+        return None
+    wanted = np.asarray(cells, np.int64)
+    lo, hi = None, None
+    for loc in index.locations:
+        if not loc.get("calls"):
+            continue
+        i = loc["id"]
+        ptr = index.array(f"L{i}.ptr")[0]
+        start, end, region = (index.array(f"L{i}.{n}") for n in ("start", "end", "region"))
+        for d in range(min(3, len(ptr) - 1)):  # a cell is a top-level call, or under one
+            a, b = int(ptr[d]), int(ptr[d + 1])
+            hit = np.flatnonzero(np.isin(region[a:b], wanted))
+            if hit.size:
+                s, e = int(start[a + hit[0]]), int(end[a:b][hit].max())
+                lo = s if lo is None else min(lo, s)
+                hi = e if hi is None else max(hi, e)
+    return None if lo is None or hi is None else [lo, hi]
+
+
+# What an experiment directory may hold: the contract's files, the server's index, the
+# manifest's lock and temporary files, and what Score-P itself writes beside them.
+_EXPERIMENT_NAMES = {
+    ex.MANIFEST,
+    ex.OTF2_ANCHOR,
+    ex.OTF2_DEFS,
+    ex.OTF2_EVENTS_DIR,
+    ex.CUBEX,
+    ex.METRICS_SCHEMA,
+    ex.METRICS_DATA,
+    ex.INDEX_DIR,
+    ".manifest.lock",
+    "MANIFEST.md",
+    "scorep.cfg",
+    "scorep.filter",
+}
+_EXPERIMENT_PREFIXES = (".manifest-",)
+
+
+def deletable(roots: Roots, exp: Path, manifest: dict[str, Any], expected_id: str | None) -> None:
+    """Raise unless ``exp`` (already resolved inside the roots, with a manifest) may be
+    deleted: the request names its manifest's id, the run has ended, it is not a root,
+    and it holds nothing but experiment files (an explicit SCOREP_EXPERIMENT_DIRECTORY
+    may be a folder with the user's own files; it is never deleted)."""
+    if not expected_id:
+        raise ApiError(
+            400,
+            "the id parameter is missing: pass the experiment's id (its manifest's 'id') "
+            "to confirm which run to delete",
+        )
+    if manifest.get("id") != expected_id:
+        raise ApiError(
+            409,
+            f"the experiment at this path is {manifest.get('id')!r}, not {expected_id!r}; "
+            "reload the list of runs and confirm again",
+            "Not that experiment",
+        )
+    if (
+        manifest.get("status") == ex.STATUS_RUNNING
+        or manifest.get("files_status") == ex.FILES_PENDING
+    ):
+        raise ApiError(
+            409,
+            "this run is still being measured or written; delete it once it has ended",
+            "Still running",
+        )
+    if any(os.path.realpath(r) == str(exp) for r in roots.all):
+        raise ApiError(403, "refusing to delete a configured root directory", "Outside the roots")
+    try:
+        names = os.listdir(exp)
+    except OSError as e:
+        raise ApiError(422, f"cannot list the experiment directory: {e.strerror}") from None
+    strange = sorted(
+        n for n in names if n not in _EXPERIMENT_NAMES and not n.startswith(_EXPERIMENT_PREFIXES)
+    )
+    if strange:
+        shown = ", ".join(strange[:5]) + (" ..." if len(strange) > 5 else "")
+        raise ApiError(
+            409,
+            f"the directory holds files that are not part of an experiment ({shown}); "
+            "it is not deleted. Remove it by hand if it is what you mean.",
+            "Not only an experiment",
+        )
+
+
+def delete(exp: Path) -> int:
+    """Remove the experiment directory; the bytes freed. Symlinks inside are removed as
+    links (shutil.rmtree never follows them)."""
+    import shutil
+
+    size = disk_bytes(exp)
+    shutil.rmtree(exp)
+    return size

@@ -79,12 +79,13 @@ class Baseline:
 
     @classmethod
     def from_summary(cls, path: Path, data: dict[str, Any]) -> Baseline:
+        # earlier runs kept beside the summary's (a baseline folder that accumulates them)
+        history = _histories(ex.list_experiments(path.parent))
         cells = []
         for c in data["cells"]:
             e = c.get("experiment")
             if not e or not isinstance(e.get("path"), str):
                 continue
-            wall = e.get("wall_s")
             cells.append(
                 BaselineCell(
                     cell_id=c.get("cell_id"),
@@ -92,7 +93,7 @@ class Baseline:
                     number=c.get("number"),
                     first_line=c.get("first_line", ""),
                     experiment=hs.resolve_ref(e["path"], path.parent),
-                    history_s=[wall] if isinstance(wall, (int, float)) else [],
+                    history_s=history.get((c.get("cell_id"), c.get("source_sha256")), []),
                 )
             )
         return cls(path, cells)
@@ -111,25 +112,23 @@ class Baseline:
             if same and len(same) < len(found):
                 note = f"used the {len(same)} of {len(found)} experiments that ran {notebook}"
                 found = same
+        history = _histories(found)
         by_key: dict[tuple, BaselineCell] = {}
         for exp, m in found:
             if m.get("status") == ex.STATUS_RUNNING:
                 continue
             for rec in m.get("cells") or []:
                 key = (rec.get("cell_id"), rec.get("source_sha256"))
-                wall = m.get("wall_s")
-                cell = by_key.get(key)
-                if cell is None:  # the newest run of this cell and source
+                if key not in by_key:  # the newest run of this cell and source
                     code = rec.get("code") or ""
-                    cell = by_key[key] = BaselineCell(
+                    by_key[key] = BaselineCell(
                         cell_id=rec.get("cell_id"),
                         source_sha256=rec.get("source_sha256"),
                         number=rec.get("execution_count"),
                         first_line=code.strip().splitlines()[0] if code.strip() else "",
                         experiment=exp,
+                        history_s=history.get(key, []),
                     )
-                if isinstance(wall, (int, float)) and len(m.get("cells") or []) == 1:
-                    cell.history_s.append(float(wall))
         return cls(path, list(by_key.values()), note)
 
     def match(
@@ -145,6 +144,19 @@ class Baseline:
                     taken.add(i)
                     return b, how
         return None, None
+
+
+def _histories(found: list[tuple[Path, dict[str, Any]]]) -> dict[tuple, list[float]]:
+    """(cell id, source hash) -> the wall times of its single-cell runs that ended well,
+    newest first: what measures its noise."""
+    out: dict[tuple, list[float]] = {}
+    for _exp, m in found:
+        cells = m.get("cells") or []
+        wall = m.get("wall_s")
+        if len(cells) == 1 and m.get("status") == ex.STATUS_OK and isinstance(wall, (int, float)):
+            key = (cells[0].get("cell_id"), cells[0].get("source_sha256"))
+            out.setdefault(key, []).append(float(wall))
+    return out
 
 
 @dataclass

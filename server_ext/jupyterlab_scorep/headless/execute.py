@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -164,36 +165,43 @@ class Runner:
     def _paint(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
-    def _line(self, c: CellRun, status: str | None, profiled: str) -> str:
+    @staticmethod
+    def _colour(status: str) -> str:
+        return {"ok": "32", "error": "31", "died": "31"}.get(status, "33")
+
+    def _line(self, c: CellRun, status: str | None, profiled: str, width: int = 0) -> str:
+        """``[3/6] profiled ok          1.02 s  first line of source``; ``width`` > 0 cuts it
+        to one screen line (before the status is painted)."""
         n = len(self.code)
         number = f"[{c.code.number}/{n}]".ljust(len(f"[{n}/{n}]"))
-        if status is None:
-            word = "running"
-        else:
-            word = status
-            colour = {"ok": "32", "error": "31", "died": "31", "timeout": "33"}.get(status, "33")
-            word = self._paint(status.ljust(11), colour)
+        word = (status or "running").ljust(11)
         wall = hs.fmt_seconds(c.wall_s) if status is not None else ""
-        return (
-            f"{number} {profiled.ljust(8)} {word if status else word.ljust(11)} "
-            f"{wall.rjust(8)}  {cellsel.first_line(c.code.cell.source)}"
-        ).rstrip()
+        head = f"{number} {profiled.ljust(8)} {word} {wall.rjust(8)}  "
+        line = (head + cellsel.first_line(c.code.cell.source)).rstrip()
+        if width and len(line) > width:
+            line = line[: max(width - 1, len(head))] + "…"
+        if status is not None and self.color:
+            line = line.replace(word, self._paint(word, self._colour(status)), 1)
+        return line
 
     def progress_start(self, c: CellRun) -> None:
-        if self.tty:
-            print(
-                self._line(c, None, "profile" if c.toggled else ""),
-                end="",
-                file=self.out,
-                flush=True,
-            )
+        if self.tty:  # rewritten in place when the cell ends
+            line = self._line(c, None, "profile" if c.toggled else "", self._width())
+            print(line, end="", file=self.out, flush=True)
 
     def progress_end(self, c: CellRun) -> None:
-        prefix = "\r\x1b[K" if self.tty else ""
-        self.say(prefix + self._line(c, c.status, "profiled" if c.experiment_paths else ""))
+        profiled = "profiled" if c.experiment_paths else ""
+        if self.tty:
+            self.say("\r\x1b[K" + self._line(c, c.status, profiled, self._width()))
+        else:
+            self.say(self._line(c, c.status, profiled))
         if c.error and c.status == hs.CELL_ERROR:
             tb = c.error["traceback"]
             self.say("\n".join("    " + line for line in tb.splitlines()))
+
+    @staticmethod
+    def _width() -> int:
+        return shutil.get_terminal_size().columns - 1
 
     # --- signals -------------------------------------------------------------------
 

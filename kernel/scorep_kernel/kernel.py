@@ -82,7 +82,7 @@ class ScorePKernel(IPythonKernel):
         install_scorep_shim()
         self.tasks = BackgroundTasks()
         self.pool = WorkerPool(self.tasks)
-        self.pool.enabled = self.scorep_settings.spare_worker
+        self.pool.enabled = self.scorep_settings.spare_worker != "off"
         self.active_run: RunBase | None = None
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
         self._run_ids = itertools.count(1)
@@ -101,9 +101,11 @@ class ScorePKernel(IPythonKernel):
 
     def start(self) -> None:
         super().start()
-        # The spare worker starts with the kernel: the first profiled cell must not pay for
-        # an interpreter start (nor, once the first cell imported them, for the imports).
-        self.io_loop.add_callback(self._prepare_spare)
+        # With spare_worker=always the first profiled cell does not pay for an interpreter
+        # start either; by default a notebook that never profiles in a subprocess runs no
+        # spare at all.
+        if self.scorep_settings.spare_worker == "always":
+            self.io_loop.add_callback(self._prepare_spare)
 
     @property
     def ipython(self) -> InteractiveShell:
@@ -121,13 +123,14 @@ class ScorePKernel(IPythonKernel):
         """%scorep: show the settings and backends; %scorep key=value ... changes them."""
         if line.strip():
             changed = self.scorep_settings.update_from_line(line)  # SettingsError shows as such
-            self.pool.enabled = self.scorep_settings.spare_worker
+            self.pool.enabled = self.scorep_settings.spare_worker != "off"
             if not self.pool.enabled:
                 self.tasks.spawn(self.pool.close(), "closing the spare worker")
             print("Set " + ", ".join(changed))
         else:
             self._availability = None
             print(self.scorep_settings.describe(self.availability))
+            print(self.pool.describe())
 
     # --- dispatch --------------------------------------------------------------------
 
@@ -135,6 +138,10 @@ class ScorePKernel(IPythonKernel):
                          allow_stdin=False, *, cell_meta=None, cell_id=None):  # fmt: skip
         args = dict(silent=silent, store_history=store_history, user_expressions=user_expressions,
                     allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id)  # fmt: skip
+        # Nothing of ours competes with a cell: a spare still starting or importing is
+        # paused (SIGSTOP) until the reply is sent; a run that takes it resumes it.
+        self.pool.pause()
+        self.defer(self.pool.resume)
         self._cell_t0 = time.perf_counter()
         try:
             reply = await self._dispatch(code, args)
@@ -318,15 +325,18 @@ class ScorePKernel(IPythonKernel):
     # --- spare worker ----------------------------------------------------------------
 
     def _prepare_spare(self) -> None:
-        """At the kernel's start and after every cell: keep a spare worker ready for the next
-        profiled cell, with the modules the namespace uses imported. It is made as the last
-        subprocess run's worker was, else as the kernel's settings make one."""
-        if not self.scorep_settings.spare_worker:
+        """After every cell (and at the start with spare_worker=always): keep a spare worker
+        ready for the next profiled cell, with the modules the namespace uses imported. It
+        is made as the last subprocess run's worker was, else as the kernel's settings make
+        one. Until the notebook first profiles in a subprocess, nothing is done here (not
+        even the namespace walk): ordinary cells pay nothing."""
+        mode = self.scorep_settings.spare_worker
+        recipe = self.pool.last_recipe
+        if mode == "off" or (recipe is None and mode != "always"):
             return
         if self.active_run is not None and self.active_run.holds_worker:
             return  # a run holds its own worker; do not compete with its cells for the CPU
         s = self.scorep_settings
-        recipe = self.pool.last_recipe
         if recipe is None:
             try:
                 settings = s.resolve({"isolation": "subprocess"}, self.availability)

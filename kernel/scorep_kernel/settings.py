@@ -1,8 +1,7 @@
 """Profiling settings: kernel-wide defaults (environment, ``%scorep``) and per-cell metadata.
 
 Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
-(subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (0 to start no spare worker ahead
-of time), changed with ``%scorep key=value ...`` (which wins over the environment). Per
+(subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (see ``spare_choice``), changed with ``%scorep key=value ...`` (which wins over the environment). Per
 cell, the ``scorep`` metadata (checked by ``cell_metadata``) overrides them for that cell.
 Default isolation: scorep -> subprocess, builtin -> inprocess.
 """
@@ -26,6 +25,24 @@ MEASURE_KEYS = (
 _FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults")
 _INT_KEYS = ("max_depth", "event_cap")
 _LIST_KEYS = ("include", "exclude")
+
+
+# The spare worker: "on" keeps one ready once the notebook has used subprocess isolation
+# (a notebook that never does pays nothing), "always" from the kernel's start, "off" never.
+SPARE_CHOICES = ("on", "always", "off")
+_SPARE_WORDS = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}
+
+
+def spare_choice(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    word = str(value).strip().lower()
+    word = _SPARE_WORDS.get(word, word)
+    if word not in SPARE_CHOICES:
+        raise SettingsError(
+            f"{key}={value!r} is not a choice: use one of {', '.join(SPARE_CHOICES)}"
+        )
+    return word
 
 
 class SettingsError(ValueError):
@@ -110,7 +127,7 @@ class KernelSettings:
     scorep_env: dict[str, str] = field(default_factory=dict)  # from %%scorep_env
     binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
     experiment_dir: str | None = None  # %scorep experiment_dir=...: parent of run directories
-    spare_worker: bool = True
+    spare_worker: str = "on"  # SPARE_CHOICES
     # A SCOREP_KERNEL_* variable that could not be used (it is ignored); %scorep shows it.
     environ_problem: str | None = None
 
@@ -127,9 +144,12 @@ class KernelSettings:
                 settings.isolation = _check_choice("SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS)
         except SettingsError as e:  # a bad variable must not stop the kernel
             settings.environ_problem = f"{e} (the variable is ignored)"
-        spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip().lower()
-        if spare in ("0", "false", "no", "off"):
-            settings.spare_worker = False
+        spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip()
+        if spare:
+            try:
+                settings.spare_worker = spare_choice("SCOREP_KERNEL_SPARE_WORKER", spare)
+            except SettingsError as e:
+                settings.environ_problem = f"{e} (the variable is ignored)"
         return settings
 
     def update_from_line(self, line: str) -> list[str]:
@@ -154,7 +174,9 @@ class KernelSettings:
                     value = float(text)
                 except ValueError:
                     raise SettingsError(f"metric_interval must be seconds, not {text!r}") from None
-            elif key == "spare_worker" or key in _FLAG_KEYS:
+            elif key == "spare_worker":
+                value = spare_choice(key, text)
+            elif key in _FLAG_KEYS:
                 if text.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
                     raise SettingsError(f"{key} must be true or false, not {text!r}")
                 value = text.lower() in ("1", "true", "yes", "on")
@@ -177,7 +199,7 @@ class KernelSettings:
                     else _check_choice("isolation", value, ISOLATIONS)
                 )
             elif key == "spare_worker":
-                spare = bool(value)
+                spare = spare_choice(key, value)
             elif key == "experiment_dir":
                 experiment_dir = (str(value).strip() or None) if value is not None else None
             elif key in MEASURE_KEYS:
@@ -253,7 +275,7 @@ class KernelSettings:
             f"  backend        {self.backend}",
             f"  isolation      {isolation}",
             f"  measurement    {self.measure or '(defaults)'}",
-            f"  spare worker   {'on' if self.spare_worker else 'off'}",
+            f"  spare worker   {self.spare_worker}",
             f"  experiments in {self.experiment_dir or '(default: scorep-experiments/)'}",
             f"  SCOREP_* env   {self.scorep_env or '(none)'}",
             f"  binding args   {' '.join(self.binding_args) or '(none)'}",

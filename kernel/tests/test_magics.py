@@ -71,8 +71,10 @@ def test_environment_defaults():
 
     shown = bad.describe(Availability(False, "no Score-P", True, "builtin tracer installed"))
     assert bad.environ_problem in shown
-    assert KernelSettings.from_environ({}).spare_worker is True
-    assert KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_WORKER": "0"}).spare_worker is False
+    assert KernelSettings.from_environ({}).spare_worker == "on"
+    assert KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_WORKER": "0"}).spare_worker == "off"
+    always = KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_WORKER": "always"})
+    assert always.spare_worker == "always"
 
 
 def test_bad_settings_say_what_to_do():

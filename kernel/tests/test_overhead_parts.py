@@ -19,13 +19,28 @@ def kernel(tmp_path_factory):
     k.shutdown()
 
 
-def test_first_profiled_cell_takes_the_spare_started_with_the_kernel(kernel):
-    # No cell ran before: the spare was started with the kernel (it may still be starting).
+def test_the_first_subprocess_run_starts_a_worker_and_the_next_takes_the_spare(kernel):
+    # By default no spare runs until the notebook profiles in a subprocess.
     result = kernel.run("first = 1", PROFILE_SUB)
+    assert result.status == "ok", result.reply
+    assert "worker_fresh" in result.manifest()["timings"]
+    result = kernel.run("second = 2", PROFILE_SUB)
     assert result.status == "ok", result.reply
     timings = result.manifest()["timings"]
     assert "worker_fresh" not in timings, timings
     assert {"worker_spare_ready", "worker_spare_starting"} & set(timings), timings
+
+
+def test_with_spare_worker_always_the_first_run_takes_a_spare_started_with_the_kernel(tmp_path):
+    kernel = KernelHandle(tmp_path, env={"SCOREP_KERNEL_SPARE_WORKER": "always"})
+    try:
+        result = kernel.run("first = 1", PROFILE_SUB)
+        assert result.status == "ok", result.reply
+        timings = result.manifest()["timings"]
+        assert "worker_fresh" not in timings, timings
+        assert {"worker_spare_ready", "worker_spare_starting"} & set(timings), timings
+    finally:
+        kernel.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -237,7 +237,7 @@ class Measurement:
             write_all(self.exp_dir, recording)
             return None
         thread = threading.Thread(
-            target=write_all,
+            target=_write_at_idle_priority,
             args=(self.exp_dir, recording),
             name="scorep-write-files",
             daemon=False,
@@ -415,3 +415,17 @@ def _clock_map(pair0: tuple[float, float], pair1: tuple[float, float]):
         return np.rint(p0 + (np.asarray(t, np.float64) - v0) * slope).astype(np.int64)
 
     return to_perf
+
+
+def _write_at_idle_priority(exp_dir: Path, recording: Recording) -> None:
+    """The files of an in-process run, written in a thread of the kernel after the reply:
+    at the scheduler's idle priority (this thread only, Linux), so that the next cell the
+    user runs meanwhile does not wait for them. (One way: an unprivileged thread cannot
+    come back from SCHED_IDLE, and this one ends when the files are written.)"""
+    from .files import write_all
+
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux, or not allowed: written as before
+        pass
+    write_all(exp_dir, recording)

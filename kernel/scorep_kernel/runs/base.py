@@ -63,6 +63,10 @@ class KernelSide(Protocol):
     def worker_imported(self, modules: list[str]) -> None:
         """A worker's cell imported these modules (the next spare preloads them)."""
 
+    def import_ahead(self, module: str) -> None:
+        """A worker's cell began importing this package: import it in the kernel too, in
+        the background (worker/import_watch.py says why)."""
+
 
 class RunFailed(Exception):
     """The run cannot go on; ``message`` is for the user (cause and what to do), ``ename``

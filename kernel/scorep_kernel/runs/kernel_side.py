@@ -4,11 +4,16 @@ promises, from the ScorePKernel it wraps."""
 
 from __future__ import annotations
 
+import importlib
+import logging
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from scorep_kernel.runs.base import CellRequest
+
+log = logging.getLogger("scorep_kernel")
 
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
@@ -64,6 +69,7 @@ class KernelSideOf:
         self._kernel = kernel
         self._stock_execute = stock_execute
         self.output = KernelCellOutput(kernel)
+        self._importing: set[str] = set()
 
     @property
     def shell(self) -> Any:
@@ -90,3 +96,20 @@ class KernelSideOf:
 
     def worker_imported(self, modules: list[str]) -> None:
         self._kernel.worker_imports.update(dict.fromkeys(modules))
+
+    def import_ahead(self, module: str) -> None:
+        if module in sys.modules or module in self._importing:
+            return
+        self._importing.add(module)
+        threading.Thread(
+            target=_import_quietly, args=(module,), name="scorep-import-ahead", daemon=True
+        ).start()
+
+
+def _import_quietly(module: str) -> None:
+    """In the kernel, as the worker does; a package that cannot be imported here (a path
+    the cell set up) is imported, or fails, when the namespace comes back, as before."""
+    try:
+        importlib.import_module(module)
+    except BaseException:
+        log.debug("importing %s ahead of the namespace failed", module, exc_info=True)

@@ -25,6 +25,7 @@ class OutputRelay:
         output: CellOutput,
         packet: Packet,
         read_input: Callable[[str, bool], str] | None,
+        import_ahead: Callable[[str], None] = lambda module: None,
     ):
         self.worker = worker
         self.output = output
@@ -41,6 +42,7 @@ class OutputRelay:
             msg.Error: lambda m: output.error(m.ename, m.evalue, m.traceback),
             msg.StateReceived: lambda m: packet.release(),  # the worker has its copy
             msg.Preloaded: lambda m: None,  # a spare's preload, answered late
+            msg.ImportStarted: lambda m: import_ahead(m.module),
         }
 
     async def until_done(self) -> msg.CellDone:

@@ -240,7 +240,7 @@ class SubprocessRun(RunBase):
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
         read_input = self.side.read_input if request.allow_stdin else None
-        self.relay = OutputRelay(self.worker, output, packet, read_input)
+        self.relay = OutputRelay(self.worker, output, packet, read_input, self.side.import_ahead)
         try:
             self.in_cell = True
             sent = time.monotonic()

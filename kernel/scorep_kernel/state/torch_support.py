@@ -11,6 +11,7 @@ Only used when torch is already imported; torch is never imported by this packag
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 
 def rebuild_untyped_storage(buffer):
@@ -39,7 +40,8 @@ class _StorageBytes:
         import torch
 
         # a uint8 tensor over the whole storage, as numpy: no copy
-        self.array = torch.empty(0, dtype=torch.uint8).set_(untyped).numpy()
+        # (Any: numpy declares the buffer protocol only for 3.12+, and torch is optional)
+        self.array: Any = torch.empty(0, dtype=torch.uint8).set_(untyped).numpy()
 
     def __reduce_ex__(self, protocol):
         return rebuild_untyped_storage, (pickle.PickleBuffer(self.array),)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import psutil
+
 from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.worker import protocol as msg
@@ -84,6 +86,7 @@ class WorkerProcess:
         self.channel = channel
         self.ready: msg.Ready | None = None
         self.on_native_output: Callable[[str, str], None] | None = None
+        self.paused = False
         self.stderr_tail: deque[str] = deque(maxlen=20)
         # Score-P's own messages ("[Score-P] ..."), wherever they came in the output
         self.scorep_lines: deque[str] = deque(maxlen=50)
@@ -204,6 +207,41 @@ class WorkerProcess:
     def interrupt(self) -> None:
         self._signal(signal.SIGINT)
 
+    def pause(self) -> None:
+        """Stop the process (and what it started, e.g. Score-P's compiler) until resume():
+        a spare must not take CPU from the cell the kernel runs. If the kernel dies while
+        it is stopped, the kernel's death continues it (PR_SET_PDEATHSIG, see entry.py) and
+        it ends itself; so only a worker that said Ready (it set that up first) is paused:
+        its start (~0.5 s of CPU) runs through, its preloading does not."""
+        if not self.paused and self.ready is not None and self.alive():
+            self._signal_group(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self._signal_group(signal.SIGCONT)
+
+    def _signal_group(self, signum: int) -> None:
+        # The worker itself, and its own session's process group (its children, e.g.
+        # Score-P's compiler); the group exists only once the child has called setsid().
+        for send in (os.kill, os.killpg):
+            try:
+                send(self.proc.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def usage(self) -> tuple[int, float] | None:
+        """(resident bytes, CPU seconds) of the worker and its children; None once gone."""
+        try:
+            proc = psutil.Process(self.proc.pid)
+            procs = [proc, *proc.children(recursive=True)]
+            rss = sum(p.memory_info().rss for p in procs)
+            cpu = sum(sum(p.cpu_times()[:2]) for p in procs)
+        except psutil.Error:
+            return None
+        return rss, cpu
+
     def kill(self) -> None:
         self._signal(signal.SIGKILL)
 
@@ -227,6 +265,7 @@ class WorkerProcess:
         return self.proc.poll()
 
     async def close(self, graceful: bool = True) -> None:
+        self.resume()
         if graceful and self.alive():
             try:
                 await self.send(msg.Shutdown())
@@ -271,6 +310,7 @@ class WorkerPool:
         self.spare: WorkerProcess | None = None
         self._starting: asyncio.Task | None = None
         self._starting_key: WorkerKey | None = None
+        self._starting_worker: WorkerProcess | None = None  # the spare being started
         self.enabled = True
         # the recipe of the latest take(): the next spare is made the same way
         self.last_recipe: WorkerRecipeLike | None = None
@@ -285,6 +325,7 @@ class WorkerPool:
         Returns (worker, was_spare). The recipe is kept for the next spare."""
         self.last_recipe = recipe
         key = recipe.key()
+        self.resume()
         waited = False
         if self._starting is not None:
             # A spare on its way is taken over, not started twice.
@@ -334,6 +375,7 @@ class WorkerPool:
         worker = None
         try:
             worker = await WorkerProcess.spawn(key, env, cwd, reserved)
+            self._starting_worker = worker
             await worker.wait_ready()
         except BaseException as e:  # cancelled by close(), or the start failed
             if worker is not None:
@@ -343,6 +385,8 @@ class WorkerPool:
                 raise
             log.warning("could not start a spare profiling worker: %s", e)
             return
+        finally:
+            self._starting_worker = None
         self.spare = worker
         await self.preload(self._wanted)
 
@@ -358,6 +402,30 @@ class WorkerPool:
             await spare.send(msg.Preload(todo))
         except ChannelClosed:
             self.spare = None
+
+    def pause(self) -> None:
+        """Stop the spare (ready, starting or preloading) while the kernel runs a cell."""
+        for worker in (self.spare, self._starting_worker):
+            if worker is not None:
+                worker.pause()
+
+    def resume(self) -> None:
+        for worker in (self.spare, self._starting_worker):
+            if worker is not None:
+                worker.resume()
+
+    def describe(self) -> str:
+        """What %scorep shows of the spare: its state and what it costs."""
+        worker = self.spare or self._starting_worker
+        if worker is None:
+            return "Spare worker: none running"
+        state = "starting" if worker is self._starting_worker else "ready"
+        if worker.paused:
+            state += ", paused while a cell runs"
+        usage = worker.usage()
+        cost = f", {usage[0] / 2**20:.0f} MB resident, {usage[1]:.1f} s CPU so far" if usage else ""
+        preloaded = ", ".join(sorted(worker.preloaded)[:8]) or "nothing yet"
+        return f"Spare worker: pid {worker.pid} ({state}{cost}); preloaded: {preloaded}"
 
     async def close(self) -> None:
         if self._starting is not None:

@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
 from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.state import Packet, transfer
 from scorep_kernel.worker import protocol as msg
+from scorep_kernel.worker.import_watch import ImportWatch
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 from scorep_kernel.worker.shell import (
     ForwardingStream,
@@ -77,6 +78,8 @@ class Worker:
         self.sent_names: tuple[str, ...] = ()
         self._open_cell: Any = None  # the builtin tracer's cell region while a cell runs
         self.run_started = False
+        self.imports = ImportWatch(lambda module: channel.send(msg.ImportStarted(module)))
+        self.imports.install()
         # time.monotonic() when the message in hand arrived; the worker's replies carry
         # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so
         # the kernel can tell its waiting apart from the worker's work.
@@ -216,14 +219,14 @@ class Worker:
         label = cell.label or f"cell [{count}]"
         self._cell_begin(label, code_filename)
         try:
-            self.in_cell = True
+            self.in_cell = self.imports.active = True
             if self.interrupt_pending:
                 raise KeyboardInterrupt
             result = shell.run_cell(cell.code, store_history=True, cell_id=cell.cell_id)
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            self.in_cell = False
+            self.in_cell = self.imports.active = False
             self._cell_end(label)
         self.interrupt_pending = False
         wall = time.perf_counter() - start
@@ -350,6 +353,20 @@ def _watch_parent(parent: int) -> None:
             os._exit(70)
 
 
+def _continue_when_the_kernel_dies() -> None:
+    """The kernel pauses a spare (SIGSTOP) while it runs a cell; should the kernel die
+    then, Linux sends this process SIGCONT (PR_SET_PDEATHSIG), and _watch_parent ends it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGCONT), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: the watch thread still ends an orphan
+        pass
+
+
 def _remove_unused_experiment() -> None:
     """Score-P made this process's experiment directory at its start; when no run took it
     (no manifest in it), leave nothing behind. (Score-P does not finalize after os._exit,
@@ -372,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout = ForwardingStream("stdout", channel, 1)
     sys.stderr = ForwardingStream("stderr", channel, 2)
     start_flusher()
+    _continue_when_the_kernel_dies()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
     instrument = "--no-python-instrumenter" not in argv

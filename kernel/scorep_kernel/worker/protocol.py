@@ -139,6 +139,13 @@ class RunStarted(Message):
 
 
 @dataclass(frozen=True)
+class ImportStarted(Message):
+    """The cell began importing this top-level package (see worker/import_watch.py)."""
+
+    module: str
+
+
+@dataclass(frozen=True)
 class InputRequest(Message):
     """The cell called ``input()`` / ``getpass()``."""
 
@@ -237,6 +244,7 @@ WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     Ready,
     Preloaded,
     RunStarted,
+    ImportStarted,
     InputRequest,
     StateReceived,
     Stream,

@@ -1,6 +1,17 @@
 """GET calltree: the call-path profile from profile.cubex (pycubexr) or, without a profile,
 from the trace index. Both sources become one ``CallTree`` of numpy arrays; ``to_json``
-renders it, for one location or summed over all."""
+renders it, for one location or summed over all.
+
+A profile's artificial top (Score-P's program region, "python3.11", with its "THREADS"
+node that holds the threads Score-P did not see created; the builtin writer's synthetic
+root) is the measurement's frame: ``CallTree.frame`` marks it, and the JSON and the
+summary leave it out, so their roots are the run's cells and threads, as in the tree
+derived from the trace, under either backend. The program region's own time is the
+measured process outside the cells (its start-up, the namespace's transfer, its exit), not
+the run's (compare.py reports it as ``outside_s``). Names and groups follow the contract
+as in the trace reader (``otf2_read.region_label``, ``region_group``): a cell reads "cell
+[n]" under both backends.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from scorep_kernel import experiment as ex
+
+from .otf2_read import FLUSH_REGION_NAME, OFF_REGION_NAME, region_group, region_label
 
 # Larger trees keep their heaviest nodes (by inclusive time); ``truncated`` says so.
 MAX_NODES = 5000
@@ -31,6 +44,20 @@ class CallTree:
     excl_s: np.ndarray
     min_s: np.ndarray
     max_s: np.ndarray
+    # bool [P]: the measurement's frame (see the module docstring), None: no such node
+    frame: np.ndarray | None = None
+
+    def shown(self) -> np.ndarray:
+        """bool [P]: the nodes a viewer shows (all but the frame)."""
+        n = len(self.nodes)
+        return np.ones(n, bool) if self.frame is None else ~np.asarray(self.frame, bool)
+
+    def top_level(self) -> np.ndarray:
+        """bool [P]: shown nodes whose parent is none or the frame: the run's top."""
+        shown = self.shown()
+        parent = np.asarray(self.parent, np.int64)
+        above = np.where(parent >= 0, ~shown[np.maximum(parent, 0)], True)
+        return shown & above
 
 
 def from_cubex(path: str | Path) -> CallTree:
@@ -51,9 +78,23 @@ def _from_cubex(path: Path) -> CallTree:
     from pycubexr.utils.exceptions import MissingMetricError
 
     with CubexParser(path) as cube:
-        cnodes = []
+        every = []
         for root in cube.get_root_cnodes():
-            cnodes += root.get_all_children()  # depth-first pre-order
+            every += root.get_all_children()  # depth-first pre-order
+        regions = [c.region or cube.get_region(c) for c in every]
+        roles = [ex.decode_region_role(r.description, r.role or "", r.name or "") for r in regions]
+        # the artificial top: artificial roots and artificial children of those (parents
+        # come first in pre-order), but never the flush and recording-off markers
+        position = {c.id: i for i, c in enumerate(every)}
+        top = np.zeros(len(every), bool)
+        for i, c in enumerate(every):
+            p = position.get(c.parent.id, -1) if c.parent else -1
+            top[i] = (
+                roles[i] == ex.ROLE_ARTIFICIAL
+                and regions[i].name not in (FLUSH_REGION_NAME, OFF_REGION_NAME)
+                and (p < 0 or top[p])
+            )
+        cnodes = every
         locations = [{"id": i, "name": loc.name} for i, loc in enumerate(cube.get_locations())]
         n_loc = len(locations)
         index = {c.id: i for i, c in enumerate(cnodes)}
@@ -84,15 +125,19 @@ def _from_cubex(path: Path) -> CallTree:
         visits = metric("visits")
         mins, maxs = metric("min_time"), metric("max_time")
         nodes = []
-        for c in cnodes:
-            region = c.region or cube.get_region(c)
+        for c, region, role in zip(cnodes, regions, roles):
             name = region.name or f"region {c.callee_region_id}"
+            # Cube's paradigm reads "<paradigm>:<group>" ("user:__main__"); ``mod`` holds
+            # the source file, under both writers
+            _, colon, group = (region.paradigm or "").partition(":")
+            file = region.url or region.mod or ""
+            line = int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0
             nodes.append(
                 {
-                    "name": name,
-                    "group": region.mod or ex.region_module(name) or "",
-                    "file": region.url or region.mod or "",
-                    "line": int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0,
+                    "name": region_label(name, role),
+                    "group": region_group(name, role, group if colon else None, file),
+                    "file": file,
+                    "line": max(line, 0),
                 }
             )
     zeros = np.zeros_like(time_incl)
@@ -106,6 +151,7 @@ def _from_cubex(path: Path) -> CallTree:
         excl_s=time_excl if time_excl is not None else zeros,
         min_s=mins if mins is not None else zeros,
         max_s=maxs if maxs is not None else zeros,
+        frame=top,
     )
 
 
@@ -154,7 +200,7 @@ def to_json(
 ) -> dict[str, Any]:
     visits, incl, excl, mins, maxs = _columns(tree, location)
     n = len(tree.nodes)
-    keep = np.ones(n, bool)
+    keep = tree.shown()
     if location is not None:
         keep &= visits > 0
     dropped = 0
@@ -186,7 +232,9 @@ def to_json(
             built[p]["children"].append(node)
         else:
             roots.append(node)
-    if len(roots) == 1:
+    # the run's root whenever the profile has several top-level paths, also where one
+    # location saw only one of them (so that every location's tree starts alike)
+    if len(roots) == 1 and int(np.count_nonzero(tree.top_level())) == 1:
         root = roots[0]
     else:
         total = float(sum(r["incl_s"] for r in roots))

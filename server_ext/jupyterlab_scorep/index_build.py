@@ -18,6 +18,14 @@ Layout (all numpy ``.npy``, memory-mapped by the server)::
 ignores this one). The
 directory is written under a temporary name and renamed into place, so a reader sees a
 complete index or none. This module runs in the indexing worker process (``worker``).
+
+Times are ns since the run's start. That is the OTF2 global offset, except in a trace of a
+whole process (it has a ProgramBegin record: Score-P's), whose clock starts when the
+process started: for a kernel's worker that is before the cell, by its start-up (~0.4 s)
+or, for a worker started ahead as a spare, by however long it waited. There the run
+starts at the first recorded event, and the range ends at the last one (Score-P's trace
+length runs on to the process's end). ``origin_epoch_ns`` is then derived from the OTF2
+realtime timestamp when the trace has one (Score-P 8.4 writes none: null).
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ from scorep_kernel import experiment as ex
 
 from . import intervals, lod, otf2_read
 
-INDEX_VERSION = 1
+# 2: Score-P's traces count from their first event; cells named alike under both backends
+INDEX_VERSION = 2
 INDEX_NAME = f"trace-v{INDEX_VERSION}"
 
 
@@ -82,17 +91,28 @@ def build_index(exp_dir: str | os.PathLike, index_parent: str | os.PathLike) -> 
     return meta
 
 
+def run_start(defs: otf2_read.Definitions, events: list[otf2_read.LocationEvents]) -> int:
+    """The tick the run starts at: the global offset, or in a trace of a whole process
+    (ProgramBegin) its first Enter, Leave or Metric event."""
+    if not any(ev.program_begin is not None for ev in events):
+        return defs.global_offset
+    firsts = [int(a[0]) for ev in events for a in (ev.times, ev.metric_times) if a.size]
+    return min(firsts) if firsts else defs.global_offset
+
+
 def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     per_location = []
     locations = []
     notes = []
     total_events = 0
     trace_end = 0
+    origin = run_start(defs, events)
+    whole_process = any(ev.program_begin is not None for ev in events)
     for info, ev in zip(defs.locations, events):
-        times = intervals.to_ns(ev.times, defs.global_offset, defs.timer_resolution)
+        times = intervals.to_ns(ev.times, origin, defs.timer_resolution)
         iv = intervals.pair_calls(times, ev.signed_regions)
         per_location.append(iv)
-        total_events += int(ev.times.size)
+        total_events += int(ev.times.size) - ev.synthetic
         if times.size:
             trace_end = max(trace_end, int(times[-1]))
         if iv.closed_at_end:
@@ -104,7 +124,14 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
             notes.append(f"{info['name']}: {iv.opened_at_start} calls began before recording.")
         if iv.mismatched:
             notes.append(f"{info['name']}: {iv.mismatched} Leave events name another region.")
-    full_range = max(trace_end, int(defs.trace_length * 1e9 / defs.timer_resolution))
+    for ev in events:
+        if ev.metric_times.size:
+            last = intervals.to_ns(ev.metric_times[-1:], origin, defs.timer_resolution)
+            trace_end = max(trace_end, int(last[0]))
+    if whole_process:
+        full_range = trace_end
+    else:
+        full_range = max(trace_end, int(defs.trace_length * 1e9 / defs.timer_resolution))
     all_durations = np.concatenate(
         [iv.end - iv.start for iv in per_location] or [np.zeros(0, np.int64)]
     )
@@ -134,7 +161,7 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         if ev.metric_times.size:
             np.save(
                 out / f"L{i}.mt.npy",
-                intervals.to_ns(ev.metric_times, defs.global_offset, defs.timer_resolution),
+                intervals.to_ns(ev.metric_times, origin, defs.timer_resolution),
             )
             np.save(out / f"L{i}.mm.npy", ev.metric_members)
             np.save(out / f"L{i}.mv.npy", ev.metric_values)
@@ -154,15 +181,18 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     paths = intervals.call_paths(per_location)
     for name in ("parent", "region", "visits", "incl", "excl", "min", "max"):
         np.save(out / f"ct.{name}.npy", getattr(paths, name))
-    origin = None
+    origin_epoch = None
     if defs.realtime_timestamp is not None:
-        origin = str(defs.realtime_timestamp)
+        since_offset = (origin - defs.global_offset) * 1e9 / defs.timer_resolution
+        origin_epoch = str(defs.realtime_timestamp + round(since_offset))
     return {
         "version": INDEX_VERSION,
         "sources": sources,
         "range": [0, full_range],
-        "origin_epoch_ns": origin,
+        "origin_epoch_ns": origin_epoch,
         "timer_resolution": defs.timer_resolution,
+        # what t=0 is: the OTF2 global offset, or the first event of a whole process's trace
+        "origin": "first_event" if whole_process else "global_offset",
         "events": total_events,
         "levels": pixels,
         "locations": locations,

@@ -1,7 +1,7 @@
 """Find, validate, lock and load trace indexes (no server code here).
 
-An index lives in ``<experiment>/.index/trace-v1/``: ``.index`` is the folder the contract
-leaves to the server (``experiment.INDEX_DIR``), ``trace-v1`` the server's own layout,
+An index lives in ``<experiment>/.index/trace-v2/``: ``.index`` is the folder the contract
+leaves to the server (``experiment.INDEX_DIR``), ``trace-v2`` the server's own layout,
 versioned by ``index_build.INDEX_VERSION``. When the experiment directory is not writable
 (a shared, read-only results folder) the index goes to the user's cache directory
 instead, keyed by the experiment's real path.

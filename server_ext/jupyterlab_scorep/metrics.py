@@ -122,3 +122,30 @@ def from_trace(index) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
         values[np.searchsorted(times, t), col] = v
     schema = {"series": series, "notes": ["Metric samples read from the OTF2 trace."]}
     return schema, times, values
+
+
+def merge(
+    a: tuple[dict[str, Any], np.ndarray, np.ndarray],
+    b: tuple[dict[str, Any], np.ndarray, np.ndarray],
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Two sample sets on one time axis as one: ``a``'s series, then those of ``b`` whose
+    keys ``a`` lacks (the builtin tracer copies its system metrics into the trace; Score-P's
+    rusage, PAPI or plugin metrics are the trace's alone). Times are the union; a series
+    has null where it has no sample. Schema fields other than ``series`` and ``notes``
+    are ``a``'s."""
+    schema_a, t_a, v_a = a
+    schema_b, t_b, v_b = b
+    have = {s.get("key") for s in schema_a.get("series", [])}
+    extra = [k for k, s in enumerate(schema_b.get("series", [])) if s.get("key") not in have]
+    if not extra:
+        return a
+    t_a, t_b = np.asarray(t_a, np.int64), np.asarray(t_b, np.int64)
+    times = np.union1d(t_a, t_b)
+    n_a = np.asarray(v_a).shape[1]
+    values = np.full((times.size, n_a + len(extra)), np.nan)
+    values[np.searchsorted(times, t_a), :n_a] = v_a
+    values[np.searchsorted(times, t_b), n_a:] = np.asarray(v_b)[:, extra]
+    schema = dict(schema_a)
+    schema["series"] = list(schema_a.get("series", [])) + [schema_b["series"][k] for k in extra]
+    schema["notes"] = list(schema_a.get("notes", [])) + list(schema_b.get("notes", []))
+    return schema, times, values

@@ -7,6 +7,22 @@ reader per location, and each callback only appends to ``array('q')``, which rea
 ~2M events/s on this machine. Per-location readers (rather than the global reader) hand us
 each location's events already separated, so there is no k-way merge and no split pass.
 
+Score-P's traces hold more records; those that change what is drawn are read too (rare,
+so their cost does not matter):
+
+- BufferFlush (Score-P ran out of its trace buffer and wrote it to disk) becomes a call of
+  its artificial region "TRACE BUFFER FLUSH" from the record's time to its stop time, where
+  Score-P's own profile puts it (a sibling before the call whose Enter set off the flush);
+  events stamped before the flush ended are moved to its end, so calls never overlap it.
+- MeasurementOnOff (``scorep.user.disable_recording()`` ... ``enable_recording()``)
+  becomes a call of the artificial region "MEASUREMENT OFF" while recording was off, as in
+  Score-P's profile.
+- ProgramBegin marks a trace of a whole process (Score-P's): its clock starts when the
+  process started, not when the cell did (see index_build).
+
+THREAD_BEGIN/END, PROGRAM_END, THREAD_CREATE/WAIT and attribute lists change nothing
+drawn and are skipped (no callback: libotf2 steps over them).
+
 The library is loaded as a ``ctypes.PyDLL`` so the GIL stays held while libotf2 calls back
 into Python (no acquire/release per event). Run this in a worker process, not on the
 server's event-loop thread (see ``worker``).
@@ -41,6 +57,8 @@ class LocationEvents:
     metric_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     metric_members: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     metric_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    program_begin: int | None = None  # time of a ProgramBegin record on this location
+    synthetic: int = 0  # Enter/Leave events made here from flushes and on/off records
 
 
 @dataclass
@@ -53,6 +71,9 @@ class Definitions:
     locations: list[dict[str, Any]]  # [{ref, name, group, kind, events}]
     metric_members: dict[int, dict[str, Any]]  # member ref -> {name, unit, description}
     metric_classes: dict[int, list[int]]  # metric class/instance ref -> member refs
+    # Score-P's artificial regions, when defined: what flushes and "recording off" become
+    flush_region: int | None = None
+    off_region: int | None = None
 
 
 _VP = ctypes.c_void_p
@@ -72,6 +93,18 @@ _METRIC = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.c_uint8),
     ctypes.POINTER(ctypes.c_uint64),
 )
+# OTF2_EvtReaderCallback_BufferFlush(..., OTF2_TimeStamp stopTime)
+_BUFFER_FLUSH = ctypes.CFUNCTYPE(ctypes.c_int, _U64, _U64, _U64, _VP, _VP, _U64)
+# OTF2_EvtReaderCallback_MeasurementOnOff(..., OTF2_MeasurementMode measurementMode)
+_ON_OFF = ctypes.CFUNCTYPE(ctypes.c_int, _U64, _U64, _U64, _VP, _VP, ctypes.c_uint8)
+# OTF2_EvtReaderCallback_ProgramBegin(..., programName, numberOfArguments, programArguments)
+_PROGRAM_BEGIN = ctypes.CFUNCTYPE(
+    ctypes.c_int, _U64, _U64, _U64, _VP, _VP, ctypes.c_uint32, ctypes.c_uint32, _VP
+)
+MEASUREMENT_OFF = 2  # OTF2_MEASUREMENT_OFF (ON is 1)
+# Score-P's names for its artificial regions (SCOREP_Definitions ... "MEASUREMENT OFF")
+FLUSH_REGION_NAME = "TRACE BUFFER FLUSH"
+OFF_REGION_NAME = "MEASUREMENT OFF"
 _lib = None
 
 
@@ -89,6 +122,9 @@ def _library():
         lib.OTF2_EvtReaderCallbacks_SetEnterCallback.argtypes = [_VP, _ENTER_LEAVE]
         lib.OTF2_EvtReaderCallbacks_SetLeaveCallback.argtypes = [_VP, _ENTER_LEAVE]
         lib.OTF2_EvtReaderCallbacks_SetMetricCallback.argtypes = [_VP, _METRIC]
+        lib.OTF2_EvtReaderCallbacks_SetBufferFlushCallback.argtypes = [_VP, _BUFFER_FLUSH]
+        lib.OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback.argtypes = [_VP, _ON_OFF]
+        lib.OTF2_EvtReaderCallbacks_SetProgramBeginCallback.argtypes = [_VP, _PROGRAM_BEGIN]
         lib.OTF2_Reader_RegisterEvtCallbacks.argtypes = [_VP, _VP, _VP, _VP]
         lib.OTF2_Reader_ReadAllLocalEvents.argtypes = [_VP, _VP, ctypes.POINTER(_U64)]
         lib.OTF2_Reader_GetEvtReader.argtypes = [_VP, _U64]
@@ -109,22 +145,54 @@ def _enum_name(value: Any) -> str:
     return str(value).rsplit(".", 1)[-1].lower()
 
 
+def region_group(name: str, role: str, group: str | None, source_file: str = "") -> str:
+    """The group a viewer colours a region by (the contract's naming rule): "cell" for a
+    cell, the imported top-level package for an import, else the region's group as
+    recorded, else the module part of its name, else its source file."""
+    if role == ex.ROLE_CELL:
+        return "cell"
+    module = ex.region_module(name)
+    if role == ex.ROLE_IMPORT and module == ex.IMPORT_MODULE:
+        return name.split(":", 1)[1].split(".", 1)[0] or ex.IMPORT_MODULE
+    return group or module or source_file or ""
+
+
+def region_label(name: str, role: str) -> str:
+    """The name shown: a cell's region reads "cell [n]" under either backend (Score-P's
+    bindings write ":cell [n]"); other names as recorded."""
+    if role == ex.ROLE_CELL:
+        return ex.cell_region_label(name) or name
+    return name
+
+
 def _region_info(region: Any, group: str | None) -> dict[str, Any]:
     name = region.name or ""
-    paradigm, role = _enum_name(region.paradigm), _enum_name(region.region_role)
-    if group is None:
-        # Regions are named "module:function" (the contract's naming rule); the module is
-        # the group. Names from other tools fall back to the source file.
-        group = ex.region_module(name) or region.source_file or ""
+    paradigm, otf2_role = _enum_name(region.paradigm), _enum_name(region.region_role)
+    role = ex.decode_region_role(region.description, otf2_role, name)
     return {
-        "name": name,
-        "group": group,
+        "name": region_label(name, role),
+        "group": region_group(name, role, group, region.source_file or ""),
         "file": region.source_file or "",
         "line": int(region.begin_line_number or 0),
-        "role": ex.decode_region_role(region.description, role),
-        "otf2_role": role,
+        "role": role,
+        "otf2_role": otf2_role,
         "paradigm": paradigm,
     }
+
+
+def _metric_scale(member: Any) -> float:
+    exponent = int(getattr(member, "exponent", 0) or 0)
+    if not exponent:
+        return 1.0
+    base = 2 if _enum_name(getattr(member, "base", "")) == "binary" else 10
+    return float(base) ** exponent
+
+
+def _artificial_region(regions: dict[int, dict[str, Any]], name: str) -> int | None:
+    for ref, info in regions.items():
+        if info["name"] == name and info["role"] == ex.ROLE_ARTIFICIAL:
+            return ref
+    return None
 
 
 def _region_groups(defs: Any) -> dict[int, str]:
@@ -159,7 +227,14 @@ def read_definitions(trace: Any) -> Definitions:
             }
         )
     members = {
-        i: {"name": m.name, "unit": m.unit or "", "description": m.description or ""}
+        i: {
+            "name": m.name,
+            "unit": m.unit or "",
+            "description": m.description or "",
+            # values are recorded in units of base**exponent of ``unit``: Score-P's
+            # ru_utime in µs of "s" (10**-6), ru_maxrss in KiB of "Bytes" (2**10)
+            "scale": _metric_scale(m),
+        }
         for i, m in enumerate(defs.metric_members)
     }
     member_index = {id(m): i for i, m in enumerate(defs.metric_members)}
@@ -177,6 +252,8 @@ def read_definitions(trace: Any) -> Definitions:
         locations=locations,
         metric_members=members,
         metric_classes=classes,
+        flush_region=_artificial_region(regions, FLUSH_REGION_NAME),
+        off_region=_artificial_region(regions, OFF_REGION_NAME),
     )
 
 
@@ -229,7 +306,7 @@ def read_trace(anchor: str) -> tuple[Definitions, list[LocationEvents]]:
             _otf2.Reader_CloseDefFiles(handle)
         raw = ctypes.cast(handle, _VP)
         events = [
-            _read_location(raw, loc._ref, info["events"], definitions.metric_classes)
+            _read_location(raw, loc._ref, info["events"], definitions)
             for loc, info in zip(trace.definitions.locations, definitions.locations)
         ]
         _otf2.Reader_CloseEvtFiles(handle)
@@ -246,12 +323,19 @@ def read_trace(anchor: str) -> tuple[Definitions, list[LocationEvents]]:
 
 
 def _read_location(
-    reader: ctypes.c_void_p, ref: int, expected: int, metric_classes: dict[int, list[int]]
+    reader: ctypes.c_void_p, ref: int, expected: int, defs: Definitions
 ) -> LocationEvents:
     lib = _library()
+    metric_classes = defs.metric_classes
+    scales = {ref: m["scale"] for ref, m in defs.metric_members.items() if m["scale"] != 1.0}
     times, regions = array("q"), array("q")
     m_times, m_members, m_values = array("q"), array("i"), array("d")
     t_add, r_add = times.append, regions.append
+    # (position in the Enter/Leave stream, time, stop time) of each flush; (position, time,
+    # off?) of each on/off switch; the ProgramBegin's time
+    flushes: list[tuple[int, int, int]] = []
+    switches: list[tuple[int, int, bool]] = []
+    program: list[int] = []
 
     def on_enter(_loc, t, _pos, _ud, _attrs, region):
         t_add(t)
@@ -275,12 +359,32 @@ def _read_location(
             else:
                 value = float(raw)
             members = metric_classes.get(metric, ())
+            member = members[i] if i < len(members) else -1
             m_times.append(t)
-            m_members.append(members[i] if i < len(members) else -1)
-            m_values.append(value)
+            m_members.append(member)
+            m_values.append(value * scales.get(member, 1.0))
         return 0
 
-    callbacks = (_ENTER_LEAVE(on_enter), _ENTER_LEAVE(on_leave), _METRIC(on_metric))
+    def on_flush(_loc, t, _pos, _ud, _attrs, stop):
+        flushes.append((len(times), t, stop))
+        return 0
+
+    def on_switch(_loc, t, _pos, _ud, _attrs, mode):
+        switches.append((len(times), t, mode == MEASUREMENT_OFF))
+        return 0
+
+    def on_program(_loc, t, _pos, _ud, _attrs, _name, _n, _args):
+        program.append(t)
+        return 0
+
+    callbacks = (
+        _ENTER_LEAVE(on_enter),
+        _ENTER_LEAVE(on_leave),
+        _METRIC(on_metric),
+        _BUFFER_FLUSH(on_flush),
+        _ON_OFF(on_switch),
+        _PROGRAM_BEGIN(on_program),
+    )
     evt_reader = lib.OTF2_Reader_GetEvtReader(reader, ref)
     if not evt_reader:
         raise TraceReadError(f"no event reader for location {ref}: its event file is missing")
@@ -289,6 +393,9 @@ def _read_location(
         lib.OTF2_EvtReaderCallbacks_SetEnterCallback(cbs, callbacks[0])
         lib.OTF2_EvtReaderCallbacks_SetLeaveCallback(cbs, callbacks[1])
         lib.OTF2_EvtReaderCallbacks_SetMetricCallback(cbs, callbacks[2])
+        lib.OTF2_EvtReaderCallbacks_SetBufferFlushCallback(cbs, callbacks[3])
+        lib.OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cbs, callbacks[4])
+        lib.OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cbs, callbacks[5])
         lib.OTF2_Reader_RegisterEvtCallbacks(reader, evt_reader, cbs, None)
         count = _U64()
         code = lib.OTF2_Reader_ReadAllLocalEvents(reader, evt_reader, ctypes.byref(count))
@@ -300,12 +407,61 @@ def _read_location(
             f"the events of location {ref} end early after {len(times):,} of "
             f"{expected:,} events ({_error_text(code)}): the trace is truncated or damaged."
         )
+    # frombuffer keeps the array('q') alive and shares its memory: no copy
+    t = np.frombuffer(times, np.int64) if times else np.zeros(0, np.int64)
+    r = np.frombuffer(regions, np.int64) if regions else np.zeros(0, np.int64)
+    t, r, synthetic = with_artificial_calls(t, r, flushes, switches, defs)
     return LocationEvents(
         ref=ref,
-        # frombuffer keeps the array('q') alive and shares its memory: no copy
-        times=np.frombuffer(times, np.int64) if times else np.zeros(0, np.int64),
-        signed_regions=np.frombuffer(regions, np.int64) if regions else np.zeros(0, np.int64),
+        times=t,
+        signed_regions=r,
         metric_times=np.asarray(m_times, np.int64),
         metric_members=np.asarray(m_members, np.int32),
         metric_values=np.asarray(m_values, np.float64),
+        program_begin=program[0] if program else None,
+        synthetic=synthetic,
     )
+
+
+def with_artificial_calls(
+    times: np.ndarray,
+    regions: np.ndarray,
+    flushes: list[tuple[int, int, int]],
+    switches: list[tuple[int, int, bool]],
+    defs: Definitions,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The Enter/Leave stream with Score-P's flushes and "recording off" spans as calls of
+    its artificial regions (see the module docstring); the number of events added."""
+    at: list[int] = []  # insert before this position of the original stream
+    t_new: list[int] = []
+    r_new: list[int] = []
+    if defs.flush_region is not None and flushes:
+        times = times.copy()
+        for pos, start, stop in flushes:
+            stop = max(stop, start)
+            at += [pos, pos]
+            t_new += [start, stop]
+            r_new += [defs.flush_region, ~defs.flush_region]
+            # events stamped before the flush ended happened after it
+            end = pos + int(np.searchsorted(times[pos:], stop, side="left"))
+            times[pos:end] = stop
+    if defs.off_region is not None and switches:
+        off = False
+        for pos, t, turns_off in switches:
+            if turns_off != off:
+                off = turns_off
+                at.append(pos)
+                t_new.append(t)
+                r_new.append(defs.off_region if off else ~defs.off_region)
+        if off:  # never switched back on: off until the last event
+            at.append(times.size)
+            t_new.append(max(int(times[-1]) if times.size else 0, t_new[-1]))
+            r_new.append(~defs.off_region)
+    if not at:
+        return times, regions, 0
+    # np.insert keeps the given order among equal positions (a flush's Enter, then Leave)
+    order = np.argsort(np.asarray(at), kind="stable")
+    where = np.asarray(at, np.int64)[order]
+    times = np.insert(times, where, np.asarray(t_new, np.int64)[order])
+    regions = np.insert(regions, where, np.asarray(r_new, np.int64)[order])
+    return times, regions, len(at)

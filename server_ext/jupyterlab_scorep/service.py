@@ -277,16 +277,30 @@ class Service:
     async def metrics(
         self, path: str | None, t0: int | None, t1: int | None, width: int
     ) -> dict[str, Any]:
-        """The metric samples of metrics.json + .npz, else the trace's metric events,
-        bucketed to ``width``; times relative to the run's start."""
+        """The metric samples of metrics.json + .npz and the trace's metric events (those
+        the samples lack: Score-P's rusage, PAPI or plugin metrics), bucketed to ``width``;
+        times relative to the run's start."""
         exp, manifest = await self.open(path)
         if t0 is not None and t1 is not None and t1 <= t0:
             raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
         samples = await self.metric_samples(exp)
+        try:
+            traced = await self.trace_metric_samples(exp, manifest)
+        except ApiError:
+            if samples is None:
+                raise
+            traced = None  # the samples stand without the trace (pending, unreadable)
         if samples is not None:
             origin = await self.origin(exp, manifest)
+            if traced is not None:
+                schema, t_ns, values = samples
+                relative = (schema, t_ns - origin, values)
+                samples = await self.compute(
+                    "merging the trace's metrics", metrics.merge, relative, traced
+                )
+                origin = 0
         else:
-            samples, origin = await self.trace_metric_samples(exp, manifest), 0
+            samples, origin = traced, 0
         if samples is None:
             raise ApiError(
                 404,
@@ -621,7 +635,9 @@ class Service:
         if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is None:
             return None
         index = await self.index(exp, manifest)
-        return await self.compute("reading the trace's metric events", metrics.from_trace, index)
+        return await self.compute(
+            "reading the trace's metric events", index.cached, "metrics", metrics.from_trace
+        )
 
     async def origin(self, exp: Path, manifest: dict[str, Any]) -> int:
         """The epoch ns that response times count from: the trace's start (OTF2 global

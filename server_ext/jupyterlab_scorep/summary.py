@@ -44,14 +44,18 @@ def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
     only a region's outermost calls, so recursion is not counted twice."""
     if tree is None or not len(tree.nodes):
         return []
-    excl = tree.excl_s.sum(axis=1)
+    # the measurement's frame (Score-P's program region ...) is no region of the run's
+    shown = tree.shown()
+    excl = np.where(shown, tree.excl_s.sum(axis=1), 0.0)
     incl = tree.incl_s.sum(axis=1)
-    visits = tree.visits.sum(axis=1)
-    names = [n["name"] for n in tree.nodes]
-    total = float(incl[tree.parent < 0].sum()) or float(excl.sum()) or 1.0
-    uniq, name_id = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
-    excl_by = np.bincount(name_id, weights=excl, minlength=uniq.size)
-    visits_by = np.bincount(name_id, weights=visits, minlength=uniq.size)
+    visits = np.where(shown, tree.visits.sum(axis=1), 0.0)
+    names = np.asarray([n["name"] for n in tree.nodes], dtype=object).astype(str)
+    total = float(incl[tree.top_level()].sum()) or float(excl.sum()) or 1.0
+    uniq, shown_id = np.unique(names[shown], return_inverse=True)
+    name_id = np.full(len(names), -1, np.int64)
+    name_id[shown] = shown_id
+    excl_by = np.bincount(shown_id, weights=excl[shown], minlength=uniq.size)
+    visits_by = np.bincount(shown_id, weights=visits[shown], minlength=uniq.size)
     top = np.argsort(-excl_by, kind="stable")[:limit]
     parent = tree.parent.tolist()
     out = []
@@ -264,6 +268,10 @@ def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[
                 "numbers": filtered,
             }
         )
+    # Score-P's own messages, in words (runs/scorep_backend.explain in the kernel)
+    for note in m.get("notes") or ():
+        if isinstance(note, str) and note.strip():
+            out.append({"kind": "scorep", "level": "warning", "text": note, "numbers": {}})
     status = manifest.get("status")
     if status not in (None, ex.STATUS_OK, ex.STATUS_RUNNING):
         out.append(
@@ -290,7 +298,7 @@ def summarize(
 ) -> dict[str, Any]:
     wall = manifest.get("wall_s")
     if wall is None and tree is not None and len(tree.nodes):
-        wall = float(tree.incl_s[tree.parent < 0].sum())
+        wall = float(tree.incl_s[tree.top_level()].sum())
     if events is None:
         events = (manifest.get("measurement") or {}).get("events")
     functions: list[compare.FunctionStat] = []

@@ -11,6 +11,7 @@ import pytest
 from experiment_factory import write_experiment
 
 from jupyterlab_scorep.api_error import ApiError
+from jupyterlab_scorep.index_build import INDEX_NAME
 from jupyterlab_scorep.service import Service
 
 pytestmark = pytest.mark.timeout(120)
@@ -36,8 +37,8 @@ def test_concurrent_first_requests_build_once(tmp_path):
         indexes = asyncio.run(many())
         assert submitted == ["ensure_index"]
         assert len({id(i) for i in indexes}) == 1  # one loaded index, shared
-        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", "trace-v1"]
-        meta = json.loads((exp / ".index" / "trace-v1" / "meta.json").read_text())
+        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", INDEX_NAME]
+        meta = json.loads((exp / ".index" / INDEX_NAME / "meta.json").read_text())
         # a second round finds the fresh index on disk: no new build
         asyncio.run(many())
         assert submitted == ["ensure_index"]
@@ -47,7 +48,7 @@ def test_concurrent_first_requests_build_once(tmp_path):
         again = asyncio.run(many())
         assert submitted == ["ensure_index", "ensure_index"]
         assert again[0].meta["sources"] != meta["sources"]
-        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", "trace-v1"]
+        assert sorted(p.name for p in (exp / ".index").iterdir()) == [".lock", INDEX_NAME]
     finally:
         svc.shutdown()
 

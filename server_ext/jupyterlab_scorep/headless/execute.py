@@ -101,6 +101,7 @@ class Runner:
         self._interrupting: asyncio.Future | None = None
         self.client: ScorePNotebookClient | None = None
         self.kernel_started = False
+        self.start_ns = time.time_ns()
         self._ipc_dir: tempfile.TemporaryDirectory | None = None
         self.prepare()
 
@@ -238,6 +239,7 @@ class Runner:
             except (NotImplementedError, RuntimeError):
                 pass
         start = _dt.datetime.now(_dt.timezone.utc)
+        self.start_ns = time.time_ns()
         t0 = time.monotonic()
         status, message = hs.RUN_OK, ""
         try:
@@ -327,7 +329,8 @@ class Runner:
             try:
                 await self._cell_task
             except DeadKernelError:
-                died = True
+                # nbclient reports a cancelled cell as a dead kernel: ours was the 2nd signal
+                died, cancelled = self._signals < 2, self._signals >= 2
             except asyncio.CancelledError:
                 cancelled = True
             finally:
@@ -406,9 +409,37 @@ class Runner:
     # --- results -------------------------------------------------------------------
 
     def collect_files(self) -> dict[Path, dict[str, Any]]:
+        self.find_unshown()
         paths = [Path(p) for c in self.cells for p in c.experiment_paths]
         # the kernel is gone: whatever is still pending stays so
         return exps.wait_for_files(paths, 0)
+
+    def find_unshown(self) -> None:
+        """A cell stopped at once (a second Ctrl-C) or killed with the kernel showed no
+        bundle, but its experiment may be on disk: found by its cell id among this run's."""
+        lost = [
+            c
+            for c in self.cells
+            if not c.experiment_paths
+            and c.status in (hs.CELL_INTERRUPTED, hs.CELL_DIED)
+            and c.code.cell.get("id")
+        ]
+        if not lost:
+            return
+        parents = {self.experiment_dir}
+        for c in self.cells:
+            parents.update(Path(p).parent for p in c.experiment_paths)
+        found = [
+            (path, m)
+            for parent in parents
+            for path, m in ex.list_experiments(parent)
+            if (m.get("start_ns") or 0) >= self.start_ns
+        ]
+        for c in lost:
+            for path, m in found:
+                if any(r.get("cell_id") == c.code.cell.id for r in m.get("cells") or []):
+                    c.experiment_paths = [str(path)]
+                    break
 
     def experiment_record(self, path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
         if not manifest:

@@ -180,6 +180,18 @@ class DownloadHandler(ScorePHandler):
         self.finish()
 
 
+class ScoreHandler(JsonGetHandler):
+    async def make(self):
+        return await self.service.score(self.path_arg)
+
+
+class FilterHandler(ScorePHandler):
+    @tornado.web.authenticated
+    @authorized("write")
+    async def post(self):
+        await self.respond(lambda: self.service.apply_filter(self.path_arg))
+
+
 class OpenHandler(ScorePHandler):
     @tornado.web.authenticated
     @authorized("execute")
@@ -200,6 +212,8 @@ ROUTES = {
     "compare": CompareHandler,
     "download": DownloadHandler,
     "open": OpenHandler,
+    "score": ScoreHandler,
+    "filter": FilterHandler,
 }
 
 

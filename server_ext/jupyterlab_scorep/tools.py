@@ -43,11 +43,15 @@ def scorep_status() -> dict[str, Any]:
             "Score-P not found: scorep-config is not on PATH and the scorep bindings "
             "are not importable; the builtin tracer is used instead."
         )
+    from .scorep_score import executable
+
     return {
         "available": bool(config and bindings),
         "scorep_config": config,
         "bindings": bindings,
         "message": message,
+        # Score-P's scorep-score, for GET score (its estimate and filter suggestion)
+        "scorep_score": executable(),
     }
 
 

@@ -63,6 +63,7 @@ async def exercise(svc: Service, exp: Path) -> list[ApiError]:
         lambda: svc.summary(path),
         lambda: svc.compare(path, path),
         lambda: svc.experiments(None, None, "c1"),
+        lambda: svc.score(path),  # scorep-score on a damaged profile.cubex
     ):
         try:
             await call()

@@ -10,6 +10,7 @@ units, and Score-P's own tools on the run (scorep-score)."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import io
 import json
@@ -108,6 +109,33 @@ for _ in range(10):
     w()
 """
 
+# Many calls of a function too small to measure (Score-P's heuristics filter it), and one
+# that is not; TINY2 adds a second small one, for a filter suggested on a filtered run.
+TINY = """
+import time
+
+def tiny(x):
+    return x
+
+def slow():
+    time.sleep(0.002)
+
+for i in range(20000):
+    tiny(i)
+for _ in range(3):
+    slow()
+"""
+TINY2 = (
+    TINY
+    + """
+def tiny2(x):
+    return x
+
+for i in range(20000):
+    tiny2(i)
+"""
+)
+
 
 def _run(kernel: KernelHandle, code: str, metadata=PROFILE) -> Path:
     result = kernel.run(code, metadata, timeout=240)
@@ -119,11 +147,20 @@ def _run(kernel: KernelHandle, code: str, metadata=PROFILE) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """{name: experiment directory}, all under one folder the server may read."""
+def kernel(tmp_path_factory):
+    """A kernel whose experiments go to ``kernel.root/scorep-experiments/``."""
     root = tmp_path_factory.mktemp("scorep-runs")
-    kernel = KernelHandle(root)
-    try:
+    handle = KernelHandle(root)
+    handle.root = root
+    yield handle
+    handle.shutdown()
+
+
+@pytest.fixture(scope="module")
+def runs(kernel):
+    """(root, {name: experiment directory}), all under one folder the server may read."""
+    root = kernel.root
+    if True:  # one kernel for all runs, kept for the tests that run cells themselves
         out = {
             "scorep": _run(kernel, SAME),
             "builtin": _run(kernel, SAME, BUILTIN),
@@ -136,8 +173,7 @@ def runs(tmp_path_factory):
         env = "%%scorep_env\nSCOREP_TOTAL_MEMORY=256M\nSCOREP_METRIC_RUSAGE=ru_maxrss,ru_utime"
         assert kernel.run(env).status == "ok"
         out["rusage"] = _run(kernel, RUSAGE)
-    finally:
-        kernel.shutdown()
+        assert kernel.run("%%scorep_env\nSCOREP_METRIC_RUSAGE=").status == "ok"
     for name in ("scorep", "threads", "off", "flush", "rusage"):
         assert ex.read_manifest(out[name])["backend"] == "scorep", name
     return root, out
@@ -390,3 +426,76 @@ def test_scorep_files_are_what_this_test_assumes(runs):
     counts = collections.Counter(re.findall(r'REGION\s+\d+\s+Name: "([^"]+)"', header))
     assert counts["MEASUREMENT OFF"] == 1 and counts["TRACE BUFFER FLUSH"] == 1
     assert any(name.startswith(":cell [") for name in counts)
+
+
+async def test_scorep_score_estimates_the_run_and_suggests_a_filter(api, runs):
+    """scorep-score on the run that flushed: Score-P's estimate says it needed more than
+    the 2M it had, and its filter takes out the tiny function called 60,000 times."""
+    _, exps = runs
+    code, body = await api("score", path=str(exps["flush"]))
+    assert code == 200, body
+    assert body["tool"] and body["tool"].endswith("scorep-score")
+    assert body["configured"]["SCOREP_TOTAL_MEMORY"] == "2M"
+    estimate = body["estimate"]
+    assert estimate["total_memory_bytes"] > 2 * 2**20
+    assert estimate["trace_bytes"] > 0 and "SCOREP_TOTAL_MEMORY=" in estimate["hint"]
+    assert [t["type"] for t in body["types"]][:2] == ["ALL", "USR"]
+    rows = {r["name"]: r for r in body["regions"]}
+    assert rows["__main__:h"]["visits"] == 60000 and rows["__main__:h"]["type"] == "USR"
+    suggestion = body["filter"]
+    assert "__main__:h" in [r["name"] for r in suggestion["regions"]]
+    assert "MANGLED __main__:h" in suggestion["text"]
+    assert suggestion["estimate"]["trace_bytes"] < estimate["trace_bytes"]
+    assert body["applied"] is None
+    code, version = await api("version")
+    assert version["scorep"]["scorep_score"] == body["tool"]
+
+
+async def test_the_applied_filter_leaves_its_regions_out_of_the_next_run(api, kernel, runs):
+    """POST filter writes Score-P's suggestion beside the experiments; a cell run with it
+    as its filter_file (what the panel's button writes) no longer records those regions.
+    Applied again on that run, the new file keeps the old rules and adds the new ones."""
+    root, _ = runs
+    first = _run(kernel, TINY)
+    code, applied = await api("filter", method="POST", path=str(first))
+    assert code == 200, applied
+    written = Path(applied["path"])
+    assert written.parent == root / "scorep-filters"  # survives deleting the experiment
+    assert written.name == f"{ex.read_manifest(first)['id']}.filter"
+    assert "__main__:tiny" in applied["regions"] and applied["merged"] is None
+    assert "MANGLED __main__:tiny" in await asyncio.to_thread(written.read_text)
+    code, score = await api("score", path=str(first))
+    assert score["applied"] == str(written)
+
+    second = _run(kernel, TINY, {"scorep": {"profile": True, "filter_file": str(written)}})
+    config = ex.read_manifest(second)["measurement"]["scorep_config"]
+    assert config["SCOREP_FILTERING_FILE"] == str(written)
+    code, tree = await api("calltree", path=str(second))
+    names = {path[-1] for path in visits_by_path(tree["root"])}
+    assert "__main__:slow" in names and "__main__:tiny" not in names
+
+    third = _run(kernel, TINY2, {"scorep": {"profile": True, "filter_file": str(written)}})
+    code, again = await api("filter", method="POST", path=str(third))
+    assert code == 200, again
+    assert again["merged"] == str(written) and "__main__:tiny2" in again["regions"]
+    text = await asyncio.to_thread(Path(again["path"]).read_text)
+    assert "MANGLED __main__:tiny\n" in text and "MANGLED __main__:tiny2" in text
+    # Score-P reads it: both are filtered in its view of the third run
+    shown = await asyncio.to_thread(
+        subprocess.run,
+        [scorep_tool("scorep-score"), "-r", "-f", again["path"], str(third / ex.CUBEX)],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    shown = shown.stdout
+    assert re.search(r"^\s*\+\s+USR.*__main__:tiny2$", shown, re.M)
+
+
+async def test_nothing_to_filter_is_said_so(api, runs):
+    _, exps = runs
+    code, body = await api("score", path=str(exps["builtin"]))
+    assert code == 200  # the builtin's profile.cubex reads in scorep-score too
+    # a few calls of a function that sums 20,000 numbers: each worth measuring
+    code, body = await api("score", path=str(exps["rusage"]))
+    assert code == 200 and body["filter"] is None
+    code, body = await api("filter", method="POST", path=str(exps["rusage"]))
+    assert code == 404 and "nothing to filter" in body["message"]

@@ -21,6 +21,7 @@ GET_ROUTES = [
     "summary",
     "compare",
     "download",
+    "score",
 ]
 
 
@@ -58,6 +59,8 @@ async def test_unauthenticated_is_403_everywhere(api, experiments):
         "open", method="POST", headers={"Authorization": ""}, path=str(exp), tool="cube"
     )
     assert code == 403
+    code, _ = await api("filter", method="POST", headers={"Authorization": ""}, path=str(exp))
+    assert code == 403
     code, _ = await api(
         "experiment", method="DELETE", headers={"Authorization": ""}, path=str(exp), id="run1"
     )
@@ -73,6 +76,8 @@ async def test_authoriser_decides_on_the_scorep_resource(api, experiments, jp_se
         assert "scorep" in body["message"]
     code, body = await api("experiment", method="DELETE", path=str(exp), id="run1")
     assert code == 403 and exp.is_dir()
+    code, body = await api("filter", method="POST", path=str(exp))
+    assert code == 403 and "scorep" in body["message"]
 
 
 class ReadOnlyAuthorizer(AllowAllAuthorizer):
@@ -89,6 +94,22 @@ async def test_delete_needs_write_permission(api, experiments, jp_serverapp):
     assert code == 200
     code, body = await api("experiment", method="DELETE", path=str(exp), id="run1")
     assert code == 403 and "write" in body["message"] and exp.is_dir()
+    code, body = await api("filter", method="POST", path=str(exp))
+    assert code == 403 and "write" in body["message"]
+    assert not (exp.parent.parent / "scorep-filters").exists()
+
+
+async def test_a_filter_is_never_written_outside_the_roots(api, experiments, tmp_path):
+    """scorep-filters/ beside the experiments, symlinked out of the roots: refused before
+    anything is read or written (with or without Score-P installed)."""
+    exp = experiments()
+    outside = tmp_path / "elsewhere-filters"
+    outside.mkdir()
+    (exp.parent.parent / "scorep-filters").symlink_to(outside)
+    (exp.parent / "scorep-filters").symlink_to(outside)
+    code, body = await api("filter", method="POST", path=str(exp))
+    assert code == 403 and "outside" in body["message"]
+    assert list(outside.iterdir()) == []
 
 
 async def test_dot_dot_traversal_is_403(api, experiments, jp_root_dir):

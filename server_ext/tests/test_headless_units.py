@@ -183,3 +183,56 @@ def test_every_summary_field_and_status_is_documented():
     assert set(hs.RUN_STATUSES) - documented == set()
     for code in set(hs.EXIT_CODES.values()) | {hs.EXIT_USAGE, hs.EXIT_REGRESSION}:
         assert f"| {code} " in doc, code
+
+
+def test_the_table_lists_a_multi_cell_run_once():
+    exp = {
+        "id": "x",
+        "path": "x",
+        "backend": "builtin",
+        "isolation": "inprocess",
+        "status": "error",
+        "files_status": "ready",
+        "wall_s": 0.5,
+        "run": "r1",
+        "top_regions": [
+            {"name": "__main__:f", "excl_s": 0.25, "incl_s": 0.3, "visits": 3, "pct": 50.0}
+        ],
+    }
+    cell = {"number": 1, "status": "ok", "wall_s": 0.2, "experiment": exp, "error": None}
+    error = {"ename": "E", "evalue": "", "traceback": "", "expected": True}
+    data = {
+        "cells": [
+            cell,
+            {**cell, "number": 2, "status": "error", "error": error},
+            {**cell, "number": 3, "experiment": None},
+        ]
+    }
+    lines = hs.render_table(data).splitlines()
+    assert lines[0].split() == [
+        "cell",
+        "status",
+        "wall",
+        "profiled",
+        "top",
+        "regions",
+        "(exclusive",
+        "time)",
+    ]
+    assert lines[1].split() == [
+        "[1]",
+        "ok",
+        "200",
+        "ms",
+        "builtin/inprocess",
+        "(error)",
+        "run",
+        "r1",
+        "__main__:f",
+        "250",
+        "ms",
+        "(50%)",
+    ]
+    assert "(the run above)" in lines[2] and "error (expected)" in lines[2]
+    assert lines[3].split() == ["[3]", "ok", "200", "ms"]
+    assert hs.render_markdown_table(data).splitlines()[1] == "|---|---|---|---|---|"

@@ -217,10 +217,12 @@ def run_report(path: Path, data: dict[str, Any], fmt: str, depth: int, top: int)
         out += ["", f"Regression gate against {gate['baseline']}: {gate['verdict']}"]
         for c in gate["cells"]:
             out.append(f"- [{c['number']}] {c['verdict']}: {c.get('text', '')}")
+    reported: set[str] = set()
     for c in data["cells"]:
         exp = c.get("experiment")
-        if not exp:
+        if not exp or exp["path"] in reported:  # cells of one multi-cell run share it
             continue
+        reported.add(exp["path"])
         try:
             e = read_experiment(hs.resolve_ref(exp["path"], path.parent), top)
         except ex.ExperimentError as err:

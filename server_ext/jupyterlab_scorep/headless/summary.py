@@ -278,18 +278,26 @@ def top_text(experiment: dict[str, Any] | None, limit: int = 3) -> str:
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["cell", "status", "wall", "profiled", "top regions (exclusive time)"]
     rows = []
+    shown: set[str] = set()
     for c in data["cells"]:
         e = c.get("experiment")
         how = f"{e['backend']}/{e['isolation']}" if e else ""
         if e and e.get("status") not in (None, ex.STATUS_OK):
             how += f" ({e['status']})"
+        top = top_text(e)
+        if e and e.get("run"):
+            how += f" run {e['run']}"
+        if e and e["path"] in shown:  # a later cell of the same multi-cell run
+            top = "(the run above)"
+        if e:
+            shown.add(e["path"])
         rows.append(
             [
                 f"[{c['number']}]",
                 c["status"] + (" (expected)" if (c.get("error") or {}).get("expected") else ""),
                 fmt_seconds(c.get("wall_s")),
                 how,
-                top_text(e),
+                top,
             ]
         )
     return header, rows

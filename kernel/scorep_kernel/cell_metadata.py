@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scorep_kernel.mpi.config import check_mpi
 from scorep_kernel.settings import BACKENDS, ISOLATIONS, MEASURE_KEYS, SettingsError, check_measure
 
 # key -> what it means (the README's table says the same)
@@ -35,6 +36,7 @@ SETTING_KEYS: dict[str, str] = {
     "c_functions": "record calls of C functions too (true/false)",
     "imports_as_regions": "each `import x` as one region `import:x` (true/false)",
     "exclude_defaults": "leave IPython, ipykernel and the kernel out (true/false)",
+    "mpi": 'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
 }
 KEYS: dict[str, str] = {
     "profile": "true: profile this cell (the toolbar toggle sets it)",
@@ -87,6 +89,10 @@ def _check_settings(values: Any, where: str) -> dict[str, Any]:
             not isinstance(value, str) or not value.strip()
         ):
             raise SettingsError(f"{where}.{key} must be a path, not {value!r}. {_fix(where)}")
+        if key == "mpi":  # MPI cells (scorep_kernel.mpi.config); null: not an MPI cell
+            if value is not None:
+                out[key] = check_mpi(value, f"{where}.mpi")
+            continue
         out[key] = value.strip() if key in ("experiment_dir", "filter_file") else value
     measure = {k: v for k, v in out.items() if k in MEASURE_KEYS and v is not None}
     try:

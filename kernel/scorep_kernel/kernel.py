@@ -28,12 +28,21 @@ from scorep_kernel import __version__
 from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.mpi.config import parse_mpi_magic
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
+from scorep_kernel.runs.mpi_run import MpiRun
 from scorep_kernel.runs.subprocess_run import SubprocessRun
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
-from scorep_kernel.settings import Availability, CellSettings, KernelSettings, SettingsError, detect
+from scorep_kernel.settings import (
+    MPI_ISOLATION,
+    Availability,
+    CellSettings,
+    KernelSettings,
+    SettingsError,
+    detect,
+)
 from scorep_kernel.shim import install_scorep_shim
 from scorep_kernel.state import transfer
 from scorep_kernel.worker.client import WorkerPool
@@ -65,7 +74,11 @@ def namespace_modules(namespace: dict[str, Any]) -> list[str]:
 
 
 # How each isolation runs its cells.
-RUN_KINDS: dict[str, type[RunBase]] = {"subprocess": SubprocessRun, "inprocess": InprocessRun}
+RUN_KINDS: dict[str, type[RunBase]] = {
+    "subprocess": SubprocessRun,
+    "inprocess": InprocessRun,
+    MPI_ISOLATION: MpiRun,  # cells with an "mpi" setting: N ranks through the MPI launcher
+}
 # At shutdown, how long the kernel waits for background work (a run's files) to end.
 SHUTDOWN_WAIT_S = 10.0
 
@@ -198,7 +211,10 @@ class ScorePKernel(IPythonKernel):
         last = meta.last
         run_id = meta.run
         profiled = meta.profile
+        own: dict[str, Any] = {}  # settings a magic line gives the cell (%%scorep_mpi)
         if magic is not None:
+            if magic.name == "scorep_mpi":
+                own["mpi"] = parse_mpi_magic(magic.args)
             if magic.name == "scorep_env":
                 env = parse_scorep_env(magic.body)
                 self.scorep_settings.scorep_env.update(env)
@@ -235,7 +251,10 @@ class ScorePKernel(IPythonKernel):
         if not profiled or args.get("silent"):  # silent requests are the frontend's own
             return await super().do_execute(code, **args)
         settings = self.scorep_settings.resolve(
-            meta.settings, self.availability, run=run_id, last=last and run_id is not None
+            {**meta.settings, **own},
+            self.availability,
+            run=run_id,
+            last=last and run_id is not None,
         )
         if self.active_run is not None and (
             settings.run is None or settings.run != self.active_run.run_id

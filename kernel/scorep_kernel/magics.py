@@ -6,6 +6,7 @@
     %%enable_multicellmode              start a multi-cell run (this cell's code, if any, is its first cell)
     %%finalize_multicellmode            end it (this cell's code, if any, is its last cell)
     %%abort_multicellmode               drop it
+    %%scorep_mpi -n N [launcher args]   profile this cell as N MPI ranks (scorep_kernel.mpi)
 
 and the ``%scorep`` line magic (registered in the kernel's IPython shell).
 """
@@ -24,6 +25,7 @@ CELL_MAGICS = (
     "enable_multicellmode",
     "finalize_multicellmode",
     "abort_multicellmode",
+    "scorep_mpi",
 )
 
 

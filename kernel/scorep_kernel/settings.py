@@ -17,6 +17,8 @@ from typing import Any
 BACKENDS = ("auto", "scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
 DEFAULT_ISOLATION = {"scorep": "subprocess", "builtin": "inprocess"}
+# The run kind of a cell with an "mpi" setting (N ranks, each a process of its own).
+MPI_ISOLATION = "mpi"
 # Passed through to measure.MeasureConfig.from_mapping.
 MEASURE_KEYS = (
     "include", "exclude", "max_depth", "event_cap", "metric_interval",
@@ -117,6 +119,9 @@ class CellSettings:
         None  # where run directories go (None: <cwd>/scorep-experiments)
     )
     filter_file: str | None = None  # Score-P filter file for this run (SCOREP_FILTERING_FILE)
+    # MPI cells: the run's ranks and launcher (scorep_kernel.mpi.config.MpiSettings); the
+    # isolation is then MPI_ISOLATION
+    mpi: Any = None
 
 
 @dataclass
@@ -246,6 +251,14 @@ class KernelSettings:
         if "isolation" not in cell and backend == "scorep":
             isolation = "subprocess"  # a kernel-wide inprocess default is for builtin
         _check_choice("isolation", isolation, ISOLATIONS)
+        mpi = cell.get("mpi")
+        if mpi is not None:  # MPI cells: each rank is a process of its own
+            if cell.get("isolation") == "inprocess":
+                raise SettingsError(
+                    "isolation 'inprocess' cannot run a cell as MPI ranks: each rank is a "
+                    "process of its own. Remove 'isolation' or the cell's 'mpi' setting."
+                )
+            isolation = MPI_ISOLATION
         if backend == "scorep" and isolation == "inprocess":
             raise SettingsError(
                 "isolation 'inprocess' works only with the builtin backend: Score-P needs a "
@@ -265,6 +278,7 @@ class KernelSettings:
             last=last,
             experiment_parent=parent,
             filter_file=cell.get("filter_file") or None,
+            mpi=mpi,
         )
 
     def describe(self, available: Availability) -> str:

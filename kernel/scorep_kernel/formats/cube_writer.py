@@ -197,7 +197,9 @@ def _system_xml(hostname: str, locations: list[str]) -> str:
     return "".join(lines)
 
 
-def anchor_xml(profile: CallpathProfile, hostname: str) -> bytes:
+def anchor_xml(profile: CallpathProfile, hostname: str, system: str | None = None) -> bytes:
+    """The definitions; ``system`` replaces the one-process system tree (an MPI run's
+    processes, see formats.otf2_ranks.cube_system_xml)."""
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>\n\n',
         f'<cube version="{CUBE_VERSION}">\n',
@@ -220,7 +222,7 @@ def anchor_xml(profile: CallpathProfile, hostname: str) -> bytes:
     parts.extend(_region_xml(i, r) for i, r in enumerate(profile.regions))
     parts.append(_cnodes_xml(profile))
     parts.append(" </program>\n")
-    parts.append(_system_xml(hostname or "localhost", profile.locations))
+    parts.append(system or _system_xml(hostname or "localhost", profile.locations))
     parts.append("</cube>\n")
     return "".join(parts).encode("utf-8")
 
@@ -241,7 +243,9 @@ def _metric_files(values: np.ndarray, order: np.ndarray, dtype: str) -> tuple[by
     return index, data
 
 
-def cubex_members(profile: CallpathProfile, hostname: str) -> dict[str, bytes]:
+def cubex_members(
+    profile: CallpathProfile, hostname: str, system: str | None = None
+) -> dict[str, bytes]:
     """The archive's members by name: anchor.xml, then index and data per metric."""
     preorder = np.arange(profile.num_cnodes, dtype=np.int64)
     wide = profile.wide_order()
@@ -252,7 +256,7 @@ def cubex_members(profile: CallpathProfile, hostname: str) -> dict[str, bytes]:
         "min_time": (profile.min_ns / 1e9, "<f8"),
         "max_time": (profile.max_ns / 1e9, "<f8"),
     }
-    members = {"anchor.xml": anchor_xml(profile, hostname)}
+    members = {"anchor.xml": anchor_xml(profile, hostname, system)}
     for mid, uniq, _disp, mtype, _dtype, *_ in METRICS:
         array, dtype = values[uniq]
         index, data = _metric_files(array, orders[mtype], dtype)
@@ -290,11 +294,14 @@ def write_cubex(
     *,
     root_name: str | None = None,
     profile: CallpathProfile | None = None,
+    system: str | None = None,
 ) -> dict:
     """Write the call-path profile of ``recording`` to ``path`` (a ``.cubex``), atomically.
 
     ``root_name`` names the synthetic root when the profile has several top-level call
-    paths (see ``callpath.build_profile``); pass ``profile`` if it is already built.
+    paths (see ``callpath.build_profile``); pass ``profile`` if it is already built, and
+    ``system`` for a system tree of several processes (its locations in the profile's
+    column order, depth first).
     Returns ``{"cnodes", "locations", "regions", "synthetic_root", "seconds", "path"}``.
     """
     started = time.perf_counter()
@@ -302,7 +309,7 @@ def write_cubex(
     path.parent.mkdir(parents=True, exist_ok=True)
     if profile is None:
         profile = build_profile(recording, root_name=root_name)
-    _write_tar(path, cubex_members(profile, recording.hostname))
+    _write_tar(path, cubex_members(profile, recording.hostname, system))
     return {
         "cnodes": profile.num_cnodes,
         "locations": len(profile.locations),

@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -106,6 +107,7 @@ class Measurement:
         self._cap_cut: float | None = None  # tracer ns of the first call past the cap
         self._notes: list[str] = []
         self.recording: Recording | None = None
+        self.to_perf: Callable[[np.ndarray], np.ndarray] | None = None  # set by stop()
         self.stop_timings: dict[str, float] = {}
 
     # --- lifecycle -------------------------------------------------------------------
@@ -192,6 +194,7 @@ class Measurement:
         self._apply_cap(raw)
         self._close_open(stop_t)
         to_perf = _clock_map(self._pair0, pair1)
+        self.to_perf = to_perf  # for readings of now() taken by others (an MPI rank's calls)
         if self._cap_cut is not None:
             self._cap_hit_ns = int(to_perf(np.array([self._cap_cut]))[0])
         master = self._master_tid if self._master_tid is not None else self._start_tid
@@ -333,6 +336,16 @@ class Measurement:
                 "calls still open were closed at the end of the run"
             )
         return notes
+
+    def now(self) -> float:
+        """The tracer's clock (ns), as ``record_region`` takes it; ``to_perf`` (set by
+        ``stop``) maps such readings to the Recording's times."""
+        return self._now()
+
+    def record_region(self, region: Region, t0: float, t1: float) -> None:
+        """A call timed by its caller on this thread (``now()`` readings), e.g. one of
+        mpi4py's calls, which the tracer does not see (scorep_kernel.mpi.instrument)."""
+        self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
     def record_import(self, name: str, t0: float, t1: float) -> None:
         region = Region(

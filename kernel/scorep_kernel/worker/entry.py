@@ -105,12 +105,7 @@ class Worker:
         backend = "scorep" if self.scorep is not None else "builtin"
         note = "Score-P bindings loaded" if self.scorep is not None else "builtin tracer"
         self.channel.send(msg.Ready(os.getpid(), True, note, backend))
-        handlers: dict[type[msg.Message], Callable[[Any], None]] = {
-            msg.Preload: lambda m: self.preload(m.modules),
-            msg.StartRun: self.start_run,
-            msg.Cell: self.run_cell,
-            msg.StateReceived: lambda m: None,  # releases the packet (below)
-        }
+        handlers = self.handlers()
         while True:
             try:
                 message = self.channel.recv()
@@ -128,6 +123,25 @@ class Worker:
             if isinstance(message, msg.Shutdown):
                 return
             msg.dispatch(message, handlers, "profiling worker")
+
+    def handlers(self) -> dict[type[msg.Message], Callable[[Any], None]]:
+        """What each message from the kernel does (an MPI rank handles a few more)."""
+        return {
+            msg.Preload: lambda m: self.preload(m.modules),
+            msg.StartRun: self.start_run,
+            msg.Cell: self.run_cell,
+            msg.StateReceived: lambda m: None,  # releases the packet (serve)
+        }
+
+    def apply_state(self, namespace: dict[str, Any], unpacked: Any) -> None:
+        """The kernel's namespace into this process's (an MPI rank keeps its launcher's
+        environment, see worker.mpi_rank)."""
+        transfer.apply_in_worker(namespace, unpacked, self.sent_names)
+
+    def pack_state(self, namespace: dict[str, Any]) -> Packet:
+        """The namespace the kernel gets back after a cell (an MPI rank other than 0 sends
+        only the gathered names)."""
+        return transfer.pack(namespace)
 
     def preload(self, modules: list[str]) -> None:
         failed = []
@@ -201,7 +215,7 @@ class Worker:
         # The kernel may release its packet as soon as unpack returned.
         stamps["unpacked"] = time.monotonic()
         self.channel.send(msg.StateReceived())
-        transfer.apply_in_worker(ns, unpacked, self.sent_names)
+        self.apply_state(ns, unpacked)
         if cell.colors:
             try:
                 shell.colors = cell.colors
@@ -245,7 +259,7 @@ class Worker:
         if result is not None and result.result is not None:
             ns[transfer.RESULT_NAME] = result.result
         try:
-            packet = transfer.pack(ns)
+            packet = self.pack_state(ns)
         finally:
             ns.pop(transfer.RESULT_NAME, None)
         self.pending_packet = packet

@@ -231,6 +231,59 @@ class FilesDone(Message):
     errors: list[str] = field(default_factory=list)
 
 
+# --- MPI ranks (runs.mpi_run <-> worker.mpi_rank) -----------------------------------------
+#
+# A rank of an MPI cell connects back over TCP (a socketpair does not cross the launcher)
+# and proves itself with the run's token before any message is read (mpi_run.py); then
+# the order is: RankHello, Ready, and per cell RankSetup before each Cell; ClockProbe /
+# ClockReply any time (answered by the rank's reader thread, also while a cell runs), and
+# InterruptCell while a cell runs.
+
+
+@dataclass(frozen=True)
+class RankHello(Message):
+    """A rank is up: who and where it is. ``boot_id`` tells hosts apart (two ranks with
+    one boot id share CLOCK_MONOTONIC and memory); ``mpi`` is the MPI library's version
+    when mpi4py initialised MPI in the rank ("" without mpi4py)."""
+
+    rank: int
+    size: int
+    pid: int
+    hostname: str
+    boot_id: str
+    mpi: str
+
+
+@dataclass(frozen=True)
+class RankSetup(Message):
+    """Before each cell: the names whose value every rank sends back (rank 0 sends its
+    whole namespace), and whether the namespace travels inside the messages (``in_band``:
+    some rank runs on another host, where shared memory cannot reach)."""
+
+    gather: list[str]
+    in_band: bool
+
+
+@dataclass(frozen=True)
+class ClockProbe(Message):
+    """The kernel asks for the rank's clock (time.perf_counter_ns) to align the ranks'
+    recordings (Cristian's method: the reply with the shortest round trip wins)."""
+
+    seq: int
+
+
+@dataclass(frozen=True)
+class ClockReply(Message):
+    seq: int
+    t_ns: int
+
+
+@dataclass(frozen=True)
+class InterruptCell(Message):
+    """The user interrupted: the rank's cell gets a KeyboardInterrupt (a message, not a
+    signal: the kernel cannot signal a rank on another host)."""
+
+
 KERNEL_TO_WORKER: tuple[type[Message], ...] = (
     Preload,
     StartRun,
@@ -239,6 +292,9 @@ KERNEL_TO_WORKER: tuple[type[Message], ...] = (
     StateReceived,
     FinishRun,
     Shutdown,
+    RankSetup,
+    ClockProbe,
+    InterruptCell,
 )
 WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     Ready,
@@ -255,6 +311,8 @@ WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     CellDone,
     RunStopped,
     FilesDone,
+    RankHello,
+    ClockReply,
 )
 
 M = TypeVar("M", bound=Message)

@@ -1,0 +1,331 @@
+"""The writer side for N ranks: one OTF2 archive of an MPI run's processes, with MPI events,
+and the CUBE4 system tree of its processes.
+
+``write_otf2_ranks(locations, regions, comms, exp_dir)`` writes what ``otf2_writer`` writes
+for one process, laid out as Score-P lays out an MPI run:
+
+- system tree ``machine Linux`` -> ``node <host>`` per host -> one PROCESS location group
+  ``MPI Rank <r>`` per rank -> its CPU_THREAD locations (named as in its recording);
+- regions as in ``otf2_writer``; the regions of MPI calls (``mpi_roles``: name -> role
+  word of ``measure.mpi_calls``) get paradigm MPI and the OTF2 role of their kind
+  (POINT2POINT, BARRIER, COLL_ONE2ALL, COLL_ALL2ONE, COLL_ALL2ALL, COLL_OTHER), as
+  Score-P's MPI adapter writes them;
+- MPI definitions: paradigm MPI; one COMM_LOCATIONS group (paradigm MPI) holding each
+  rank's first location in rank order (Score-P's "MPI locations": a rank's MPI events are
+  on its master thread), and per communicator a COMM_GROUP of its members' world ranks and
+  a Comm definition (``MPI_COMM_WORLD`` ...);
+- events: per location its enters and leaves, and where it made MPI calls the MpiSend /
+  MpiRecv / MpiIsend / MpiIsendComplete / MpiCollectiveBegin / MpiCollectiveEnd records
+  between the call's Enter and Leave (peer as the rank in the communicator, tag, bytes).
+  Locations without MPI events are encoded with numpy (``_otf2_encode``), the others go
+  through libotf2 once per event (``_otf2_fast``'s binding, plus the MPI calls bound here):
+  a rank's MPI calls are few next to its function calls, so this costs little.
+
+Times are epoch ns already aligned across ranks (``mpi.merge`` aligns them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from otf2.enums import (
+    GroupFlag,
+    GroupType,
+    LocationGroupType,
+    LocationType,
+    Paradigm,
+    ParadigmClass,
+    RegionFlag,
+    RegionRole,
+    SystemTreeDomain,
+)
+
+from .. import experiment
+from . import CREATOR, _otf2_encode, _otf2_fast
+from .callpath import unique_location_names, writer_role
+from .cube_writer import _text
+from .otf2_writer import (
+    ARCHIVE_NAME,
+    CHUNK_SIZE_EVENTS,
+    PARADIGM_NAMES,
+    REGION_ROLES,
+    TIMER_RESOLUTION,
+    _ClockedWriter,
+)
+from .recording import Region, ThreadEvents
+
+# event kinds (measure.mpi_calls)
+SEND, RECV, ISEND, ISEND_COMPLETE, IRECV_REQUEST, IRECV, COLL_BEGIN, COLL_END = range(1, 9)
+MPI_ROLES = {
+    "point2point": RegionRole.POINT2POINT,
+    "barrier": RegionRole.BARRIER,
+    "coll_one2all": RegionRole.COLL_ONE2ALL,
+    "coll_all2one": RegionRole.COLL_ALL2ONE,
+    "coll_all2all": RegionRole.COLL_ALL2ALL,
+    "coll_other": RegionRole.COLL_OTHER,
+}
+RANK_GROUP_NAME = "MPI Rank {rank}"
+
+
+@dataclass
+class MpiEvents:
+    """The MPI events of one location: each goes right before event ``before`` of the
+    location's enter/leave stream (so between a call's Enter and Leave)."""
+
+    before: np.ndarray  # int64
+    time: np.ndarray  # int64 epoch ns
+    kind: np.ndarray
+    comm: np.ndarray  # index into the run's communicators
+    peer: np.ndarray
+    tag: np.ndarray
+    nbytes: np.ndarray
+    nbytes_recv: np.ndarray
+    op: np.ndarray
+    request: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.before.shape[0])
+
+
+@dataclass
+class RankLocation:
+    rank: int
+    hostname: str
+    thread: ThreadEvents  # times: epoch ns; regions: indices into the run's regions
+    mpi: MpiEvents | None = None
+
+
+def _bind(name: str, *argtypes):
+    fn = getattr(_otf2_fast._lib, name)
+    fn.argtypes = list(argtypes)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_P, _U8, _U32, _U64 = ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint64
+_mpi_send = _bind("OTF2_EvtWriter_MpiSend", _P, _P, _U64, _U32, _U32, _U32, _U64)
+_mpi_recv = _bind("OTF2_EvtWriter_MpiRecv", _P, _P, _U64, _U32, _U32, _U32, _U64)
+_mpi_isend = _bind("OTF2_EvtWriter_MpiIsend", _P, _P, _U64, _U32, _U32, _U32, _U64, _U64)
+_mpi_isend_complete = _bind("OTF2_EvtWriter_MpiIsendComplete", _P, _P, _U64, _U64)
+_mpi_irecv_request = _bind("OTF2_EvtWriter_MpiIrecvRequest", _P, _P, _U64, _U64)
+_mpi_irecv = _bind("OTF2_EvtWriter_MpiIrecv", _P, _P, _U64, _U32, _U32, _U32, _U64, _U64)
+_coll_begin = _bind("OTF2_EvtWriter_MpiCollectiveBegin", _P, _P, _U64)
+_coll_end = _bind("OTF2_EvtWriter_MpiCollectiveEnd", _P, _P, _U64, _U8, _U32, _U32, _U64, _U64)
+
+
+def _write_mpi(addr: int, ev: MpiEvents, i: int, comm_refs: list[int]) -> int:
+    t, kind, comm = int(ev.time[i]), int(ev.kind[i]), comm_refs[int(ev.comm[i])]
+    peer, tag = int(ev.peer[i]) & 0xFFFFFFFF, int(ev.tag[i]) & 0xFFFFFFFF
+    size, request = int(ev.nbytes[i]), int(ev.request[i])
+    if kind == SEND:
+        return _mpi_send(addr, None, t, peer, comm, tag, size)
+    if kind == RECV:
+        return _mpi_recv(addr, None, t, peer, comm, tag, size)
+    if kind == ISEND:
+        return _mpi_isend(addr, None, t, peer, comm, tag, size, request)
+    if kind == ISEND_COMPLETE:
+        return _mpi_isend_complete(addr, None, t, request)
+    if kind == IRECV_REQUEST:
+        return _mpi_irecv_request(addr, None, t, request)
+    if kind == IRECV:
+        return _mpi_irecv(addr, None, t, peer, comm, tag, size, request)
+    if kind == COLL_BEGIN:
+        return _coll_begin(addr, None, t)
+    if kind == COLL_END:
+        return _coll_end(addr, None, t, int(ev.op[i]), comm, peer, size, int(ev.nbytes_recv[i]))
+    raise ValueError(f"unknown MPI event kind {kind}")
+
+
+def _clock(locations: list[RankLocation]) -> tuple[int, int, int]:
+    firsts = [int(x.thread.times[0]) for x in locations if len(x.thread)]
+    lasts = [int(x.thread.times[-1]) for x in locations if len(x.thread)]
+    lo = min(firsts, default=time.time_ns())
+    hi = max(lasts, default=lo)
+    return lo, hi - lo, lo
+
+
+def write_otf2_ranks(
+    locations: list[RankLocation],
+    regions: list[Region],
+    comms: list[tuple[str, tuple[int, ...]]],
+    mpi_roles: dict[str, str],
+    exp_dir: str | Path,
+) -> dict:
+    """Write the run's ``traces.otf2``; ``{"events", "mpi_events", "seconds", "path"}``."""
+    started = time.perf_counter()
+    exp_dir = Path(exp_dir)
+    anchor = exp_dir / experiment.OTF2_ANCHOR
+    for existing in (anchor, exp_dir / experiment.OTF2_DEFS, exp_dir / experiment.OTF2_EVENTS_DIR):
+        if existing.exists():
+            raise FileExistsError(f"{existing} already exists: write into a fresh directory")
+    writer = _ClockedWriter(
+        str(exp_dir),
+        archive_name=ARCHIVE_NAME,
+        timer_resolution=TIMER_RESOLUTION,
+        chunk_size_events=CHUNK_SIZE_EVENTS,
+    )
+    writer.clock = _clock(locations)
+    encoded: dict[Path, np.ndarray] = {}
+    events = mpi_events = 0
+    with contextlib.closing(writer) as trace:
+        trace.creator = CREATOR
+        trace.machine_name = "Linux"
+        defs = trace.definitions
+        machine = defs.system_tree_node("Linux", class_name="machine")
+        defs.system_tree_node_domain(machine, SystemTreeDomain.MACHINE)
+        nodes: dict[str, object] = {}
+        groups: dict[int, object] = {}
+        for loc in locations:
+            if loc.hostname not in nodes:
+                node = defs.system_tree_node(loc.hostname or "localhost", class_name="node",
+                                             parent=machine)  # fmt: skip
+                defs.system_tree_node_domain(node, SystemTreeDomain.SHARED_MEMORY)
+                nodes[loc.hostname] = node
+            if loc.rank not in groups:
+                groups[loc.rank] = defs.location_group(
+                    RANK_GROUP_NAME.format(rank=loc.rank),
+                    location_group_type=LocationGroupType.PROCESS,
+                    system_tree_parent=nodes[loc.hostname],
+                )
+        by_rank: dict[int, list[RankLocation]] = {}
+        for loc in locations:
+            by_rank.setdefault(loc.rank, []).append(loc)
+        otf2_locations = {}
+        for rank, locs in by_rank.items():
+            names = unique_location_names([x.thread.name for x in locs])
+            for loc, name in zip(locs, names):
+                otf2_locations[id(loc)] = defs.location(
+                    name, type=LocationType.CPU_THREAD, group=groups[rank]
+                )
+        # regions
+        used = set()
+        region_defs = []
+        for index, r in enumerate(regions):
+            if r.name in mpi_roles:
+                role, paradigm = MPI_ROLES[mpi_roles[r.name]], Paradigm.MPI
+            else:
+                role, paradigm = writer_role(REGION_ROLES, index, r)
+            used.add(paradigm)
+            region_defs.append(
+                defs.region(
+                    r.name,
+                    canonical_name=r.name,
+                    description=experiment.encode_region_role(r.role),
+                    region_role=role,
+                    paradigm=paradigm,
+                    region_flags=RegionFlag.NONE,
+                    source_file=r.file or ("MPI" if paradigm == Paradigm.MPI else None),
+                    begin_line_number=int(r.line),
+                    end_line_number=0,
+                )
+            )
+        paradigm_names = {**PARADIGM_NAMES, Paradigm.MPI: "MPI"}
+        used.add(Paradigm.MPI)
+        for paradigm in sorted(used, key=lambda p: p.value):
+            defs.paradigm(paradigm, paradigm_names[paradigm], ParadigmClass.PROCESS)
+        by_group: dict[str, list] = {}
+        for r, region_def in zip(regions, region_defs):
+            if r.group and region_def not in by_group.setdefault(r.group, []):
+                by_group[r.group].append(region_def)
+        for name, members in by_group.items():
+            defs.group(name, group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
+                       group_flags=GroupFlag.NONE, members=members)  # fmt: skip
+        # MPI: each rank's first location stands for the rank
+        ranks = sorted(by_rank)
+        comm_locations = [otf2_locations[id(by_rank[r][0])] for r in ranks]
+        defs.group("", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                   group_flags=GroupFlag.NONE, members=comm_locations)  # fmt: skip
+        comm_refs = []
+        for name, ranks_of_comm in comms:
+            group = defs.group("", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
+                               group_flags=GroupFlag.NONE, members=list(ranks_of_comm))  # fmt: skip
+            comm_refs.append(defs.comm(name, group=group)._ref)
+        refs = np.asarray([d._ref for d in region_defs], dtype=np.int64)
+        # events
+        for loc in locations:
+            location = otf2_locations[id(loc)]
+            event_writer = trace.event_writer_from_location(location)
+            t = loc.thread
+            times = np.asarray(t.times, np.int64)
+            rrefs = refs[np.asarray(t.regions, np.int64)] if len(t) else np.zeros(0, np.int64)
+            n = len(t)
+            ev = loc.mpi
+            if (ev is None or not len(ev)) and _otf2_encode.supported(times, rrefs):
+                path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
+                encoded[path] = _otf2_encode.encode(times, rrefs, t.kinds, CHUNK_SIZE_EVENTS)
+            else:
+                addr = _otf2_fast.handle_address(event_writer)
+                where = f"the events of rank {loc.rank}'s {t.name!r}"
+                last = 0
+                k = len(ev) if ev is not None else 0
+                order: Any = np.argsort(ev.before, kind="stable") if ev is not None else []
+                for i in order:
+                    assert ev is not None
+                    b = int(ev.before[i])
+                    if b > last:
+                        _otf2_fast.write_enter_leave(
+                            addr, times[last:b], rrefs[last:b], t.kinds[last:b], where
+                        )
+                        last = b
+                    _otf2_fast._check([_write_mpi(addr, ev, int(i), comm_refs)], where)
+                if last < n:
+                    _otf2_fast.write_enter_leave(
+                        addr, times[last:], rrefs[last:], t.kinds[last:], where
+                    )
+                n += k
+                mpi_events += k
+            location._number_of_events_written = n
+            events += n
+    for path, payload in encoded.items():
+        with open(path, "wb") as f:
+            f.write(payload.data)
+    return {
+        "events": events,
+        "mpi_events": mpi_events,
+        "seconds": time.perf_counter() - started,
+        "path": str(anchor),
+    }
+
+
+def cube_system_xml(processes: list[tuple[str, int, list[str]]]) -> str:
+    """CUBE4's system tree for ``(host, rank, [location names])`` in the profile's column
+    order: machine -> node per host (in order of first appearance) -> one location group
+    per rank -> its threads. Ranks of one host must be adjacent (location ids are depth
+    first)."""
+    lines = [" <system>\n", '  <systemtreenode Id="0">\n', "   <name>Linux</name>\n",
+             "   <class>machine</class>\n"]  # fmt: skip
+    node_id = 0
+    location_id = 0
+    current: str | None = None
+    for group_id, (host, rank, names) in enumerate(processes):
+        if host != current:
+            if current is not None:
+                lines.append("   </systemtreenode>\n")
+            node_id += 1
+            lines += [f'   <systemtreenode Id="{node_id}">\n',
+                      f"    <name>{_text(host or 'localhost')}</name>\n",
+                      "    <class>node</class>\n"]  # fmt: skip
+            current = host
+        lines += [f'    <locationgroup Id="{group_id}">\n',
+                  f"     <name>{_text(RANK_GROUP_NAME.format(rank=rank))}</name>\n",
+                  f"     <rank>{int(rank)}</rank>\n", "     <type>process</type>\n"]  # fmt: skip
+        for i, name in enumerate(names):
+            lines.append(
+                f'     <location Id="{location_id}">\n'
+                f"      <name>{_text(name)}</name>\n"
+                f"      <rank>{i}</rank>\n"
+                f"      <type>thread</type>\n"
+                f"     </location>\n"
+            )
+            location_id += 1
+        lines.append("    </locationgroup>\n")
+    if current is not None:
+        lines.append("   </systemtreenode>\n")
+    lines += ["  </systemtreenode>\n", " </system>\n"]
+    return "".join(lines)

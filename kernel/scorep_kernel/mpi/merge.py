@@ -1,0 +1,276 @@
+"""The ranks' recordings of a builtin MPI run as one OTF2 archive and one CUBE4 profile.
+
+    python -m scorep_kernel.mpi.merge <experiment dir>
+
+Run by the kernel after an MPI run's reply (``runs.mpi_run``), in a process of its own at
+a low priority, as a subprocess worker writes its files. Input, under
+``<experiment>/.ranks/``: ``rank<r>.pkl`` per rank (its Recording and its mpi4py calls,
+``worker.mpi_rank``) and ``ranks.json`` (the kernel's: each rank's host and clock map,
+and the kernel's epoch offset). Output: ``traces.otf2`` (``formats.otf2_ranks``),
+``profile.cubex`` with a process per rank, the manifest's ``files`` and
+``files_status``; ``.ranks/`` is removed once both files are written.
+
+Clocks: a rank's times are its ``perf_counter_ns``; ``kernel = slope * t + offset`` (from
+ranks.json: slope 1 and offset 0 for ranks on the kernel's host, which share its
+CLOCK_MONOTONIC) and the kernel's epoch offset make them epoch ns on one clock.
+
+MPI events: each of a rank's recorded calls is found in its thread's events as the Enter
+of its region at the call's start time (both went through the same tracer-to-perf map, so
+the times are equal); its events go between that Enter and the Leave right after it
+(the call is a leaf: the tracer drops what mpi_calls' frames call). A call whose region was
+filtered out (max_depth, the event cap) loses its events, and the manifest counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scorep_kernel import experiment
+from scorep_kernel.formats.callpath import build_profile
+from scorep_kernel.formats.cube_writer import write_cubex
+from scorep_kernel.formats.otf2_ranks import (
+    MpiEvents,
+    RankLocation,
+    cube_system_xml,
+    write_otf2_ranks,
+)
+from scorep_kernel.formats.recording import ENTER, LEAVE, Recording, Region, ThreadEvents
+from scorep_kernel.measure.mpi_calls import AT_ENTER, RankMpi
+from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON
+
+MATCH_NS = 1000  # a call and its Enter differ by rounding at most; 1 µs is generous
+
+
+def _mapped(times: np.ndarray, clock: dict[str, float], epoch_offset: int) -> np.ndarray:
+    slope, offset = float(clock.get("slope", 1.0)), float(clock.get("offset_ns", 0.0))
+    t = np.asarray(times, np.int64)
+    if slope == 1.0 and offset == 0.0:
+        return t + np.int64(epoch_offset)
+    return np.rint(slope * t.astype(np.float64) + offset).astype(np.int64) + np.int64(epoch_offset)
+
+
+def place_calls(
+    thread: ThreadEvents, regions: list[Region], mpi: RankMpi, comm_map: list[int]
+) -> tuple[MpiEvents | None, int]:
+    """The MPI events of ``mpi``'s calls on this thread, placed in its event stream (rank
+    times, before clock mapping), and how many calls were not found."""
+    mine = np.flatnonzero(mpi.call_thread == thread.thread_id)
+    if not mine.size or not len(thread):
+        return None, int(mine.size)
+    by_name = {r.name: i for i, r in enumerate(regions)}
+    kinds = np.asarray(thread.kinds)
+    regs = np.asarray(thread.regions)
+    times = np.asarray(thread.times, np.int64)
+    enters: dict[int, np.ndarray] = {}
+    cols: dict[str, list] = {k: [] for k in (
+        "before", "time", "kind", "comm", "peer", "tag", "nbytes", "nbytes_recv", "op", "request"
+    )}  # fmt: skip
+    lost = 0
+    order = np.argsort(mpi.ev_call, kind="stable")
+    calls_sorted = mpi.ev_call[order]
+    for call in mine.tolist():
+        name = mpi.region_names[int(mpi.call_region[call])]
+        region = by_name.get(name)
+        if region is None:
+            lost += 1
+            continue
+        at = enters.get(region)
+        if at is None:
+            at = enters[region] = np.flatnonzero((kinds == ENTER) & (regs == region))
+        if not at.size:
+            lost += 1
+            continue
+        t0 = int(mpi.call_t0[call])
+        j = int(np.searchsorted(times[at], t0))
+        best = min(
+            (k for k in (j - 1, j) if 0 <= k < at.size), key=lambda k: abs(times[at[k]] - t0)
+        )
+        i = int(at[best])
+        if abs(int(times[i]) - t0) > MATCH_NS:
+            lost += 1
+            continue
+        leave = i + 1
+        if not (leave < len(kinds) and kinds[leave] == LEAVE and regs[leave] == region):
+            leave = i  # not a leaf after all: put every event right after the Enter
+        lo, hi = np.searchsorted(calls_sorted, [call, call + 1])
+        for e in order[lo:hi].tolist():
+            kind = int(mpi.ev_kind[e])
+            cols["before"].append(i + 1)
+            cols["time"].append(int(times[i] if kind in AT_ENTER else times[leave]))
+            cols["kind"].append(kind)
+            cols["comm"].append(comm_map[int(mpi.ev_comm[e])])
+            cols["peer"].append(int(mpi.ev_peer[e]))
+            cols["tag"].append(int(mpi.ev_tag[e]))
+            cols["nbytes"].append(int(mpi.ev_bytes[e]))
+            cols["nbytes_recv"].append(int(mpi.ev_bytes_recv[e]))
+            cols["op"].append(int(mpi.ev_op[e]))
+            cols["request"].append(int(mpi.ev_request[e]))
+    if not cols["before"]:
+        return None, lost
+    arrays = {k: np.asarray(v, np.int64) for k, v in cols.items()}
+    return MpiEvents(**arrays), lost
+
+
+def merge(exp_dir: str | os.PathLike) -> dict[str, Any]:
+    """Write the run's files from its ranks' recordings; the manifest's changes."""
+    exp_dir = Path(exp_dir)
+    started = time.perf_counter()
+    ranks_dir = exp_dir / RANKS_DIR
+    info = json.loads((ranks_dir / RANKS_JSON).read_text())
+    epoch_offset = int(info["epoch_offset_ns"])
+    ranks_info = {int(r["rank"]): r for r in info["ranks"]}
+    loaded: dict[int, dict] = {}
+    errors: list[str] = []
+    for r in sorted(ranks_info):
+        path = ranks_dir / f"rank{r}.pkl"
+        try:
+            with open(path, "rb") as f:
+                loaded[r] = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError) as e:
+            errors.append(f"rank {r}'s recording is missing or damaged ({type(e).__name__}: {e})")
+    if not loaded:
+        raise RuntimeError("no rank left a recording: " + "; ".join(errors))
+    t_loaded = time.perf_counter()
+    # one region table and one communicator table for all ranks
+    regions: list[Region] = []
+    region_index: dict[Region, int] = {}
+    comms: list[tuple[str, tuple[int, ...]]] = []
+    comm_index: dict[tuple[str, tuple[int, ...]], int] = {}
+    mpi_roles: dict[str, str] = {}
+    # ranks of one host next to each other (CUBE4 numbers locations depth first)
+    hosts: list[str] = []
+    for r in sorted(loaded):
+        host = ranks_info[r]["hostname"]
+        if host not in hosts:
+            hosts.append(host)
+    order = sorted(loaded, key=lambda r: (hosts.index(ranks_info[r]["hostname"]), r))
+    locations: list[RankLocation] = []
+    processes: list[tuple[str, int, list[str]]] = []
+    lost = 0
+    for r in order:
+        recording: Recording = loaded[r]["recording"]
+        mpi: RankMpi | None = loaded[r].get("mpi")
+        remap = np.asarray(
+            [region_index.setdefault(reg, len(region_index)) for reg in recording.regions],
+            dtype=np.int32,
+        )
+        comm_map = []
+        if mpi is not None:
+            for ident in mpi.comms:
+                key = (ident[0], tuple(ident[1]))
+                comm_map.append(comm_index.setdefault(key, len(comm_index)))
+            mpi_roles.update(mpi.roles)
+        clock = ranks_info[r].get("clock") or {}
+        host = ranks_info[r]["hostname"]
+        names = []
+        threads = list(recording.threads)
+        if not threads:  # a rank with nothing recorded still is a process of the run
+            threads = [ThreadEvents("Master thread", 0, np.zeros(0, np.int64),
+                                    np.zeros(0, np.int32), np.zeros(0, np.int8))]  # fmt: skip
+        for thread in threads:
+            events = None
+            if mpi is not None:
+                events, missed = place_calls(thread, recording.regions, mpi, comm_map)
+                lost += missed
+            mapped = ThreadEvents(
+                name=thread.name,
+                thread_id=thread.thread_id,
+                times=_mapped(thread.times, clock, epoch_offset),
+                regions=remap[np.asarray(thread.regions, np.int64)] if len(thread) else
+                np.zeros(0, np.int32),
+                kinds=np.asarray(thread.kinds, np.int8),
+            )  # fmt: skip
+            if events is not None:
+                events.time = _mapped(events.time, clock, epoch_offset)
+            locations.append(RankLocation(r, host, mapped, events))
+            names.append(thread.name)
+        processes.append((host, r, names))
+    comms = sorted(comm_index, key=comm_index.__getitem__)
+    regions = sorted(region_index, key=region_index.__getitem__)
+    files: dict[str, str] = {}
+    written = write_otf2_ranks(locations, regions, comms, mpi_roles, exp_dir)
+    files["otf2"] = experiment.OTF2_ANCHOR
+    t_otf2 = time.perf_counter()
+    first = min((int(x.thread.times[0]) for x in locations if len(x.thread)), default=0)
+    merged = Recording(
+        regions=regions,
+        threads=[x.thread for x in locations],
+        clock_offset_ns=0,
+        start_ns=first,
+        end_ns=max((int(x.thread.times[-1]) for x in locations if len(x.thread)), default=first),
+        hostname=hosts[0] if hosts else "",
+        notes={"run_name": "MPI run"},
+    )
+    profile = build_profile(merged)
+    write_cubex(merged, exp_dir / experiment.CUBEX, profile=profile,
+                system=cube_system_xml(processes))  # fmt: skip
+    files["cubex"] = experiment.CUBEX
+    t_cube = time.perf_counter()
+    mpi_calls = sum(len(loaded[r]["mpi"].call_t0) for r in loaded if loaded[r].get("mpi"))
+    notes = {
+        "ranks": len(loaded),
+        "events": written["events"],
+        "mpi_events": written["mpi_events"],
+        "mpi_calls": mpi_calls,
+        "mpi_calls_without_region": lost,
+        "merge_seconds": {
+            "load": round(t_loaded - started, 4),
+            "traces.otf2": round(t_otf2 - t_loaded, 4),
+            "profile.cubex": round(t_cube - t_otf2, 4),
+        },
+    }
+    if lost:
+        errors.append(
+            f"{lost} MPI calls' events were left out: their regions were filtered out "
+            "(max_depth, exclude, the event cap)"
+        )
+    for r in sorted(loaded):
+        mpi = loaded[r].get("mpi")
+        if mpi is not None and mpi.notes:
+            errors += [f"rank {r}: {n}" for n in mpi.notes]
+    return {"files": files, "notes": notes, "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print("usage: python -m scorep_kernel.mpi.merge <experiment dir>", file=sys.stderr)
+        return 2
+    exp_dir = Path(argv[0])
+    try:
+        os.nice(10)  # the user's next cell comes first
+    except OSError:
+        pass
+    try:
+        result = merge(exp_dir)
+    except Exception as e:
+        traceback.print_exc()
+        experiment.update_manifest(
+            exp_dir,
+            files_status=experiment.FILES_FAILED,
+            errors=[f"merging the ranks' recordings failed: {type(e).__name__}: {e}"],
+        )
+        return 1
+    experiment.update_manifest(
+        exp_dir,
+        files=result["files"],
+        measurement={"merge": result["notes"]},
+        files_status=experiment.FILES_READY,
+        **({"errors": result["errors"]} if result["errors"] else {}),
+    )
+    shutil.rmtree(exp_dir / RANKS_DIR, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""MPI cells through the real kernel, Debian's Open MPI and mpi4py: a ring exchange and an
+allreduce on 2 and 4 ranks read back with otf2-print and pycubexr, rank 0's state and a
+gathered value in the notebook, a rank that raises, a rank that calls os._exit, a rank
+past the timeout, and an interrupt. (How fast every rank stops is benchmarks/mpi_cell.py's
+figure, not an assert here.) One kernel for the module; each cell starts its ranks anew
+(~1.5 s for 4 ranks here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from test_kernel_harness import KernelHandle, wait_files
+
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(
+        shutil.which("mpirun") is None,
+        reason="no mpirun on PATH (make setup installs Debian's openmpi-bin)",
+    ),
+]
+mpi4py = pytest.importorskip("mpi4py", reason="mpi4py is not installed (the test extra has it)")
+
+OTF2_PRINT = shutil.which("otf2-print") or (
+    "/opt/scorep/bin/otf2-print" if os.access("/opt/scorep/bin/otf2-print", os.X_OK) else None
+)
+
+
+def mpi_meta(ranks: int, **more) -> dict:
+    return {"scorep": {"profile": True, "backend": "builtin", "mpi": {"ranks": ranks, **more}}}
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k = KernelHandle(tmp_path_factory.mktemp("mpi"))
+    assert k.run("import os\nvalue = 'before'\nbase = 40").status == "ok"
+    yield k
+    k.shutdown()
+
+
+RING = """
+from mpi4py import MPI
+import numpy as np
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+out = np.zeros(10 * ((rank - 1) % size + 1))
+sent = np.full(10 * (rank + 1), float(rank))          # 80 * (rank + 1) bytes to the right
+if rank % 2 == 0:
+    comm.Send(sent, dest=(rank + 1) % size, tag=7)
+    comm.Recv(out, source=(rank - 1) % size, tag=7)
+else:
+    comm.Recv(out, source=(rank - 1) % size, tag=7)
+    comm.Send(sent, dest=(rank + 1) % size, tag=7)
+total = comm.allreduce(base + rank)
+print('from', (rank - 1) % size, 'got', out[0])
+mine = rank * 10
+if rank == 0:
+    only_on_zero = 'zero'
+"""
+
+
+def events(anchor: Path) -> list[str]:
+    assert OTF2_PRINT, "otf2-print is needed (Score-P's, or Debian's otf2-tools)"
+    out = subprocess.run([OTF2_PRINT, str(anchor)], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def definitions(anchor: Path) -> list[str]:
+    out = subprocess.run([OTF2_PRINT, "-G", str(anchor)], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    return out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_and_allreduce(kernel, n):
+    result = kernel.run(RING, mpi_meta(n, gather=["mine"]), timeout=120)
+    assert result.status == "ok", result.reply
+    out = result.stdout()
+    for r in range(n):  # every rank's line, labelled with its rank
+        assert f"[rank {r}] from {(r - 1) % n} got {float((r - 1) % n)}\n" in out
+    # rank 0's namespace came back, the gathered value is every rank's, in rank order
+    assert kernel.value("total") == sum(40 + r for r in range(n))
+    assert kernel.value("rank") == 0 and kernel.value("only_on_zero") == "zero"
+    assert kernel.value("mine") == [10 * r for r in range(n)]
+    assert kernel.value("'MPI' in globals()") is False  # mpi4py stays in the ranks
+    manifest = wait_files(Path(result.bundle()["path"]))
+    assert manifest["files_status"] == "ready", manifest["errors"]
+    assert manifest["mpi"]["ranks"] == n and result.bundle()["mpi"]["ranks"] == n
+    anchor = Path(result.bundle()["path"]) / "traces.otf2"
+    groups = [line for line in definitions(anchor) if line.startswith("LOCATION_GROUP")]
+    assert len(groups) == n and all(f'"MPI Rank {r}"' in groups[r] for r in range(n))
+    lines = events(anchor)
+    sends = [line.split() for line in lines if line.startswith("MPI_SEND")]
+    recvs = [line.split() for line in lines if line.startswith("MPI_RECV")]
+    assert len(sends) == n and len(recvs) == n
+    for r in range(n):  # location r sent 80 * (r + 1) bytes to r + 1 with tag 7
+        send = next(s for s in sends if s[1] == str(r))
+        text = " ".join(send)
+        assert f"Receiver: {(r + 1) % n} " in text and "Tag: 7," in text
+        assert text.endswith(f"Length: {80 * (r + 1)}")
+        recv = " ".join(next(x for x in recvs if x[1] == str(r)))
+        assert f"Sender: {(r - 1) % n} " in recv and recv.endswith(
+            f"Length: {80 * ((r - 1) % n + 1)}"
+        )
+    ends = [line for line in lines if line.startswith("MPI_COLLECTIVE_END")]
+    assert len(ends) == n and all("Operation: ALLREDUCE" in e for e in ends)
+    # the profile: a process per rank, each rank's calls counted on its own location
+    from pycubexr import CubexParser
+
+    with CubexParser(str(anchor.parent / "profile.cubex")) as cube:
+        assert len(cube.get_locations()) == n
+        visits = cube.get_metric_values(cube.get_metric_by_name("visits"))
+        for cnode in cube.all_cnodes():
+            if cube.get_region(cnode).name == "mpi4py.MPI.Comm:Send":
+                assert list(visits.cnode_values(cnode)) == [1] * n
+
+
+def test_a_rank_that_raises_is_named_and_rank_0_state_comes_back(kernel):
+    code = (
+        "from mpi4py import MPI\nr = MPI.COMM_WORLD.Get_rank()\nafter_raise = 'rank 0 ran'\n"
+        "if r == 1:\n    raise ValueError('bad input on this rank')\n"
+    )
+    result = kernel.run(code, mpi_meta(2), timeout=120)
+    assert result.status == "error"
+    assert result.reply["ename"] == "ValueError"
+    assert "[rank 1]" in result.reply["evalue"]
+    shown = result.of("error")
+    assert len(shown) == 1 and "[rank 1]" in shown[0]["traceback"][0]
+    assert "bad input on this rank" in "\n".join(shown[0]["traceback"])
+    assert kernel.value("after_raise") == "rank 0 ran"
+    assert result.manifest()["status"] == "error"
+
+
+def test_a_rank_that_exits_stops_the_run_and_leaves_the_namespace(kernel):
+    code = (
+        "from mpi4py import MPI\nimport os\ncomm = MPI.COMM_WORLD\nvalue = 'changed'\n"
+        "if comm.Get_rank() == 1:\n    os._exit(3)\ncomm.Barrier()\n"
+    )
+    result = kernel.run(code, mpi_meta(2), timeout=120)
+    assert result.status == "error" and result.reply["ename"] == "MPIRankFailed"
+    assert "Rank 1 " in result.reply["evalue"] and "unchanged" in result.reply["evalue"]
+    assert result.bundles()[-1]["status"] == "crashed"
+    assert kernel.value("value") == "before"
+
+
+def test_a_rank_past_the_timeout_is_named(kernel):
+    code = (
+        "from mpi4py import MPI\nimport time\nvalue = 'changed'\n"
+        "if MPI.COMM_WORLD.Get_rank() == 1:\n    time.sleep(600)\n"
+    )
+    result = kernel.run(code, mpi_meta(2, timeout=2), timeout=120)
+    assert result.status == "error"
+    assert "rank 1 still ran after the cell's timeout of 2 s" in result.reply["evalue"].lower()
+    assert kernel.value("value") == "before"
+
+
+def test_interrupt_stops_every_rank(kernel):
+    # rank 0 sleeps in Python, rank 1 waits in MPI for a message that never comes
+    code = (
+        "from mpi4py import MPI\nimport os, time, numpy as np\ncomm = MPI.COMM_WORLD\n"
+        "value = 'changed'\nprint('pid', os.getpid(), flush=True)\n"
+        "if comm.Get_rank() == 0:\n    time.sleep(600)\n"
+        "else:\n    comm.Recv(np.zeros(1), source=0)\n"
+    )
+    msg_id = kernel.send(code, mpi_meta(2))
+    kernel.wait_output(msg_id, "[rank 1] pid")
+    time.sleep(0.5)  # rank 0's line too
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=60)
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    pids = [int(p) for p in re.findall(r"pid (\d+)", result.stdout())]
+    assert len(pids) == 2
+    for pid in pids:  # every rank is gone
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )
+    assert result.manifest()["status"] == "interrupted"
+    assert kernel.value("value") == "before"
+    # and the next MPI cell runs
+    again = kernel.run("from mpi4py import MPI\nn = MPI.COMM_WORLD.Get_size()", mpi_meta(2))
+    assert again.status == "ok" and kernel.value("n") == 2
+
+
+def test_the_magic_runs_ranks(kernel):
+    result = kernel.run(
+        "%%scorep_mpi -n 2 --gather who\nimport os\nwho = int(os.environ['OMPI_COMM_WORLD_RANK'])",
+        {"scorep": {"backend": "builtin"}},
+        timeout=120,
+    )
+    assert result.status == "ok", result.reply
+    assert kernel.value("who") == [0, 1]
+    # the ranks' launcher variables never reach the kernel
+    assert kernel.value("'OMPI_COMM_WORLD_RANK' in os.environ") is False
+
+
+def test_a_missing_launcher_is_explained(kernel):
+    result = kernel.run("x = 1", mpi_meta(2, launcher="/nowhere/mpirun"))
+    assert result.status == "error"
+    assert "'/nowhere/mpirun' was not found" in result.reply["evalue"]
+
+
+def test_manifest_names_launcher_and_hosts(kernel):
+    result = kernel.run("y = 1", mpi_meta(2), timeout=120)
+    manifest = json.loads((Path(result.bundle()["path"]) / "manifest.json").read_text())
+    assert manifest["mpi"]["launcher_kind"] == "openmpi"
+    assert sorted(r for ranks in manifest["mpi"]["hosts"].values() for r in ranks) == [0, 1]

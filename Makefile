@@ -44,18 +44,22 @@ setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STA
 $(STAMPS):
 	@mkdir -p $@
 
-# Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests.
+# Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests,
+# Open MPI for the MPI cells' tests (mpirun, and mpicc for building mpi4py of the test extra).
 $(STAMPS)/system: | $(STAMPS)
 	@need=(); \
 	[ -x "$(CHROMIUM)" ] || need+=(chromium); \
 	command -v otf2-print >/dev/null || need+=(otf2-tools); \
+	command -v mpirun >/dev/null || need+=(openmpi-bin); \
+	command -v mpicc >/dev/null || need+=(libopenmpi-dev); \
 	if [ $${#need[@]} -gt 0 ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "==> Installing Debian packages: $${need[*]}"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${need[@]}" >/dev/null; \
 	  else \
 	    echo "==> Missing system packages: $${need[*]}. Install them (e.g. sudo apt-get install $${need[*]});"; \
-	    echo "    the UI tests need chromium and the trace tests skip otf2-print checks without otf2-tools."; \
+	    echo "    the UI tests need chromium, the trace tests skip otf2-print checks without otf2-tools,"; \
+	    echo "    and the MPI tests skip without openmpi-bin (libopenmpi-dev builds mpi4py)."; \
 	  fi; \
 	fi
 	@touch $@

@@ -139,6 +139,11 @@ class SummaryHandler(JsonGetHandler):
         return await self.service.summary(self.path_arg)
 
 
+class RanksHandler(JsonGetHandler):
+    async def make(self):
+        return await self.service.ranks(self.path_arg)
+
+
 class DownloadHandler(ScorePHandler):
     """Streams ``Service.download``'s chunks, each read in a thread."""
 
@@ -209,6 +214,7 @@ ROUTES = {
     "calltree": CalltreeHandler,
     "metrics": MetricsHandler,
     "summary": SummaryHandler,
+    "ranks": RanksHandler,
     "compare": CompareHandler,
     "download": DownloadHandler,
     "open": OpenHandler,

@@ -30,6 +30,7 @@ from . import (
     history,
     index_store,
     metrics,
+    ranks,
     scorep_score,
     summary,
     timeline,
@@ -363,10 +364,17 @@ class Service:
         except ApiError as e:
             samples = None
             notes.append(f"No metrics: {e.message}")
-        return await self.compute(
+        body = await self.compute(
             "summarising",
             lambda: summary.summarize(manifest, tree, samples, events=events, trace_notes=notes),
         )
+        if events is not None:  # an MPI run's imbalance and communication share (ranks.py)
+            body["verdicts"] += await ranks.summary_verdicts(self, exp, manifest)
+        return body
+
+    async def ranks(self, path: str | None) -> dict[str, Any]:
+        """GET ranks: an MPI run's processes and their communication (ranks.py)."""
+        return await ranks.answer(self, path)
 
     async def download(self, path: str | None, what: str | None) -> Download:
         """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""

@@ -22,6 +22,7 @@ GET_ROUTES = [
     "compare",
     "download",
     "score",
+    "ranks",
 ]
 
 

@@ -1,0 +1,243 @@
+"""GET ranks: an MPI run's processes side by side, and who talked to whom.
+
+``summarize(index, traffic)`` is pure over a loaded trace index and ``mpi_read``'s
+traffic. Per rank, from its locations' calls (the index's exact level, not a level of
+detail):
+
+- ``cell_s``: time inside the run's cells (regions of role "cell"; a trace without cell
+  regions counts its top-level calls);
+- ``mpi_s``: time inside MPI calls (regions of paradigm MPI, nested ones once) within the
+  cells: MPI_Init and MPI_Finalize, outside the cells, are not the cell's communication;
+- ``compute_s`` = ``cell_s - mpi_s``.
+
+Over the ranks, as the POP project's efficiency metrics define them: ``load_balance`` =
+mean / max of the compute times (1 is perfect; ``imbalance_pct`` = 100 (1 - it)), and
+``communication_share`` = the MPI time's share of the ranks' cell time. The communication
+matrix comes from the trace's MPI messages (``mpi_read``).
+
+``verdicts`` turns them into words for GET summary, with the POP project's rule of thumb
+for when an efficiency needs attention: a load balance below 0.8 (IMBALANCE_PCT = 20) and
+communication above 20 % of the time (COMMUNICATION_SHARE = 0.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from scorep_kernel import experiment as ex
+
+IMBALANCE_PCT = 20.0
+COMMUNICATION_SHARE = 0.2
+MIN_CELL_S = 0.001  # a run shorter than this per rank says nothing about balance
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not start.size:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, bool)
+    new[1:] = s[1:] > reach[:-1]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def _length(start: np.ndarray, end: np.ndarray) -> int:
+    return int((end - start).sum()) if start.size else 0
+
+
+def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
+    """ns covered by both sets of disjoint sorted intervals."""
+    (s1, e1), (s2, e2) = a, b
+    if not s1.size or not s2.size:
+        return 0
+    total, i, j = 0, 0, 0
+    while i < s1.size and j < s2.size:
+        lo, hi = max(s1[i], s2[j]), min(e1[i], e2[j])
+        if hi > lo:
+            total += int(hi - lo)
+        if e1[i] < e2[j]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def location_times(index: Any, loc: int) -> tuple[int, int]:
+    """(ns in cells, ns in MPI calls within cells) of one location."""
+    info = index.locations[loc]
+    n = int(info.get("calls") or 0)
+    if not n:
+        return 0, 0
+    start = np.asarray(index.array(f"L{loc}.start")[:n], np.int64)
+    end = np.asarray(index.array(f"L{loc}.end")[:n], np.int64)
+    region = np.asarray(index.array(f"L{loc}.region")[:n], np.int64)
+    refs = np.unique(region)
+    regions = index.regions
+    role = {int(r): (regions.get(str(int(r))) or {}).get("role") for r in refs}
+    paradigm = {int(r): (regions.get(str(int(r))) or {}).get("paradigm") for r in refs}
+    is_cell = np.isin(region, [r for r, v in role.items() if v == ex.ROLE_CELL])
+    is_mpi = np.isin(region, [r for r, v in paradigm.items() if v == "mpi"])
+    if is_cell.any():
+        cells = _union(start[is_cell], end[is_cell])
+    else:
+        ptr = np.asarray(index.array(f"L{loc}.ptr")[0], np.int64)
+        top = slice(int(ptr[0]), int(ptr[1]) if ptr.size > 1 else n)
+        cells = _union(start[top], end[top])
+    mpi = _union(start[is_mpi], end[is_mpi])
+    return _length(*cells), _overlap(cells, mpi)
+
+
+def summarize(index: Any, traffic: dict[str, Any]) -> dict[str, Any]:
+    processes = traffic.get("processes") or []
+    kinds = [loc.get("kind") for loc in index.locations]
+    rows = []
+    for p in processes:
+        cell = mpi = 0
+        threads = [i for i in p["locations"] if kinds[i] not in ("metric",)]
+        for i, loc in enumerate(threads):
+            c, m = location_times(index, loc)
+            # the rank's time is its first thread's (the one that runs the cells); MPI
+            # calls of its other threads count too
+            if i == 0:
+                cell = c
+            mpi += m
+        mpi = min(mpi, cell) if cell else mpi
+        r = p["rank"]
+        sent = (traffic.get("bytes") or [])[r] if r < len(traffic.get("bytes") or []) else []
+        msgs = traffic.get("messages") or []
+        coll = (traffic.get("collectives") or [])[r : r + 1] or [{}]
+        rows.append(
+            {
+                "rank": r,
+                "name": p["name"],
+                "locations": threads,
+                "cell_s": cell / 1e9,
+                "mpi_s": mpi / 1e9,
+                "compute_s": max(0, cell - mpi) / 1e9,
+                "bytes_sent": int(sum(sent)),
+                "messages_sent": int(sum(msgs[r])) if r < len(msgs) else 0,
+                "collective_calls": int(coll[0].get("calls", 0)),
+                "collective_bytes_sent": int(coll[0].get("bytes_sent", 0)),
+                "collective_bytes_received": int(coll[0].get("bytes_received", 0)),
+            }
+        )
+    compute = np.asarray([row["compute_s"] for row in rows], np.float64)
+    cells = np.asarray([row["cell_s"] for row in rows], np.float64)
+    mpis = np.asarray([row["mpi_s"] for row in rows], np.float64)
+    balance = None
+    slowest = None
+    if compute.size and compute.max() > 0:
+        balance = float(compute.mean() / compute.max())
+        slowest = int(rows[int(np.argmax(compute))]["rank"])
+    share = float(mpis.sum() / cells.sum()) if cells.sum() > 0 else None
+    return {
+        "ranks": rows,
+        "load_balance": None if balance is None else round(balance, 4),
+        "imbalance_pct": None if balance is None else round(100.0 * (1.0 - balance), 2),
+        "slowest_rank": slowest,
+        "communication_share": None if share is None else round(share, 4),
+        "matrix": {"bytes": traffic.get("bytes") or [], "messages": traffic.get("messages") or []},
+        "received": traffic.get("received") or [],
+        "unmatched": int(traffic.get("unmatched") or 0),
+    }
+
+
+def verdicts(ranks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Imbalance and communication share in words (for GET summary); none for one rank."""
+    rows = ranks.get("ranks") or []
+    if len(rows) < 2:
+        return []
+    out = []
+    compute = [row["compute_s"] for row in rows]
+    cell = [row["cell_s"] for row in rows]
+    imbalance = ranks.get("imbalance_pct")
+    if imbalance is not None and max(cell) >= MIN_CELL_S:
+        slowest = ranks.get("slowest_rank")
+        mean = sum(compute) / len(compute)
+        numbers = {
+            "imbalance_pct": imbalance,
+            "load_balance": ranks.get("load_balance"),
+            "slowest_rank": slowest,
+            "max_compute_s": round(max(compute), 6),
+            "mean_compute_s": round(mean, 6),
+        }
+        if imbalance >= IMBALANCE_PCT:
+            text = (
+                f"Load imbalance: rank {slowest} computes {max(compute):.3g} s while the ranks "
+                f"average {mean:.3g} s ({imbalance:.0f} % imbalance); the others wait for it, "
+                "in MPI calls or at the cell's end. Spread the work more evenly."
+            )
+            out.append({"kind": "mpi", "level": "warning", "text": text, "numbers": numbers})
+        else:
+            text = (
+                f"The {len(rows)} ranks are balanced: {imbalance:.0f} % imbalance (rank "
+                f"{slowest} computes longest, {max(compute):.3g} s)."
+            )
+            out.append({"kind": "mpi", "level": "info", "text": text, "numbers": numbers})
+    share = ranks.get("communication_share")
+    if share is not None and sum(cell) > 0:
+        mpi_total = sum(row["mpi_s"] for row in rows)
+        sent = sum(row["bytes_sent"] for row in rows)
+        numbers = {
+            "communication_share": share,
+            "mpi_s": round(mpi_total, 6),
+            "cell_s": round(sum(cell), 6),
+            "bytes_sent": sent,
+        }
+        pct = 100.0 * share
+        if share >= COMMUNICATION_SHARE:
+            text = (
+                f"Communication takes {pct:.0f} % of the ranks' time ({mpi_total:.3g} s of "
+                f"{sum(cell):.3g} s in MPI calls): waiting for other ranks or moving data. "
+                "The Ranks tab shows who waits and who talks to whom."
+            )
+            out.append({"kind": "mpi", "level": "warning", "text": text, "numbers": numbers})
+        else:
+            text = f"Communication takes {pct:.0f} % of the ranks' time ({mpi_total:.3g} s in MPI calls)."
+            out.append({"kind": "mpi", "level": "info", "text": text, "numbers": numbers})
+    return out
+
+
+# --- the service's side ----------------------------------------------------------------
+
+
+async def answer(service: Any, path: str | None) -> dict[str, Any]:
+    """GET ranks for ``service`` (see docs/API.md)."""
+    exp, manifest = await service.open(path)
+    index = await service.index(exp, manifest)
+    traffic = await traffic_of(service, exp, index)
+    body = await service.compute("the ranks' summary", summarize, index, traffic)
+    body["mpi"] = manifest.get("mpi")
+    return body
+
+
+async def traffic_of(service: Any, exp: Any, index: Any) -> dict[str, Any]:
+    """``mpi_read.read_traffic`` of the experiment's trace, once per index build."""
+    from . import mpi_read
+
+    key = "mpi_traffic"
+    found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
+    if found is not None:
+        return found
+    anchor = str(exp / ex.OTF2_ANCHOR)
+    traffic = await service.in_worker("the MPI records of the OTF2 trace", mpi_read.read_traffic,
+                                      anchor)  # fmt: skip
+    return index.cached(key, lambda _index: traffic)
+
+
+async def summary_verdicts(service: Any, exp: Any, manifest: dict[str, Any]) -> list[dict]:
+    """The MPI verdicts of GET summary: only for runs of several processes (the manifest's
+    ``mpi``, or a trace of several process groups); never fails the summary."""
+    try:
+        index = await service.index(exp, manifest)
+        groups = {loc.get("group") for loc in index.locations if loc.get("kind") != "metric"}
+        if not manifest.get("mpi") and len(groups) < 2:
+            return []
+        traffic = await traffic_of(service, exp, index)
+        return verdicts(await service.compute("the ranks' summary", summarize, index, traffic))
+    except Exception:
+        return []

@@ -1,0 +1,122 @@
+"""GET ranks and the MPI verdicts of GET summary, on a two-rank run written by the kernel's
+N-rank writer with times chosen by hand, so every number follows from the events here:
+
+    rank 0: cell 0-10 ms; Send 1-2 ms (800 bytes to rank 1, tag 7); Barrier 8-10 ms
+    rank 1: cell 0-10 ms; Recv 0.5-2.5 ms; Barrier 4-10 ms
+
+MPI time: rank 0 3 ms, rank 1 8 ms; compute 7 and 2 ms; load balance 4.5 / 7 = 0.643
+(35.7 % imbalance), communication 11 of 20 ms (55 %)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scorep_kernel import experiment as ex
+from scorep_kernel.formats.otf2_ranks import MpiEvents, RankLocation, write_otf2_ranks
+from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region, ThreadEvents
+from scorep_kernel.measure import mpi_calls
+
+pytestmark = pytest.mark.timeout(120)
+MS = 1_000_000
+T0 = 1_764_403_200_000_000_000
+REGIONS = [
+    Region("cell [3]", "cell", "", 0, ROLE_CELL),
+    Region(mpi_calls.region_name("Send"), "MPI", "", 0, ROLE_FUNCTION),
+    Region(mpi_calls.region_name("Recv"), "MPI", "", 0, ROLE_FUNCTION),
+    Region(mpi_calls.region_name("Barrier"), "MPI", "", 0, ROLE_FUNCTION),
+]
+ROLES = {
+    REGIONS[i].name: mpi_calls.method_role(m) for i, m in ((1, "Send"), (2, "Recv"), (3, "Barrier"))
+}
+
+
+def thread(calls: list[tuple[int, float, float]]) -> ThreadEvents:
+    """The cell (region 0, 0-10 ms) around leaf calls (region, start ms, end ms)."""
+    rows = [(T0, 0, 1)]
+    for region, a, b in calls:
+        rows += [(T0 + int(a * MS), region, 1), (T0 + int(b * MS), region, 0)]
+    rows.append((T0 + 10 * MS, 0, 0))
+    t, r, k = zip(*rows)
+    return ThreadEvents("Master thread", 1, np.array(t, np.int64), np.array(r, np.int32),
+                        np.array(k, np.int8))  # fmt: skip
+
+
+def events(before, time, kind, peer, tag, nbytes) -> MpiEvents:
+    a = lambda v: np.asarray(v, np.int64)
+    zeros = np.zeros(len(before), np.int64)
+    return MpiEvents(a(before), a(time), a(kind), zeros, a(peer), a(tag), a(nbytes), zeros,
+                     zeros, zeros)  # fmt: skip
+
+
+def write_mpi_run(exp: Path) -> Path:
+    exp.mkdir(parents=True)
+    manifest = ex.new_manifest("mpi-run", backend="builtin", isolation="subprocess", cells=[])
+    manifest.update(status="ok", files_status="ready", wall_s=0.01,
+                    mpi={"ranks": 2, "hosts": {"a": [0, 1]}})  # fmt: skip
+    ex.write_manifest(exp, manifest)
+    r0 = thread([(1, 1, 2), (3, 8, 10)])
+    r1 = thread([(2, 0.5, 2.5), (3, 4, 10)])
+    ev0 = events([2], [T0 + MS], [mpi_calls.SEND], [1], [7], [800])
+    ev1 = events([2], [T0 + int(2.5 * MS)], [mpi_calls.RECV], [0], [7], [800])
+    write_otf2_ranks(
+        [RankLocation(0, "a", r0, ev0), RankLocation(1, "a", r1, ev1)],
+        REGIONS,
+        [("MPI_COMM_WORLD", (0, 1))],
+        ROLES,
+        exp,
+    )
+    return exp
+
+
+@pytest.fixture
+def mpi_run(jp_root_dir) -> Path:
+    return write_mpi_run(Path(jp_root_dir) / "scorep-experiments" / "mpi-run")
+
+
+async def test_ranks_gives_time_per_rank_imbalance_and_the_matrix(api, mpi_run):
+    code, body = await api("ranks", path=str(mpi_run))
+    assert code == 200, body
+    rows = body["ranks"]
+    assert [(r["rank"], r["name"]) for r in rows] == [(0, "MPI Rank 0"), (1, "MPI Rank 1")]
+    assert [r["cell_s"] for r in rows] == pytest.approx([0.010, 0.010])
+    assert [r["mpi_s"] for r in rows] == pytest.approx([0.003, 0.008])
+    assert [r["compute_s"] for r in rows] == pytest.approx([0.007, 0.002])
+    assert body["load_balance"] == pytest.approx(4.5 / 7, abs=1e-4)
+    assert body["imbalance_pct"] == pytest.approx(100 * (1 - 4.5 / 7), abs=0.01)
+    assert body["slowest_rank"] == 0
+    assert body["communication_share"] == pytest.approx(0.55)
+    assert body["matrix"] == {"bytes": [[0, 800], [0, 0]], "messages": [[0, 1], [0, 0]]}
+    assert body["received"] == [{"bytes": 0, "messages": 0}, {"bytes": 800, "messages": 1}]
+    assert rows[0]["bytes_sent"] == 800 and rows[1]["bytes_sent"] == 0
+    assert body["mpi"]["ranks"] == 2
+
+
+async def test_summary_names_imbalance_and_communication_share(api, mpi_run):
+    code, body = await api("summary", path=str(mpi_run))
+    assert code == 200, body
+    mpi = [v for v in body["verdicts"] if v["kind"] == "mpi"]
+    assert len(mpi) == 2 and all(v["level"] == "warning" for v in mpi)
+    imbalance, share = mpi
+    assert "rank 0 computes 0.007 s" in imbalance["text"] and "36 % imbalance" in imbalance["text"]
+    assert imbalance["numbers"]["slowest_rank"] == 0
+    assert "Communication takes 55 %" in share["text"]
+    assert share["numbers"]["bytes_sent"] == 800
+
+
+async def test_the_timeline_keeps_each_rank_in_its_group(api, mpi_run):
+    code, body = await api("experiment", path=str(mpi_run))
+    assert code == 200
+    groups = [loc["group"] for loc in body["trace"]["locations"]]
+    assert groups == ["MPI Rank 0", "MPI Rank 1"]
+
+
+async def test_a_single_process_run_has_one_rank_and_no_mpi_verdicts(api, experiments):
+    exp = experiments()
+    code, body = await api("ranks", path=str(exp))
+    assert code == 200
+    assert len(body["ranks"]) == 1 and body["matrix"]["bytes"] == [[0]]
+    code, summary = await api("summary", path=str(exp))
+    assert not [v for v in summary["verdicts"] if v["kind"] == "mpi"]

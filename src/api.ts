@@ -41,9 +41,25 @@ export interface IManifest {
   hostname?: string;
   python_version?: string;
   files?: Record<string, string>;
-  measurement?: Record<string, unknown>;
+  measurement?: IMeasurement;
   files_status?: FilesStatus;
   errors?: (string | { message?: string })[];
+  [key: string]: unknown;
+}
+
+/**
+ * The manifest's `measurement`: the builtin tracer's notes (events, dropped, cap_reached,
+ * messages ...) or, for a Score-P run, what measured it and how.
+ */
+export interface IMeasurement {
+  /** what measured the run, with its version ("Score-P 8.4") */
+  tool?: string;
+  /** Score-P's effective configuration as it wrote it (scorep.cfg): SCOREP_* -> value */
+  scorep_config?: Record<string, string>;
+  /** Score-P's own lines among the worker's output ("[Score-P] ...") */
+  scorep_messages?: string[];
+  /** what Score-P said, in words (cause and fix) */
+  notes?: string[];
   [key: string]: unknown;
 }
 
@@ -54,6 +70,8 @@ export interface IVersion {
     scorep_config: string | null;
     bindings: boolean;
     message?: string;
+    /** Score-P's scorep-score, which GET score runs (null: not found) */
+    scorep_score?: string | null;
   };
   tools: { vampir: string | null; cube: string | null };
 }
@@ -200,6 +218,8 @@ export interface IExperimentBundle {
   status: RunStatus;
   run?: string | null;
   cell_index_in_run?: number;
+  /** what measured the run, with its version ("Score-P 8.4"), when the kernel knew it */
+  tool?: string;
   summary?: {
     wall_s?: number;
     events?: number;
@@ -326,6 +346,63 @@ export interface IComparison {
   };
 }
 
+/** One row of scorep-score's tables: a region type (ALL, USR, COM, SCOREP ...) or a region. */
+export interface IScoreRow {
+  type: string;
+  /** the region's name (region rows only) */
+  name?: string;
+  max_buf_bytes: number;
+  visits: number;
+  time_s: number;
+  time_pct: number;
+  time_per_visit_us: number;
+  /** with a filter: "+" filtered, "-" not, "*" in part */
+  flt?: '+' | '-' | '*';
+}
+
+/** scorep-score's estimate: sizes as it printed them, and in bytes. */
+export interface IScoreEstimate {
+  trace?: string;
+  trace_bytes?: number | null;
+  max_buf?: string;
+  max_buf_bytes?: number | null;
+  total_memory?: string;
+  total_memory_bytes?: number | null;
+  hint?: string;
+}
+
+/** GET score: Score-P's own view of a run (docs/API.md). */
+export interface IScore {
+  tool: string | null;
+  estimate: IScoreEstimate;
+  types: IScoreRow[];
+  regions: IScoreRow[];
+  regions_total: number;
+  filter: {
+    heuristics: string;
+    regions: IScoreRow[];
+    estimate: IScoreEstimate;
+    types: IScoreRow[];
+    text: string;
+  } | null;
+  configured: {
+    SCOREP_TOTAL_MEMORY?: string | null;
+    SCOREP_FILTERING_FILE?: string | null;
+  };
+  /** the filter POST filter wrote for this run, when it exists */
+  applied: string | null;
+}
+
+/** POST filter's answer: where the filter file went. */
+export interface IFilterApplied {
+  path: string;
+  /** relative to the server root, null outside it */
+  root_path: string | null;
+  regions: string[];
+  /** the filter the run used, whose rules the new file keeps */
+  merged: string | null;
+}
+
 export type DownloadKind = 'otf2' | 'cubex' | 'perfetto';
 export type ToolKind = 'vampir' | 'cube';
 
@@ -449,6 +526,16 @@ export class ScorepAPI {
     id: string
   ): Promise<{ deleted: string; id: string; freed_bytes: number }> {
     return this.request('experiment', { path, id }, { method: 'DELETE' });
+  }
+
+  /** Score-P's estimate of the run and its suggested filter (scorep-score). */
+  score(path: string): Promise<IScore> {
+    return this.request('score', { path });
+  }
+
+  /** Write the suggested filter beside the experiments, for the cell's next run. */
+  applyFilter(path: string): Promise<IFilterApplied> {
+    return this.request('filter', { path }, { method: 'POST' });
   }
 
   downloadUrl(path: string, what: DownloadKind): string {

@@ -1,5 +1,5 @@
-/** The panel's header: the run's facts (backend, isolation, wall time, status, events) and
- * the summary's verdicts and top regions. */
+/** The panel's header: the run's facts (what measured it, isolation, wall time, status,
+ * events; for a Score-P run its configuration) and the summary's verdicts and top regions. */
 import type { IExperiment, IExperimentBundle, ISummary } from './api';
 import { el } from './dom';
 import { formatDuration, formatSeconds } from './timeaxis';
@@ -11,7 +11,6 @@ export function renderFacts(
   summary: ISummary | null
 ): void {
   const m = experiment?.manifest;
-  const backend = m?.backend ?? bundle.backend;
   const isolation = m?.isolation ?? bundle.isolation ?? '';
   // the cell's wall time as the kernel reported it with the output, then the manifest's
   const wall = bundle.summary?.wall_s ?? m?.wall_s ?? summary?.wall_s;
@@ -23,7 +22,7 @@ export function renderFacts(
   const known = (v: number | null | undefined, f: (x: number) => string) =>
     v !== undefined && v !== null ? f(v) : '–';
   const items: [string, string, string][] = [
-    ['backend', 'Backend', backend === 'scorep' ? 'Score-P' : 'builtin tracer'],
+    ['backend', 'Backend', measuredBy(bundle, experiment)],
     ['isolation', 'Isolation', isolation || '–'],
     ['wall', 'Wall time', known(wall, formatSeconds)],
     ['status', 'Status', status],
@@ -40,6 +39,10 @@ export function renderFacts(
       item.dataset.status = status;
     }
     container.appendChild(item);
+  }
+  const config = m?.measurement?.scorep_config;
+  if (config && typeof config === 'object') {
+    container.appendChild(renderScorepConfig(config));
   }
   const measurement = m?.measurement ?? {};
   if (measurement['cap_reached'] === true) {
@@ -63,7 +66,11 @@ export function renderVerdicts(
     const li = el('li', `jp-scorep-verdict jp-scorep-verdict-${v.level}`);
     li.dataset.kind = v.kind;
     li.append(
-      el('span', 'jp-scorep-verdict-kind', v.kind.toUpperCase()),
+      el(
+        'span',
+        'jp-scorep-verdict-kind',
+        v.kind === 'scorep' ? 'Score-P' : v.kind.toUpperCase()
+      ),
       document.createTextNode(v.text)
     );
     container.appendChild(li);
@@ -83,4 +90,111 @@ export function renderVerdicts(
     );
     container.appendChild(li);
   }
+}
+
+/** What measured the run: "Score-P 8.4" (the manifest's or the bundle's `tool`), else
+ * "Score-P", or the builtin tracer. */
+export function measuredBy(
+  bundle: IExperimentBundle,
+  experiment: IExperiment | null
+): string {
+  const m = experiment?.manifest;
+  if ((m?.backend ?? bundle.backend) !== 'scorep') {
+    return 'builtin tracer';
+  }
+  const tool = m?.measurement?.tool ?? bundle.tool;
+  return typeof tool === 'string' && tool ? tool : 'Score-P';
+}
+
+const ON = /^(true|yes|on|1)$/i;
+const METRIC_KEYS = [
+  'SCOREP_METRIC_PAPI',
+  'SCOREP_METRIC_PAPI_PER_PROCESS',
+  'SCOREP_METRIC_RUSAGE',
+  'SCOREP_METRIC_RUSAGE_PER_PROCESS',
+  'SCOREP_METRIC_PERF',
+  'SCOREP_METRIC_PERF_PER_PROCESS',
+  'SCOREP_METRIC_PLUGINS'
+];
+
+/**
+ * The Score-P settings that matter for reading a run, in a few words each: tracing and
+ * profiling, the measurement memory, the filter file, recorded metrics, sampling, the timer.
+ * `[key, text, title]`; settings Score-P did not report are left out.
+ */
+export function scorepConfigItems(
+  config: Record<string, string>
+): [string, string, string][] {
+  const items: [string, string, string][] = [];
+  const has = (key: string) => typeof config[key] === 'string';
+  const onOff = (key: string, what: string) => {
+    if (has(key)) {
+      items.push([key, `${what} ${ON.test(config[key]) ? 'on' : 'off'}`, '']);
+    }
+  };
+  onOff('SCOREP_ENABLE_TRACING', 'tracing');
+  onOff('SCOREP_ENABLE_PROFILING', 'profiling');
+  if (config['SCOREP_TOTAL_MEMORY']) {
+    items.push([
+      'SCOREP_TOTAL_MEMORY',
+      `memory ${config['SCOREP_TOTAL_MEMORY']}`,
+      'SCOREP_TOTAL_MEMORY: the measurement memory per process; a run that needs more flushes its trace buffer'
+    ]);
+  }
+  if (has('SCOREP_FILTERING_FILE')) {
+    const file = config['SCOREP_FILTERING_FILE'];
+    items.push(
+      file
+        ? ['SCOREP_FILTERING_FILE', `filter ${file.split('/').pop()}`, file]
+        : ['SCOREP_FILTERING_FILE', 'no filter', '']
+    );
+  }
+  const metrics = METRIC_KEYS.filter(k => config[k]).map(k => config[k]);
+  if (metrics.length) {
+    items.push(['SCOREP_METRIC', `metrics ${metrics.join(', ')}`, '']);
+  }
+  if (ON.test(config['SCOREP_ENABLE_UNWINDING'] ?? '')) {
+    items.push([
+      'SCOREP_ENABLE_UNWINDING',
+      `sampling ${config['SCOREP_SAMPLING_EVENTS'] ?? ''}`.trim(),
+      ''
+    ]);
+  }
+  if (config['SCOREP_TIMER']) {
+    items.push(['SCOREP_TIMER', `timer ${config['SCOREP_TIMER']}`, '']);
+  }
+  return items;
+}
+
+/** The run's Score-P configuration: the settings that matter in one line, every setting
+ * with a value when opened. */
+export function renderScorepConfig(
+  config: Record<string, string>
+): HTMLDetailsElement {
+  const details = el('details', 'jp-scorep-config');
+  const summary = el('summary', 'jp-scorep-config-summary');
+  summary.appendChild(el('span', 'jp-scorep-fact-label', 'Configuration: '));
+  scorepConfigItems(config).forEach(([key, text, title], i) => {
+    if (i > 0) {
+      summary.appendChild(document.createTextNode(' · '));
+    }
+    const item = el('span', 'jp-scorep-config-item', text);
+    item.dataset.key = key;
+    if (title) {
+      item.title = title;
+    }
+    summary.appendChild(item);
+  });
+  details.appendChild(summary);
+  const table = el('table', 'jp-scorep-config-table');
+  for (const key of Object.keys(config).sort()) {
+    if (!config[key]) {
+      continue;
+    }
+    const row = table.insertRow();
+    row.insertCell().textContent = key;
+    row.insertCell().textContent = config[key];
+  }
+  details.appendChild(table);
+  return details;
 }

@@ -14,8 +14,9 @@ import {
   NotebookPanel
 } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ICellHandle, setCellLocator } from './cellbridge';
 import { CommandIDs, registerCommands } from './commands';
-import { IUserSettings, readUserSettings } from './settings';
+import { IScorepMetadata, IUserSettings, readUserSettings } from './settings';
 import { markCell, refreshBeforeRun } from './toggle';
 
 const PLUGIN_ID = 'jupyterlab-scorep:plugin';
@@ -71,6 +72,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // refresh them right before a run.
     NotebookActions.executionScheduled.connect((_, { cell }) => {
       refreshBeforeRun(cell.model, settings);
+    });
+
+    // The panel under a cell (a MIME renderer) writes that cell's metadata through this:
+    // the Score-P tab's Apply sets scorep.filter_file.
+    setCellLocator(node => {
+      let found: ICellHandle | null = null;
+      tracker.forEach(panel => {
+        const cell = found
+          ? undefined
+          : panel.content.widgets.find(c => c.node.contains(node));
+        if (cell) {
+          found = {
+            notebookPath: panel.context.path,
+            getScorep: () =>
+              cell.model.getMetadata('scorep') as IScorepMetadata | undefined,
+            setScorep: meta => cell.model.setMetadata('scorep', meta)
+          };
+        }
+      });
+      return found;
     });
   }
 };

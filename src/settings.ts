@@ -57,6 +57,8 @@ export interface IScorepMetadata {
   metric_interval?: number;
   experiment_dir?: string;
   event_cap?: number;
+  /** a Score-P filter file for the cell's runs: set by hand, or by the panel's Apply */
+  filter_file?: string;
   /** the JupyterLab settings the user set, written by the frontend */
   lab_settings?: ILabSettingsMetadata;
   [key: string]: unknown;
@@ -183,4 +185,41 @@ export function isProfiled(meta: unknown): boolean {
     meta !== null &&
     (meta as IScorepMetadata).profile === true
   );
+}
+
+/**
+ * The metadata after the user applied a filter file from the panel (the Score-P tab's
+ * Apply): `filter_file` set to `path`, every other key kept as it is. The user asked for
+ * it by clicking, so it replaces a filter_file set before (the server's file keeps that
+ * filter's rules).
+ */
+export function withFilterFile(
+  current: IScorepMetadata | undefined,
+  path: string
+): IScorepMetadata {
+  return { ...(current ?? {}), filter_file: path };
+}
+
+/**
+ * The path to write into the cell for a filter file the server wrote: relative to the
+ * notebook's folder when the file lies inside it (the kernel runs there, and the notebook
+ * and its filters then move together), else absolute. `rootPath` is the file's path
+ * relative to the server root (null outside it), `notebookPath` the notebook's.
+ */
+export function filterFileFor(
+  rootPath: string | null,
+  absolutePath: string,
+  notebookPath: string
+): string {
+  if (rootPath === null) {
+    return absolutePath;
+  }
+  const slash = notebookPath.lastIndexOf('/');
+  const dir = slash < 0 ? '' : notebookPath.slice(0, slash);
+  if (!dir) {
+    return rootPath;
+  }
+  return rootPath.startsWith(dir + '/')
+    ? rootPath.slice(dir.length + 1)
+    : absolutePath;
 }

@@ -1,7 +1,9 @@
 """`jupyter scorep run --baseline ... --fail-if-slower`: the gate on real runs. The one
-timing contrast is coarse and deterministic in work: the slowed cell does ten times the
-work (a loop count), the gate's threshold is 200 %, so run-to-run noise of up to 3x either
-way on a loaded machine neither hides the slowdown nor flags the identical rerun."""
+timing contrast is coarse and deterministic in work: the slowed cell does twenty times the
+work (a loop count) and the gate's threshold is 300 %, so the identical rerun is flagged only
+if it ran 4x slower, and the slowdown hides only if noise shrank it 5x. Measured while
+developing this on a 2-core machine at load 7 (other test suites running): identical reruns
+of this cell differed by up to 3.2x, either way; an idle machine (CI) differs by far less."""
 
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ DEFS = (
     "def work(n):\n"
     "    return sum(inner(4000) for _ in range(n))"
 )
-N = 60
-THRESHOLD = "200%"
+N = 150
+SLOWER = 20
+THRESHOLD = "300%"
 
 
 def gate_notebook(path, n):
@@ -81,8 +84,8 @@ def test_identical_code_is_not_flagged(baseline):
     assert "1 cells compared; none slower" in out.stdout
 
 
-def test_tenfold_work_fails_the_gate_naming_the_function(baseline):
-    gate_notebook(baseline / "nb.ipynb", 10 * N)
+def test_twentyfold_work_fails_the_gate_naming_the_function(baseline):
+    gate_notebook(baseline / "nb.ipynb", SLOWER * N)
     # the baseline as a plain directory of experiments (no summary): manifests name the cells
     shutil.copytree(baseline / "base", baseline / "plain-base")
     (baseline / "plain-base" / "scorep-summary.json").unlink()
@@ -93,10 +96,10 @@ def test_tenfold_work_fails_the_gate_naming_the_function(baseline):
     )  # fmt: skip
     assert out.returncode == 3, out.stdout
     line = next(ln for ln in out.stdout.splitlines() if "REGRESSED" in ln)
-    assert line.lstrip().startswith(f"[2] work({10 * N})")
-    assert "`__main__:inner` +" in line and f"(visits {N} → {10 * N})" in line
+    assert line.lstrip().startswith(f"[2] work({SLOWER * N})")
+    assert "`__main__:inner` +" in line and f"(visits {N} → {SLOWER * N:,})" in line
     assert (
-        "FAILED: 1 of 1 compared cells regressed beyond 200 %: [2] (`__main__:inner`)" in out.stdout
+        "FAILED: 1 of 1 compared cells regressed beyond 300 %: [2] (`__main__:inner`)" in out.stdout
     )
     data = summary(baseline / "slow" / "scorep-summary.json")
     assert data["exit_code"] == 3 and data["status"] == "ok"
@@ -104,5 +107,6 @@ def test_tenfold_work_fails_the_gate_naming_the_function(baseline):
     # the source changed (n): matched by the cell id, which the manifests record
     assert cell["matched_by"] == "cell_id" and cell["verdict"] == "regressed"
     assert cell["functions"][0]["name"] == "__main__:inner"
-    assert cell["functions"][0]["visits_b"] == 10 * cell["functions"][0]["visits_a"] == 10 * N
+    assert cell["functions"][0]["visits_a"] == N
+    assert cell["functions"][0]["visits_b"] == SLOWER * N
     assert json.loads(json.dumps(data))  # plain JSON

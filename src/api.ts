@@ -226,6 +226,37 @@ export interface IExperimentBundle {
     top?: [string, number][];
     message?: string;
   };
+  /** an MPI cell's run: its ranks and the hosts they ran on */
+  mpi?: { ranks: number; hosts?: string[] };
+}
+
+/** One rank of GET ranks (docs/API.md). */
+export interface IRankRow {
+  rank: number;
+  name: string;
+  locations: number[];
+  cell_s: number;
+  mpi_s: number;
+  compute_s: number;
+  bytes_sent: number;
+  messages_sent: number;
+  collective_calls: number;
+  collective_bytes_sent: number;
+  collective_bytes_received: number;
+}
+
+/** GET ranks: an MPI run's processes and who sent how much to whom. */
+export interface IRanks {
+  ranks: IRankRow[];
+  load_balance: number | null;
+  imbalance_pct: number | null;
+  slowest_rank: number | null;
+  communication_share: number | null;
+  /** row = sending rank, column = receiving rank */
+  matrix: { bytes: number[][]; messages: number[][] };
+  received: { bytes: number; messages: number }[];
+  unmatched: number;
+  mpi: Record<string, unknown> | null;
 }
 
 /** One run of a cell (GET experiments?notebook=&cell=). */
@@ -460,6 +491,10 @@ export class ScorepAPI {
     signal?: AbortSignal
   ): Promise<ITimeline> {
     return this.windowed('timeline', path, t0, t1, width, signal);
+  }
+
+  ranks(path: string): Promise<IRanks> {
+    return this.request('ranks', { path });
   }
 
   calltree(path: string, location?: number | null): Promise<ICallTree> {

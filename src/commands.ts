@@ -12,6 +12,8 @@ import {
 } from '@jupyterlab/notebook';
 import type { ICellModel } from '@jupyterlab/cells';
 import { UUID } from '@lumino/coreutils';
+import { askMpi } from './mpi/dialog';
+import { readMpi, withMpi } from './mpi/metadata';
 import { IUserSettings, runMetadata } from './settings';
 import {
   getScorepMetadata,
@@ -25,7 +27,8 @@ import {
 
 export const CommandIDs = {
   toggle: 'scorep:toggle-profile',
-  profileRun: 'scorep:profile-selected-as-run'
+  profileRun: 'scorep:profile-selected-as-run',
+  profileMpi: 'scorep:profile-as-mpi'
 };
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
@@ -118,6 +121,40 @@ export function registerCommands(
           cell.node.focus({ preventScroll: true });
         }
       });
+    }
+  });
+
+  // The toggle's options for MPI: how many ranks and which launcher (mpi/metadata.ts).
+  commands.addCommand(CommandIDs.profileMpi, {
+    label: 'Profile as MPI ranks…',
+    caption:
+      'Profile the selected code cells with Score-P as N MPI ranks, started by your MPI launcher',
+    icon: scorepIcon,
+    isEnabled: () => {
+      const cell = activeCell();
+      return tracker.currentWidget !== null && cell?.type === 'code';
+    },
+    execute: async () => {
+      const panel = tracker.currentWidget;
+      const active = activeCell();
+      if (!panel || !active || active.type !== 'code') {
+        return;
+      }
+      const choice = await askMpi(readMpi(getScorepMetadata(active)));
+      if (choice === undefined) {
+        return;
+      }
+      const settings = getSettings();
+      for (const model of selectedCodeCells(panel)) {
+        model.setMetadata(
+          METADATA_KEY,
+          withMpi(getScorepMetadata(model), choice, settings)
+        );
+      }
+      commands.notifyCommandChanged(CommandIDs.toggle);
+      if (!kernelIsScorep(panel)) {
+        await offerKernelSwitch(panel);
+      }
     }
   });
 

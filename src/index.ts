@@ -57,6 +57,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const category = 'Score-P';
       palette.addItem({ command: CommandIDs.toggle, category });
       palette.addItem({ command: CommandIDs.profileRun, category });
+      palette.addItem({ command: CommandIDs.profileMpi, category });
     }
 
     const refreshToggle = () =>

@@ -18,12 +18,13 @@ import { el, errorText } from './dom';
 import { renderExport } from './exporttab';
 import { renderFacts, renderVerdicts } from './header';
 import { MetricsView } from './metrics/metricsView';
+import { RanksView } from './ranks/ranksView';
 import { TimelineView } from './timeline/timelineView';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
 
-type TabId = 'timeline' | 'calltree' | 'export';
+type TabId = 'timeline' | 'calltree' | 'ranks' | 'export';
 
 export class ExperimentPanel extends Widget {
   constructor(
@@ -51,6 +52,8 @@ export class ExperimentPanel extends Widget {
     for (const [id, title] of [
       ['timeline', 'Timeline'],
       ['calltree', 'Call tree'],
+      // an MPI cell's ranks side by side and their communication (GET ranks)
+      ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
       ['export', 'Export']
     ] as [TabId, string][]) {
       const tab = el('button', 'jp-scorep-tab', title);
@@ -284,7 +287,21 @@ export class ExperimentPanel extends Widget {
     }
   }
 
+  /** The Ranks tab's view, made on first use. */
+  private ranksView(): RanksView {
+    if (!this._ranks) {
+      const page = this.tabs.get('ranks')!.page;
+      page.textContent = '';
+      this._ranks = new RanksView(this.api, this.bundle.path);
+      Widget.attach(this._ranks, page);
+    }
+    return this._ranks;
+  }
+
   private showTab(id: TabId): void {
+    if (id === 'ranks') {
+      void this.ranksView().load();
+    }
     for (const [key, { tab, page }] of this.tabs) {
       const on = key === id;
       tab.setAttribute('aria-selected', String(on));
@@ -326,6 +343,7 @@ export class ExperimentPanel extends Widget {
   private timeline: TimelineView | null = null;
   private metrics: MetricsView | null = null;
   private calltree: CallTreeView | null = null;
+  private _ranks: RanksView | null = null;
   private started = false;
   private disposedFlag = false;
   private pollTimer: ReturnType<typeof setTimeout> | null = null;

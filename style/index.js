@@ -1,2 +1,2 @@
 import './base.css';
-import './scorep.css';
+import './ranks.css';

@@ -20,6 +20,11 @@ export interface ILane {
   y: number;
   /** rows in the lane: max_depth + 1 */
   rows: number;
+  /**
+   * draw every depth in the lane's one row, deeper calls over shallower ones (Vampir's
+   * master timeline: what runs at each moment), for one row per MPI rank (ranks.ts)
+   */
+  flatten?: boolean;
 }
 
 export interface ILayout {
@@ -113,11 +118,15 @@ export function toDrawList(
     if (!lane) {
       continue;
     }
-    for (const row of loc.rows) {
-      if (row.depth >= lane.rows) {
+    // flattened: shallow first, so the deeper calls are drawn (and hit) on top
+    const rows = lane.flatten
+      ? [...loc.rows].sort((a, b) => a.depth - b.depth)
+      : loc.rows;
+    for (const row of rows) {
+      if (row.depth >= lane.rows && !lane.flatten) {
         continue;
       }
-      const y = lane.y + row.depth * layout.rowHeight;
+      const y = lane.flatten ? lane.y : lane.y + row.depth * layout.rowHeight;
       let lastRight = -Infinity;
       let lastIndex = -1;
       for (let i = 0; i < row.start.length; i++) {

@@ -17,7 +17,6 @@ import {
   IDrawList,
   ILayout,
   IView,
-  layoutLanes,
   panBy,
   regionIdsNamed,
   toDrawList,
@@ -26,6 +25,7 @@ import {
 } from './projection';
 import { formatDuration } from '../timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
+import { layoutTimeline } from './ranks';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
 import { renderLegend, showTooltip } from './overlays';
@@ -49,7 +49,8 @@ export class TimelineView extends Widget {
     this.addClass('jp-scorep-timeline');
     this.range = options.range;
     // metric locations (OTF2 METRIC kind) carry samples, not calls: the metrics charts show them
-    this.layout_ = layoutLanes(
+    // one process: a lane per location; an MPI run's ranks: grouped by rank (ranks.ts)
+    this.layout_ = layoutTimeline(
       options.locations.filter(l => (l.kind ?? 'thread') !== 'metric')
     );
     this._view = {

@@ -1,2 +1,3 @@
 import './base.css';
+import './scorep.css';
 import './ranks.css';

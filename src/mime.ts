@@ -4,7 +4,8 @@
  */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
-import { IExperimentBundle, MIME_TYPE, ScorepAPI } from './api';
+import { IExperimentBundle, IRunEntry, MIME_TYPE, ScorepAPI } from './api';
+import { bundleOf, formatWhen } from './history/runs';
 import { ExperimentPanel } from './panel';
 
 export class ExperimentRenderer
@@ -26,14 +27,39 @@ export class ExperimentRenderer
     }
     if (
       this.panel &&
-      this.panel.bundle.path === data.path &&
-      this.panel.bundle.status === data.status
+      this.output &&
+      this.output.path === data.path &&
+      this.output.status === data.status
     ) {
       return;
     }
+    this.output = data;
+    this.showRun(data, null);
+  }
+
+  /**
+   * Show a run: the cell's own output (`earlier` null), or one of its earlier runs in
+   * place of it, with a way back.
+   */
+  private showRun(bundle: IExperimentBundle, earlier: IRunEntry | null): void {
     this.panel?.dispose();
     this.node.textContent = '';
-    this.panel = new ExperimentPanel(data, this.api);
+    const output = this.output!;
+    this.panel = new ExperimentPanel(bundle, this.api, {
+      openRun: entry =>
+        this.showRun(
+          entry.path === output.path ? output : bundleOf(entry),
+          entry.path === output.path ? null : entry
+        ),
+      back: earlier
+        ? {
+            note: `Showing an earlier run of this cell, of ${formatWhen(
+              earlier.manifest.start_ns ?? null
+            )}.`,
+            go: () => this.showRun(output, null)
+          }
+        : undefined
+    });
     if (this.isAttached) {
       Widget.attach(this.panel, this.node);
     } else {
@@ -54,6 +80,8 @@ export class ExperimentRenderer
   }
 
   private panel: ExperimentPanel | null = null;
+  /** the bundle of the cell's output (the panel may show an earlier run instead) */
+  private output: IExperimentBundle | null = null;
   private pendingAttach = false;
 }
 

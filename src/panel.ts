@@ -1,35 +1,57 @@
 /**
  * The panel shown under a profiled cell: a header (backend, isolation, wall time, status,
- * events, the summary's verdicts), then tabs for the timeline with metrics, the call tree and
- * exports. It is built from the kernel's MIME bundle alone, so a notebook reopened from disk
- * reloads everything from the experiment path.
+ * events, the summary's verdicts, this cell's runs and the verdict against the previous
+ * run), then tabs for the function summary, the timeline with metrics, the call tree, the
+ * comparison with another run and exports. It is built from the kernel's MIME bundle
+ * alone, so a notebook reopened from disk reloads everything from the experiment path.
  */
 import { Widget } from '@lumino/widgets';
 import {
   ICallTree,
+  IComparison,
   IExperiment,
   IExperimentBundle,
+  IRunEntry,
   ISummary,
   IVersion,
   ScorepAPI
 } from './api';
 import { CallTreeView } from './calltree/treeTable';
+import { CompareView } from './compare/compareView';
 import { el, errorText } from './dom';
 import { renderExport } from './exporttab';
 import { renderFacts, renderVerdicts } from './header';
+import {
+  comparable,
+  formatWhen,
+  panelCell,
+  parentDir,
+  previousRun
+} from './history/runs';
+import { IRunsActions, RunsControl } from './history/runsControl';
 import { MetricsView } from './metrics/metricsView';
-import { RanksView } from './ranks/ranksView';
+import { FunctionSummaryView } from './summary/functionSummary';
 import { TimelineView } from './timeline/timelineView';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
 
-type TabId = 'timeline' | 'calltree' | 'ranks' | 'export';
+type TabId = 'summary' | 'timeline' | 'calltree' | 'compare' | 'export';
+
+export interface IPanelOptions {
+  /** show another run of the cell in place of this panel (the Runs list's Open) */
+  openRun?: (entry: IRunEntry) => void;
+  /** set when the panel shows an earlier run in place of the cell's output: goes back */
+  back?: { note: string; go: () => void };
+  /** replaces the delete confirmation dialog (tests) */
+  confirm?: IRunsActions['confirm'];
+}
 
 export class ExperimentPanel extends Widget {
   constructor(
     readonly bundle: IExperimentBundle,
-    private readonly api: ScorepAPI
+    private readonly api: ScorepAPI,
+    private readonly options: IPanelOptions = {}
   ) {
     super();
     this.addClass('jp-scorep-panel');
@@ -43,17 +65,40 @@ export class ExperimentPanel extends Widget {
     this.message.setAttribute('aria-live', 'polite');
     this.verdicts = el('ul', 'jp-scorep-verdicts');
     this.verdicts.setAttribute('aria-label', 'Findings');
-    this.header.append(this.facts, this.message, this.verdicts);
+    this.history = el('div', 'jp-scorep-history');
+    this.runVerdict = el('div', 'jp-scorep-run-verdict');
+    this.runVerdict.setAttribute('role', 'status');
+    this.runVerdict.hidden = true;
+    this.runs = new RunsControl(api, {
+      open: entry => this.openRun(entry),
+      compare: entry => {
+        this.showTab('compare');
+        void this.compareView().compareWith(entry.path);
+      },
+      deleted: () => void this.loadHistory(),
+      message: (text, isError) => this.setMessage(text, isError),
+      confirm: options.confirm
+    });
+    this.history.append(this.runs.node, this.runVerdict);
+    if (options.back) {
+      const banner = el('div', 'jp-scorep-earlier');
+      const back = el('button', 'jp-scorep-link', "Back to this cell's output");
+      back.addEventListener('click', () => options.back!.go());
+      banner.append(el('span', '', `${options.back.note} `), back);
+      this.header.appendChild(banner);
+      this.addClass('jp-scorep-panel-earlier');
+    }
+    this.header.append(this.facts, this.history, this.message, this.verdicts);
 
     this.tabBar = el('div', 'jp-scorep-tabs');
     this.tabBar.setAttribute('role', 'tablist');
     this.body = el('div', 'jp-scorep-body');
     this.node.append(this.header, this.tabBar, this.body);
     for (const [id, title] of [
+      ['summary', 'Summary'],
       ['timeline', 'Timeline'],
       ['calltree', 'Call tree'],
-      // an MPI cell's ranks side by side and their communication (GET ranks)
-      ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
+      ['compare', 'Compare'],
       ['export', 'Export']
     ] as [TabId, string][]) {
       const tab = el('button', 'jp-scorep-tab', title);
@@ -71,7 +116,7 @@ export class ExperimentPanel extends Widget {
     }
     this.renderFacts();
     this.setMessage(bundle.summary?.message ?? '', false);
-    this.showTab('timeline');
+    this.showTab('summary');
   }
 
   protected onAfterAttach(): void {
@@ -89,6 +134,8 @@ export class ExperimentPanel extends Widget {
     this.timeline?.dispose();
     this.metrics?.dispose();
     this.calltree?.dispose();
+    this.functionSummary?.dispose();
+    this._compare?.dispose();
     super.dispose();
   }
 
@@ -118,6 +165,7 @@ export class ExperimentPanel extends Widget {
       if (!pending && !experiment.trace) {
         this.setState('error');
         this.setMessage(this.failureText(experiment), true);
+        void this.loadHistory();
         await this.loadSecondary(experiment);
         return;
       }
@@ -142,7 +190,113 @@ export class ExperimentPanel extends Widget {
     this.setState('ready');
     this.setMessage(this.bundle.summary?.message ?? '', false);
     this.buildTimeline(experiment);
+    void this.loadHistory();
     await this.loadSecondary(experiment);
+  }
+
+  /**
+   * This cell's runs (the Runs control), and the verdict against the previous run: shown
+   * in the header when it is more than the run-to-run noise (the server decides, see
+   * GET compare), and the Compare tab's first comparison.
+   */
+  async loadHistory(): Promise<void> {
+    const manifest = this.experiment?.manifest;
+    const cell = manifest ? panelCell(manifest, this.bundle) : null;
+    if (!manifest || !cell?.cell_id) {
+      return;
+    }
+    let runs;
+    try {
+      runs = await this.api.runs(
+        manifest.notebook ?? null,
+        cell.cell_id,
+        parentDir(this.bundle.path)
+      );
+    } catch (error) {
+      console.warn('jupyterlab-scorep: cannot list the cell’s runs.', error);
+      return;
+    }
+    if (this.disposedFlag) {
+      return;
+    }
+    this.runs.setRuns(runs, manifest, cell.cell_id);
+    this.node.dataset.runs = String(runs.experiments.length);
+    this._compare?.setChoices(runs.experiments);
+    const previous = previousRun(runs.experiments, manifest);
+    if (
+      !previous ||
+      !comparable(manifest) ||
+      this.previousPath === previous.path
+    ) {
+      return;
+    }
+    this.previousPath = previous.path;
+    let comparison: IComparison;
+    try {
+      comparison = await this.api.compare(previous.path, this.bundle.path);
+    } catch (error) {
+      console.warn(
+        'jupyterlab-scorep: cannot compare with the previous run.',
+        error
+      );
+      return;
+    }
+    if (this.disposedFlag) {
+      return;
+    }
+    this.previous = comparison;
+    this.showRunVerdict(comparison, previous);
+    if (this._compare && !this._compare.comparison) {
+      void this._compare.compareWith(previous.path, comparison);
+    }
+  }
+
+  private showRunVerdict(c: IComparison, previous: IRunEntry): void {
+    const v = c.verdict;
+    this.runVerdict.dataset.kind = v.kind;
+    this.node.dataset.verdict = v.kind;
+    this.runVerdict.textContent = '';
+    if (v.kind === 'within_noise') {
+      // only a difference beyond the run-to-run noise is worth a line
+      this.runVerdict.hidden = true;
+      return;
+    }
+    this.runVerdict.hidden = false;
+    this.runVerdict.title =
+      `Against the run of ${formatWhen(previous.manifest.start_ns ?? null)}. ` +
+      `Noise: ${v.noise.basis}.`;
+    const open = el('button', 'jp-scorep-link', 'Compare');
+    open.title = 'Open the comparison with the previous run';
+    open.addEventListener('click', () => {
+      this.showTab('compare');
+      this.tabs.get('compare')!.tab.focus();
+    });
+    this.runVerdict.append(
+      el('span', 'jp-scorep-run-verdict-kind', v.kind === 'slower' ? '▲' : '▼'),
+      document.createTextNode(v.sentence + ' '),
+      open
+    );
+  }
+
+  private openRun(entry: IRunEntry): void {
+    if (this.options.openRun) {
+      this.options.openRun(entry);
+    }
+  }
+
+  /** The Compare tab's view, made on first use. */
+  private compareView(): CompareView {
+    if (!this._compare) {
+      const page = this.tabs.get('compare')!.page;
+      page.textContent = '';
+      this._compare = new CompareView(this.api, this.bundle.path);
+      Widget.attach(this._compare, page);
+      this._compare.setChoices(this.runs.runs);
+      if (this.previous) {
+        void this._compare.compareWith(this.previous.a.path, this.previous);
+      }
+    }
+    return this._compare;
   }
 
   private progressText(experiment: IExperiment, elapsed: number): string {
@@ -189,6 +343,11 @@ export class ExperimentPanel extends Widget {
       this.summary = summary.value;
       this.renderFacts();
       this.renderVerdicts(summary.value);
+      this.showSummary(summary.value);
+    } else {
+      const page = this.tabs.get('summary')!.page;
+      page.textContent = '';
+      page.appendChild(el('div', 'jp-scorep-error', errorText(summary.reason)));
     }
     this.version = version.status === 'fulfilled' ? version.value : null;
     if (tree.status === 'fulfilled') {
@@ -199,6 +358,26 @@ export class ExperimentPanel extends Widget {
       page.appendChild(el('div', 'jp-scorep-error', errorText(tree.reason)));
     }
     this.renderExport(experiment);
+  }
+
+  private showSummary(summary: ISummary): void {
+    const page = this.tabs.get('summary')!.page;
+    this.functionSummary?.dispose();
+    page.textContent = '';
+    this.functionSummary = new FunctionSummaryView(summary, {
+      select: name => {
+        this.selectedFunction = name;
+        this.timeline?.highlightRegion(name);
+        if (name) {
+          this.calltree?.revealRegion(name);
+        }
+      },
+      show: where => {
+        this.showTab(where);
+        this.tabs.get(where)!.tab.focus();
+      }
+    });
+    Widget.attach(this.functionSummary, page);
   }
 
   private showCallTree(tree: ICallTree): void {
@@ -223,6 +402,9 @@ export class ExperimentPanel extends Widget {
       }
     );
     Widget.attach(this.calltree, page);
+    if (this.selectedFunction) {
+      this.calltree.revealRegion(this.selectedFunction);
+    }
   }
 
   private buildTimeline(experiment: IExperiment): void {
@@ -287,20 +469,10 @@ export class ExperimentPanel extends Widget {
     }
   }
 
-  /** The Ranks tab's view, made on first use. */
-  private ranksView(): RanksView {
-    if (!this._ranks) {
-      const page = this.tabs.get('ranks')!.page;
-      page.textContent = '';
-      this._ranks = new RanksView(this.api, this.bundle.path);
-      Widget.attach(this._ranks, page);
-    }
-    return this._ranks;
-  }
-
   private showTab(id: TabId): void {
-    if (id === 'ranks') {
-      void this.ranksView().load();
+    if (id === 'compare') {
+      const view = this.compareView();
+      void view.loadOthers();
     }
     for (const [key, { tab, page }] of this.tabs) {
       const on = key === id;
@@ -331,6 +503,15 @@ export class ExperimentPanel extends Widget {
   private readonly facts: HTMLDivElement;
   private readonly message: HTMLDivElement;
   private readonly verdicts: HTMLUListElement;
+  private readonly history: HTMLDivElement;
+  private readonly runVerdict: HTMLDivElement;
+  private readonly runs: RunsControl;
+  private functionSummary: FunctionSummaryView | null = null;
+  private selectedFunction: string | null = null;
+  private _compare: CompareView | null = null;
+  /** the comparison with the previous run, once made */
+  private previous: IComparison | null = null;
+  private previousPath: string | null = null;
   private readonly tabBar: HTMLDivElement;
   private readonly body: HTMLDivElement;
   private readonly tabs = new Map<
@@ -343,7 +524,6 @@ export class ExperimentPanel extends Widget {
   private timeline: TimelineView | null = null;
   private metrics: MetricsView | null = null;
   private calltree: CallTreeView | null = null;
-  private _ranks: RanksView | null = null;
   private started = false;
   private disposedFlag = false;
   private pollTimer: ReturnType<typeof setTimeout> | null = null;

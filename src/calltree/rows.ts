@@ -175,3 +175,27 @@ export function totalVisits(root: ICallNode, name: string): number {
   visit(root);
   return sum;
 }
+
+/**
+ * Every call path of a region (by name; a cell's ':cell [n]' and 'cell [n]' are one):
+ * the keys of its nodes in pre-order, and the ancestors to expand so all are visible.
+ */
+export function regionPaths(root: ICallNode, name: string): ISearchResult {
+  const norm = (s: string) => (/^:cell \[\d+\]$/.test(s) ? s.slice(1) : s);
+  const wanted = norm(name);
+  const matches = new Set<string>();
+  const expand = new Set<string>();
+  const visit = (node: ICallNode, key: string, ancestors: string[]) => {
+    if (norm(node.name) === wanted) {
+      matches.add(key);
+      for (const a of ancestors) {
+        expand.add(a);
+      }
+    }
+    node.children.forEach((child, i) =>
+      visit(child, childKey(key, i), [...ancestors, key])
+    );
+  };
+  visit(root, ROOT_KEY, []);
+  return { matches, expand };
+}

@@ -11,6 +11,7 @@ import {
   hottestPath,
   ISort,
   ITreeRow,
+  regionPaths,
   ROOT_KEY,
   search,
   SortKey
@@ -114,6 +115,29 @@ export class CallTreeView extends Widget {
     this.render();
     this.focusRow(this.selected);
     this.emitSelection();
+  }
+
+  /**
+   * Open every call path of a region (by name), mark them as matches and select the first
+   * (without taking the focus); returns how many paths there are.
+   */
+  revealRegion(name: string): number {
+    const found = regionPaths(this.tree.root, name);
+    this.matches = found.matches;
+    for (const key of found.expand) {
+      this.expanded.add(key);
+    }
+    const first = [...found.matches][0];
+    if (first) {
+      this.selected = first;
+    }
+    this.render();
+    if (first) {
+      this.body
+        .querySelector<HTMLTableRowElement>(`tr[data-key="${first}"]`)
+        ?.scrollIntoView?.({ block: 'nearest' });
+    }
+    return found.matches.size;
   }
 
   sortBy(key: SortKey): void {
@@ -245,6 +269,9 @@ export class CallTreeView extends Widget {
   }
 
   private onKeyDown(e: KeyboardEvent): void {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.shiftKey) {
+      return; // JupyterLab's shortcuts (Shift+Enter, Ctrl+Enter run the cell)
+    }
     const tr = (e.target as HTMLElement).closest('tr');
     if (!tr) {
       return;

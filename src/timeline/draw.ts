@@ -53,6 +53,9 @@ export interface IPaintState {
   measure: [number, number] | null;
   hover: number;
   colors: IThemeColors;
+  /** the time the ruler counts from (0: the run's start; the Compare view's shared axis
+   * counts from the run's cells' start) */
+  origin?: number;
 }
 
 /** Leave a 1 px gap after spans wide enough, so back-to-back calls stay distinguishable. */
@@ -73,7 +76,8 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
   // ruler and grid
   ctx.font = `11px ${colors.font}`;
   ctx.textBaseline = 'middle';
-  const tickList = ticks(view.t0, view.t1, width, 90);
+  const origin = s.origin ?? 0;
+  const tickList = ticks(view.t0 - origin, view.t1 - origin, width, 90);
   ctx.strokeStyle = colors.grid;
   ctx.lineWidth = 1;
   ctx.beginPath();

@@ -44,10 +44,13 @@ export class TimelineView extends Widget {
     range: [number, number];
     locations: ITraceLocation[];
     load: TimelineLoader;
+    /** the time the ruler counts from (default 0, the run's start) */
+    axisOrigin?: number;
   }) {
     super();
     this.addClass('jp-scorep-timeline');
     this.range = options.range;
+    this.axisOrigin = options.axisOrigin ?? 0;
     // metric locations (OTF2 METRIC kind) carry samples, not calls: the metrics charts show them
     // one process: a lane per location; an MPI run's ranks: grouped by rank (ranks.ts)
     this.layout_ = layoutTimeline(
@@ -263,7 +266,8 @@ export class TimelineView extends Widget {
       selection: this.selection,
       measure: this.measure,
       hover: this.hover,
-      colors: readThemeColors(this.node, theme)
+      colors: readThemeColors(this.node, theme),
+      origin: this.axisOrigin
     });
     this.node.dataset.spans = String(this.list.n);
     // the cost of the last frame, for performance checks (ui-tests read it)
@@ -409,6 +413,7 @@ export class TimelineView extends Widget {
 
   readonly canvas: HTMLCanvasElement;
   private readonly range: [number, number];
+  private readonly axisOrigin: number;
   private layout_: ILayout;
   private _view: IView;
   private _data: ITimeline | null = null;

@@ -48,6 +48,7 @@ test('a 1M-event trace stays interactive', async ({ page }, testInfo) => {
   await expect(panel).toHaveAttribute('data-state', 'ready', {
     timeout: 240_000
   });
+  await panel.getByRole('tab', { name: 'Timeline' }).click();
   const events = await panel.locator('.jp-scorep-fact-events b').textContent();
   const timeline = panel.locator('.jp-scorep-timeline');
   await expect

@@ -355,6 +355,12 @@ test.describe('Score-P experiment panel', () => {
       'builtin'
     );
     await expect(panel.locator('.jp-scorep-fact-status')).toContainText('ok');
+    // the Summary tab comes first; the timeline is one click away
+    await expect(panel.getByRole('tab', { name: 'Summary' })).toHaveAttribute(
+      'aria-selected',
+      'true'
+    );
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
 
     // the timeline holds the cell's functions
     await expect.poll(() => timelines.length).toBeGreaterThan(0);
@@ -571,6 +577,7 @@ test.describe('Score-P experiment panel', () => {
     await expect(reopened).toHaveAttribute('data-state', 'ready', {
       timeout: 30_000
     });
+    await reopened.getByRole('tab', { name: 'Timeline' }).click();
     await expect
       .poll(async () =>
         Number(
@@ -611,6 +618,7 @@ test.describe('Score-P threads', () => {
     await expect(panel).toHaveAttribute('data-state', 'ready', {
       timeout: 60_000
     });
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
     const lanes = (await (await timeline).json()).locations.filter(
       (l: any) => l.rows.length > 0
     );

@@ -30,13 +30,15 @@ import {
 } from './history/runs';
 import { IRunsActions, RunsControl } from './history/runsControl';
 import { MetricsView } from './metrics/metricsView';
+import { RanksView } from './ranks/ranksView';
 import { FunctionSummaryView } from './summary/functionSummary';
 import { TimelineView } from './timeline/timelineView';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
 
-type TabId = 'summary' | 'timeline' | 'calltree' | 'compare' | 'export';
+type TabId =
+  'summary' | 'timeline' | 'calltree' | 'ranks' | 'compare' | 'export';
 
 export interface IPanelOptions {
   /** show another run of the cell in place of this panel (the Runs list's Open) */
@@ -98,6 +100,8 @@ export class ExperimentPanel extends Widget {
       ['summary', 'Summary'],
       ['timeline', 'Timeline'],
       ['calltree', 'Call tree'],
+      // an MPI cell's ranks side by side and their communication (GET ranks)
+      ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
       ['compare', 'Compare'],
       ['export', 'Export']
     ] as [TabId, string][]) {
@@ -282,6 +286,17 @@ export class ExperimentPanel extends Widget {
     if (this.options.openRun) {
       this.options.openRun(entry);
     }
+  }
+
+  /** The Ranks tab's view, made on first use. */
+  private ranksView(): RanksView {
+    if (!this._ranks) {
+      const page = this.tabs.get('ranks')!.page;
+      page.textContent = '';
+      this._ranks = new RanksView(this.api, this.bundle.path);
+      Widget.attach(this._ranks, page);
+    }
+    return this._ranks;
   }
 
   /** The Compare tab's view, made on first use. */
@@ -470,6 +485,9 @@ export class ExperimentPanel extends Widget {
   }
 
   private showTab(id: TabId): void {
+    if (id === 'ranks') {
+      void this.ranksView().load();
+    }
     if (id === 'compare') {
       const view = this.compareView();
       void view.loadOthers();
@@ -509,6 +527,7 @@ export class ExperimentPanel extends Widget {
   private functionSummary: FunctionSummaryView | null = null;
   private selectedFunction: string | null = null;
   private _compare: CompareView | null = null;
+  private _ranks: RanksView | null = null;
   /** the comparison with the previous run, once made */
   private previous: IComparison | null = null;
   private previousPath: string | null = null;

@@ -112,13 +112,14 @@ export class ScorePTab extends Widget {
       el('h4', 'jp-scorep-score-title', "Score-P's estimate (scorep-score)")
     );
     const e = score.estimate;
-    const list = el('dl', 'jp-scorep-score-list');
+    const list = el('table', 'jp-scorep-score-list');
     const item = (key: string, label: string, value: string) => {
-      const dt = el('dt', '', label);
-      const dd = el('dd', '', value);
-      dd.dataset.key = key;
-      list.append(dt, dd);
-      return dd;
+      const row = list.insertRow();
+      row.insertCell().textContent = label;
+      const cell = row.insertCell();
+      cell.textContent = value;
+      cell.dataset.key = key;
+      return cell;
     };
     item('trace', 'Trace size', formatBytes(e.trace_bytes));
     item(
@@ -169,17 +170,20 @@ export class ScorePTab extends Widget {
       return section;
     }
     const n = filter.regions.length;
+    const what =
+      n === 1
+        ? 'the region that takes at least 1 % of the trace buffer at under 1 µs per visit, whose measurement costs more than it does'
+        : `${n} regions that take at least 1 % of the trace buffer at under 1 µs per visit, whose measurement costs more than they do`;
     section.appendChild(
       el(
         'p',
         '',
-        `Score-P suggests leaving out ${n} region${n === 1 ? '' : 's'} that take at least 1 % of the trace buffer at under 1 µs per visit, whose measurement costs more than they do. ` +
-          `With the filter: trace ${formatEstimateChange(score.estimate, filter.estimate)}.`
+        `Score-P suggests leaving out ${what}. With the filter: trace ${formatEstimateChange(score.estimate, filter.estimate)}.`
       )
     );
     const table = rowsTable(
       filter.regions,
-      ['Region', 'Visits', 'Time/visit (µs)', 'Buffer'],
+      ['region', 'visits', 'per_visit', 'buffer'],
       r => [
         r.name ?? '',
         r.visits.toLocaleString(),
@@ -220,7 +224,7 @@ export class ScorePTab extends Widget {
     section.appendChild(el('h4', 'jp-scorep-score-title', 'Regions by type'));
     const types = rowsTable(
       score.types,
-      ['Type', 'Buffer', 'Visits', 'Time (s)', 'Time %', 'Time/visit (µs)'],
+      ['type', 'buffer', 'visits', 'time', 'pct', 'per_visit'],
       r => [
         r.type,
         formatBytes(r.max_buf_bytes),
@@ -246,7 +250,7 @@ export class ScorePTab extends Widget {
     largest.appendChild(
       rowsTable(
         score.regions,
-        ['Region', 'Type', 'Buffer', 'Visits', 'Time (s)', 'Time/visit (µs)'],
+        ['region', 'type', 'buffer', 'visits', 'time', 'per_visit'],
         r => [
           r.name ?? '',
           r.type,
@@ -294,8 +298,9 @@ export class ScorePTab extends Widget {
     }.`;
     button.textContent = 'Apply again';
     button.disabled = false;
+    const n = written.regions.length;
     this.options.onMessage?.(
-      `Filter written to ${written.path}; rerun the cell to measure without those ${written.regions.length} regions.`,
+      `Filter written to ${written.path}; rerun the cell to measure without ${n === 1 ? written.regions[0] : `those ${n} regions`}.`,
       false
     );
   }
@@ -311,15 +316,27 @@ function formatEstimateChange(
   return `${formatBytes(before.trace_bytes)} → ${formatBytes(after.trace_bytes)}, SCOREP_TOTAL_MEMORY ${formatBytes(before.total_memory_bytes)} → ${formatBytes(after.total_memory_bytes)}`;
 }
 
+const COLUMNS: Record<string, string> = {
+  region: 'Region',
+  type: 'Type',
+  buffer: 'Buffer',
+  visits: 'Visits',
+  time: 'Time (s)',
+  pct: 'Time %',
+  per_visit: 'Time/visit (µs)'
+};
+
+/** A table of scorep-score rows; each cell says its column (`data-col`). */
 function rowsTable(
   rows: IScoreRow[],
-  head: string[],
+  columns: string[],
   cells: (r: IScoreRow) => string[]
 ): HTMLTableElement {
   const table = el('table', 'jp-scorep-score-table');
   const header = table.createTHead().insertRow();
-  head.forEach((h, i) => {
-    const th = el('th', i === 0 ? '' : 'jp-scorep-num', h);
+  columns.forEach((key, i) => {
+    const th = el('th', i === 0 ? '' : 'jp-scorep-num', COLUMNS[key]);
+    th.dataset.col = key;
     header.appendChild(th);
   });
   const body = table.createTBody();
@@ -328,6 +345,7 @@ function rowsTable(
     cells(r).forEach((text, i) => {
       const td = tr.insertCell();
       td.textContent = text;
+      td.dataset.col = columns[i];
       if (i > 0) {
         td.className = 'jp-scorep-num';
       }

@@ -13,6 +13,7 @@ import {
   renderVerdicts,
   scorepConfigItems
 } from '../header';
+import { ExperimentPanel } from '../panel';
 import { formatBytes, memoryBytes, ScorePTab } from '../scoreptab';
 import { filterFileFor, IScorepMetadata, withFilterFile } from '../settings';
 
@@ -292,7 +293,7 @@ describe('the Score-P tab', () => {
     const node = tab.node;
     expect(node.dataset.state).toBe('ready');
     const dd = (key: string) =>
-      node.querySelector(`dd[data-key=${key}]`)!.textContent;
+      node.querySelector(`td[data-key=${key}]`)!.textContent;
     expect(dd('trace')).toBe('1.4 MB');
     expect(dd('total_memory')).toContain('more than the 2M this run had');
     expect(
@@ -393,5 +394,17 @@ describe('the Score-P tab', () => {
     await failing.load();
     expect(failing.node.dataset.state).toBe('error');
     expect(failing.node.textContent).toContain('scorep-score is not');
+  });
+
+  it('is a tab of Score-P runs only', () => {
+    const api = new ScorepAPI({ baseUrl: 'http://localhost/' } as any);
+    const tabs = (b: IExperimentBundle) =>
+      [
+        ...new ExperimentPanel(b, api).node.querySelectorAll<HTMLElement>(
+          '.jp-scorep-tab'
+        )
+      ].map(t => t.dataset.tab);
+    expect(tabs(bundle)).toContain('scorep');
+    expect(tabs({ ...bundle, backend: 'builtin' })).not.toContain('scorep');
   });
 });

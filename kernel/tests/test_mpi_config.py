@@ -91,7 +91,9 @@ def test_open_mpi_gets_exports_root_and_oversubscription(fake_bin, tmp_path):
     env = {"PATH": str(tmp_path)}
     plan = launch_command(MpiSettings(ranks=4), ["TOKEN"], env, cpu_count=2, is_root=True)
     assert plan.kind == "openmpi" and not plan.remote
-    assert plan.argv[1:] == ["-n", "4", "--allow-run-as-root", "--oversubscribe", "-x", "TOKEN"]
+    assert plan.argv[1:] == [
+        "-n", "4", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-x", "TOKEN"
+    ]  # fmt: skip
     # enough cores, not root, hosts named: none of the three
     plan = launch_command(MpiSettings(ranks=2, args=("-H", "a,b")), [], env, cpu_count=8,
                           is_root=False)  # fmt: skip

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +141,39 @@ def _write_mpi(addr: int, ev: MpiEvents, i: int, comm_refs: list[int]) -> int:
     if kind == COLL_END:
         return _coll_end(addr, None, t, int(ev.op[i]), comm, peer, size, int(ev.nbytes_recv[i]))
     raise ValueError(f"unknown MPI event kind {kind}")
+
+
+class _EnterLeave:
+    """One location's enters and leaves through libotf2 in pieces, between its MPI events:
+    converted to Python lists once, so a piece (the ~100 events between two MPI calls) is
+    list slices and its ctypes calls, ~1 µs per event here (benchmarks/mpi_cell.py)."""
+
+    def __init__(self, addr: int, times, refs, kinds, where: str):
+        self.addr, self.where = addr, where
+        self.times = np.asarray(times, np.int64).tolist()
+        self.refs = np.asarray(refs, np.int64).tolist()
+        calls = (_otf2_fast._leave, _otf2_fast._enter)
+        self.calls = list(map(calls.__getitem__, (np.asarray(kinds) != 0).tolist()))
+        self.done = 0
+
+    def write_until(self, end: int) -> None:
+        a = self.done
+        if end <= a:
+            return
+        n = end - a
+        codes = list(
+            map(
+                _otf2_fast._call,
+                self.calls[a:end],
+                itertools.repeat(self.addr, n),
+                itertools.repeat(None, n),
+                self.times[a:end],
+                self.refs[a:end],
+            )
+        )
+        if any(codes):
+            _otf2_fast._check(codes, self.where)
+        self.done = end
 
 
 def _clock(locations: list[RankLocation]) -> tuple[int, int, int]:
@@ -262,22 +296,14 @@ def write_otf2_ranks(
             else:
                 addr = _otf2_fast.handle_address(event_writer)
                 where = f"the events of rank {loc.rank}'s {t.name!r}"
-                last = 0
                 k = len(ev) if ev is not None else 0
+                segments = _EnterLeave(addr, times, rrefs, t.kinds, where)
                 order: Any = np.argsort(ev.before, kind="stable") if ev is not None else []
                 for i in order:
                     assert ev is not None
-                    b = int(ev.before[i])
-                    if b > last:
-                        _otf2_fast.write_enter_leave(
-                            addr, times[last:b], rrefs[last:b], t.kinds[last:b], where
-                        )
-                        last = b
+                    segments.write_until(int(ev.before[i]))
                     _otf2_fast._check([_write_mpi(addr, ev, int(i), comm_refs)], where)
-                if last < n:
-                    _otf2_fast.write_enter_leave(
-                        addr, times[last:], rrefs[last:], t.kinds[last:], where
-                    )
+                segments.write_until(n)
                 n += k
                 mpi_events += k
             location._number_of_events_written = n

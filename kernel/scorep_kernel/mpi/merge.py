@@ -63,7 +63,8 @@ def place_calls(
     thread: ThreadEvents, regions: list[Region], mpi: RankMpi, comm_map: list[int]
 ) -> tuple[MpiEvents | None, int]:
     """The MPI events of ``mpi``'s calls on this thread, placed in its event stream (rank
-    times, before clock mapping), and how many calls were not found."""
+    times, before clock mapping), and how many calls were not found. Vectorised per MPI
+    region: its Enters' times against the calls' start times (one searchsorted)."""
     mine = np.flatnonzero(mpi.call_thread == thread.thread_id)
     if not mine.size or not len(thread):
         return None, int(mine.size)
@@ -71,54 +72,56 @@ def place_calls(
     kinds = np.asarray(thread.kinds)
     regs = np.asarray(thread.regions)
     times = np.asarray(thread.times, np.int64)
-    enters: dict[int, np.ndarray] = {}
-    cols: dict[str, list] = {k: [] for k in (
-        "before", "time", "kind", "comm", "peer", "tag", "nbytes", "nbytes_recv", "op", "request"
-    )}  # fmt: skip
-    lost = 0
-    order = np.argsort(mpi.ev_call, kind="stable")
-    calls_sorted = mpi.ev_call[order]
-    for call in mine.tolist():
-        name = mpi.region_names[int(mpi.call_region[call])]
+    n = len(times)
+    enter_of = np.full(len(mpi.call_t0), -1, np.int64)  # per call: its Enter's index
+    for name_index, name in enumerate(mpi.region_names):
         region = by_name.get(name)
-        if region is None:
-            lost += 1
+        calls = mine[mpi.call_region[mine] == name_index]
+        if region is None or not calls.size:
             continue
-        at = enters.get(region)
-        if at is None:
-            at = enters[region] = np.flatnonzero((kinds == ENTER) & (regs == region))
+        at = np.flatnonzero((kinds == ENTER) & (regs == region))
         if not at.size:
-            lost += 1
             continue
-        t0 = int(mpi.call_t0[call])
-        j = int(np.searchsorted(times[at], t0))
-        best = min(
-            (k for k in (j - 1, j) if 0 <= k < at.size), key=lambda k: abs(times[at[k]] - t0)
-        )
-        i = int(at[best])
-        if abs(int(times[i]) - t0) > MATCH_NS:
-            lost += 1
-            continue
-        leave = i + 1
-        if not (leave < len(kinds) and kinds[leave] == LEAVE and regs[leave] == region):
-            leave = i  # not a leaf after all: put every event right after the Enter
-        lo, hi = np.searchsorted(calls_sorted, [call, call + 1])
-        for e in order[lo:hi].tolist():
-            kind = int(mpi.ev_kind[e])
-            cols["before"].append(i + 1)
-            cols["time"].append(int(times[i] if kind in AT_ENTER else times[leave]))
-            cols["kind"].append(kind)
-            cols["comm"].append(comm_map[int(mpi.ev_comm[e])])
-            cols["peer"].append(int(mpi.ev_peer[e]))
-            cols["tag"].append(int(mpi.ev_tag[e]))
-            cols["nbytes"].append(int(mpi.ev_bytes[e]))
-            cols["nbytes_recv"].append(int(mpi.ev_bytes_recv[e]))
-            cols["op"].append(int(mpi.ev_op[e]))
-            cols["request"].append(int(mpi.ev_request[e]))
-    if not cols["before"]:
+        t0 = np.asarray(mpi.call_t0[calls], np.int64)
+        j = np.searchsorted(times[at], t0)
+        lo = np.clip(j - 1, 0, at.size - 1)
+        hi = np.clip(j, 0, at.size - 1)
+        d_lo, d_hi = np.abs(times[at[lo]] - t0), np.abs(times[at[hi]] - t0)
+        best = np.where(d_hi < d_lo, hi, lo)
+        ok = np.minimum(d_lo, d_hi) <= MATCH_NS
+        enter_of[calls[ok]] = at[best[ok]]
+    lost = int((enter_of[mine] < 0).sum())
+    ev = np.flatnonzero(np.isin(mpi.ev_call, mine))
+    ev = ev[enter_of[mpi.ev_call[ev]] >= 0]
+    if not ev.size:
         return None, lost
-    arrays = {k: np.asarray(v, np.int64) for k, v in cols.items()}
-    return MpiEvents(**arrays), lost
+    ev = ev[np.argsort(mpi.ev_call[ev], kind="stable")]  # a call's events in their order
+    enter = enter_of[mpi.ev_call[ev]]
+    leave = np.minimum(enter + 1, n - 1)
+    leaf = (kinds[leave] == LEAVE) & (regs[leave] == regs[enter]) & (enter + 1 < n)
+    leave = np.where(leaf, leave, enter)  # not a leaf after all: all right after the Enter
+    kind = np.asarray(mpi.ev_kind[ev], np.int64)
+    at_enter = np.isin(kind, list(AT_ENTER))
+    comm = (
+        np.asarray(comm_map, np.int64)[np.asarray(mpi.ev_comm[ev], np.int64)]
+        if comm_map
+        else (np.zeros(ev.size, np.int64))
+    )
+    return (
+        MpiEvents(
+            before=enter + 1,
+            time=np.where(at_enter, times[enter], times[leave]),
+            kind=kind,
+            comm=comm,
+            peer=np.asarray(mpi.ev_peer[ev], np.int64),
+            tag=np.asarray(mpi.ev_tag[ev], np.int64),
+            nbytes=np.asarray(mpi.ev_bytes[ev], np.int64),
+            nbytes_recv=np.asarray(mpi.ev_bytes_recv[ev], np.int64),
+            op=np.asarray(mpi.ev_op[ev], np.int64),
+            request=np.asarray(mpi.ev_request[ev], np.int64),
+        ),
+        lost,
+    )
 
 
 def merge(exp_dir: str | os.PathLike) -> dict[str, Any]:

@@ -32,13 +32,20 @@ import { IRunsActions, RunsControl } from './history/runsControl';
 import { MetricsView } from './metrics/metricsView';
 import { RanksView } from './ranks/ranksView';
 import { FunctionSummaryView } from './summary/functionSummary';
+import { ScorePTab } from './scoreptab';
 import { TimelineView } from './timeline/timelineView';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
 
 type TabId =
-  'summary' | 'timeline' | 'calltree' | 'ranks' | 'compare' | 'export';
+  | 'summary'
+  | 'timeline'
+  | 'calltree'
+  | 'ranks'
+  | 'compare'
+  | 'scorep'
+  | 'export';
 
 export interface IPanelOptions {
   /** show another run of the cell in place of this panel (the Runs list's Open) */
@@ -103,6 +110,8 @@ export class ExperimentPanel extends Widget {
       // an MPI cell's ranks side by side and their communication (GET ranks)
       ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
       ['compare', 'Compare'],
+      // Score-P's own view of a Score-P run (scorep-score), with its suggested filter
+      ...(bundle.backend === 'scorep' ? [['scorep', 'Score-P']] : []),
       ['export', 'Export']
     ] as [TabId, string][]) {
       const tab = el('button', 'jp-scorep-tab', title);
@@ -140,6 +149,7 @@ export class ExperimentPanel extends Widget {
     this.calltree?.dispose();
     this.functionSummary?.dispose();
     this._compare?.dispose();
+    this._scorep?.dispose();
     super.dispose();
   }
 
@@ -286,6 +296,21 @@ export class ExperimentPanel extends Widget {
     if (this.options.openRun) {
       this.options.openRun(entry);
     }
+  }
+
+  /** The Score-P tab's view, made (and loaded) on first use. */
+  private scorepTab(): ScorePTab {
+    if (!this._scorep) {
+      const page = this.tabs.get('scorep')!.page;
+      page.textContent = '';
+      this._scorep = new ScorePTab({
+        api: this.api,
+        path: this.bundle.path,
+        onMessage: (text, isError) => this.setMessage(text, isError)
+      });
+      Widget.attach(this._scorep, page);
+    }
+    return this._scorep;
   }
 
   /** The Ranks tab's view, made on first use. */
@@ -488,6 +513,9 @@ export class ExperimentPanel extends Widget {
     if (id === 'ranks') {
       void this.ranksView().load();
     }
+    if (id === 'scorep') {
+      void this.scorepTab().load();
+    }
     if (id === 'compare') {
       const view = this.compareView();
       void view.loadOthers();
@@ -527,6 +555,7 @@ export class ExperimentPanel extends Widget {
   private functionSummary: FunctionSummaryView | null = null;
   private selectedFunction: string | null = null;
   private _compare: CompareView | null = null;
+  private _scorep: ScorePTab | null = null;
   private _ranks: RanksView | null = null;
   /** the comparison with the previous run, once made */
   private previous: IComparison | null = null;

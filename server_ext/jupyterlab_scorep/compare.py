@@ -24,10 +24,11 @@ cell compare across executions and backends:
   its place among the run's cells (``cell #1`` for the first), not by its execution count,
   which changes with every run; it is shown as ``cell [7]``;
 - a top-level region whose name has no ``module:`` part and is not a cell (Score-P's
-  program region ``python3.11``, the builtin profile's synthetic root named after the run)
-  is the measurement's frame, not the notebook's code: it is left out, its children
-  become top-level paths, and its own exclusive time (interpreter start-up, measurement
-  set-up) is reported apart as ``outside_s``.
+  program region ``python3.11``, the builtin profile's synthetic root named after the run),
+  and any node the reader marked as the measurement's frame (``CallTree.frame``, e.g.
+  Score-P's ``THREADS``), is not the notebook's code: it is left out, its children become
+  top-level paths, and its own exclusive time (interpreter start-up, measurement set-up)
+  is reported apart as ``outside_s``.
 
 **What is compared.** Per function: exclusive time, inclusive time (only outermost calls,
 so recursion is not counted twice) and visits, each summed over call paths and locations
@@ -218,6 +219,9 @@ def _key_tree(tree: CallTree, vocab: _Vocabulary) -> _Keyed:
     for i in np.flatnonzero(parent0 < 0).tolist():
         name = names[i]
         run_root[i] = ":" not in name and ex.cell_region_count(name) is None
+    frame = getattr(tree, "frame", None)  # the measurement's frame, as the reader marked it
+    if frame is not None:
+        run_root |= np.asarray(frame, bool).reshape(n)
     keep = ~run_root
     parent = parent0.copy()
     has_parent = parent >= 0

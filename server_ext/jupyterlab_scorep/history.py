@@ -43,9 +43,14 @@ def of_notebook(manifest: dict[str, Any], notebook: str | None) -> bool:
 
 
 def disk_bytes(directory: str | os.PathLike) -> int:
-    """Bytes the directory's files occupy on disk (as ``du``: allocated blocks), its index
-    included; symlinks are counted as links, never followed."""
-    total = 0
+    """Bytes the directory occupies on disk, as ``du -sB1`` counts them (allocated blocks
+    of the directory, its files and subdirectories, the index included); symlinks are
+    counted as links, never followed."""
+    try:
+        st = os.lstat(directory)
+        total = st.st_blocks * 512
+    except OSError:
+        return 0
     stack = [str(directory)]
     while stack:
         try:
@@ -57,7 +62,7 @@ def disk_bytes(directory: str | os.PathLike) -> int:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            total += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+            total += st.st_blocks * 512
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
     return total

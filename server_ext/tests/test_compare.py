@@ -339,3 +339,32 @@ def test_json_is_nested_and_truncation_keeps_the_tree_connected():
     assert jw["truncated"]["functions_dropped"] == 101 - 5
     # the most changed path (g49: 24.5 -> 16.33) is among those kept
     assert cw.paths.find("cell #1", "m:f49", "m:g49") in kept
+
+
+def test_the_readers_frame_is_left_out_too():
+    """A reader may mark the measurement's frame (CallTree.frame): Score-P's python3.11
+    and its THREADS node that holds the threads it did not see created."""
+    import numpy as np
+
+    def scorep(step_s):
+        t = tree(
+            (
+                "python3.11",
+                1.0,
+                1,
+                [
+                    ("THREADS", 0.5, 1, [("m:worker", 0.5, 1)]),
+                    (":cell [4]", 0.25, 1, [("m:step", step_s, 10)]),
+                ],
+            )
+        )
+        t.frame = np.array([True, True, False, False, False])
+        return t
+
+    c = cmp.compare_trees(scorep(0.125), scorep(0.25))
+    assert {f.key for f in c.functions} == {"m:worker", "cell #1", "m:step"}
+    assert c.outside.a == approx(0.25)  # python3.11's own 0.25, THREADS' 0
+    assert c.total.a == approx(0.75)  # worker 0.5 + cell 0.25
+    assert c.paths.find("m:worker") >= 0 and c.paths.find("THREADS") == -1
+    stats, total, outside = cmp.function_summary(scorep(0.125))
+    assert "THREADS" not in [s.name for s in stats] and outside == approx(0.25)

@@ -333,6 +333,16 @@ test.describe('Score-P experiment panel', () => {
       'aria-pressed',
       'true'
     );
+    // this is the builtin tracer's panel: where Score-P is installed, "auto" would pick it
+    // (a Score-P run's panel is scorep-real.spec.ts)
+    await page.evaluate(() => {
+      const nb = (window as any).jupyterapp.shell.currentWidget;
+      const cell = nb.content.widgets[0].model;
+      cell.setMetadata('scorep', {
+        ...cell.getMetadata('scorep'),
+        backend: 'builtin'
+      });
+    });
 
     const timelines: any[] = [];
     const metrics: any[] = [];

@@ -108,8 +108,7 @@ def _sizes(buf: np.ndarray, chunk_starts: np.ndarray, chunk_ends: np.ndarray) ->
     # follow to the chunk's end, END_OF_FILE + END_OF_BUFFER as the file's last bytes.
     # (A zero inside a timestamp is common; read as an end it would throw a cursor away.)
     for c0, c1 in zip(chunk_starts.tolist(), chunk_ends.tolist()):
-        nonzero = np.flatnonzero(buf[c0:c1])
-        last = c0 + int(nonzero[-1]) if len(nonzero) else c0
+        last = _last_nonzero(buf, c0, c1)
         if last + 1 < c1:
             nxt[last + 1 : c1] = c1
     if n >= 2 and buf[-2] == END_OF_FILE and buf[-1] == END_OF_BUFFER:
@@ -120,6 +119,19 @@ def _sizes(buf: np.ndarray, chunk_starts: np.ndarray, chunk_ends: np.ndarray) ->
         tail = slice(max(c0, c1 - 16), c1)
         np.minimum(nxt[tail], c1, out=nxt[tail])
     return nxt
+
+
+def _last_nonzero(buf: np.ndarray, c0: int, c1: int) -> int:
+    """Where a chunk's padding begins, minus one: searched from the end in blocks (the
+    padding is a few bytes, except in a short last chunk)."""
+    hi = c1
+    while hi > c0:
+        lo = max(c0, hi - 4096)
+        nonzero = np.flatnonzero(buf[lo:hi])
+        if len(nonzero):
+            return lo + int(nonzero[-1])
+        hi = lo
+    return c0
 
 
 def _record_starts(
@@ -179,8 +191,13 @@ def _record_starts(
                 break  # segment j's own walk is in step from there
             i = j
     # Drop what each cursor visited before it was in step: the positions before its entry.
+    # (The segment of a position, by arithmetic: chunks are chunk_size apart, segments
+    # SEGMENT bytes apart from each chunk's data.)
     starts = np.flatnonzero(visited[:n])
-    segment = np.searchsorted(seg_start, starts, side="right") - 1
+    chunk_size = int(chunk_ends[0] - chunk_starts[0])
+    chunk = starts // chunk_size
+    first_segment = np.cumsum([0] + [len(s) for s in seg_starts_list[:-1]])
+    segment = first_segment[chunk] + (starts - chunk * chunk_size - HEADER_SIZE) // SEGMENT
     return starts[starts >= entry[segment]]
 
 

@@ -1,112 +1,146 @@
-"""The paper's headline figure: two profiled cells of the GPT workload against the plain kernel.
+"""The paper's headline figure, the way users meet it: two profiled cells of the GPT workload
+(examples/gpt.ipynb) in a fresh kernel, against the stock ipykernel, in one run.
 
-In one run, fresh kernels through jupyter_client execute the setup (imports, model classes;
-not timed) and then the paper's two cells — "load the corpus" and "set up training" — timed
-from execute_request to execute_reply:
+Scenarios (cells timed from execute_request to execute_reply; the model classes run
+unprofiled in between, as in the notebook):
 
-  (a) the standard `python3` ipykernel,
-  (b) `scorep-python`, cells profiled in subprocess isolation (builtin backend here),
-  (c) `scorep-python`, cells profiled in-process.
+  torch first   the first profiled cell imports torch and loads the corpus (the common
+                case: a notebook's first cell imports the heavy library), then the
+                training setup cell;
+  setup before  imports run unprofiled before timing, then the corpus cell and the
+                training setup cell (the paper's cells exactly).
 
-The paper measured 1.44 s -> 13.99 s (+12.55 s). Targets: (b) <= +1.0 s, (c) <= +10 %.
-Each profiled cell's manifest "timings" (phase -> seconds, see experiment.py) are printed
-per run and as medians; their sum is the cell's time in the kernel, so "outside the cell"
-(everything but the phase "cell") is the profiling machinery's share, which varies far less
-than the difference of two kernels' wall times on a shared machine.
-Needs torch (`make bench` installs the CPU build).
+Cases: (a) the stock `python3` ipykernel, (b) `scorep-python` with the builtin tracer in
+a subprocess, (c) the builtin tracer in-process, (d) Score-P in a subprocess (when Score-P
+is installed). Rounds interleave the cases (every other round reversed) and medians are
+reported, because a fresh kernel's own time for these cells varies by up to 2x here.
+
+The paired design (PAIRED_ROUNDS) takes the noise of fresh kernels out: in one Score-P
+kernel the training setup cell runs plain and profiled alternately; the overhead is the
+median of the differences of neighbouring runs.
+
+Anchors: the paper's +12.55 s (1.44 s -> 13.99 s), and Score-P's own cost on the same
+code as a script: `python -m scorep` against `python` on the two cells' code.
+Targets (issue 11): subprocess <= +1.0 s for both cells with torch first; in-process
+<= +10 %. Needs torch (`make bench` installs the CPU build).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "examples"))
 
 from _kernel_client import kernel  # noqa: E402
 from _report import report  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
-THINK_TIME_S = 3.0  # a person reads the previous output before running the next cell
-ROUNDS = int(
-    os.environ.get("PAPER_OVERHEAD_ROUNDS", "5")
-)  # interleaved; medians reported (3 were too few: the plain kernel alone varied by 2x)
-
+THINK_TIME_S = 2.0  # a person reads the previous output before running the next cell
+ROUNDS = int(os.environ.get("PAPER_OVERHEAD_ROUNDS", "3"))
+PAIRED_ROUNDS = int(os.environ.get("PAPER_OVERHEAD_PAIRED_ROUNDS", "5"))
 PAPER_PLAIN_S, PAPER_PROFILED_S = 1.44, 13.99
-# The manifest's "timings" phases in the order they happen (experiment.py lists them).
-PHASES = (
-    "kernel_dispatch",
-    "worker_spare_ready",
-    "worker_spare_starting",
-    "worker_fresh",
-    "start_run_wait",
-    "measure_start",
-    "manifest",
-    "pack",
-    "to_worker",
-    "worker_unpack",
-    "worker_apply",
-    "cell",
-    "worker_pack",
-    "unpack",
-    "apply",
-    "messages",
-    "tracer_stop",
-    "recording_build",
-    "summary",
-)
+SCOREP = shutil.which("scorep-config") is not None
 
 
-def in_order(timings: dict[str, float]) -> list[tuple[str, float]]:
-    known = [(k, timings[k]) for k in PHASES if k in timings]
-    return known + [(k, v) for k, v in timings.items() if k not in PHASES]
-
-
-def paper_cells() -> tuple[str, list[str]]:
-    """(setup code, [corpus cell, training-setup cell]) taken from examples/gpt.ipynb."""
+def cells() -> tuple[str, str, str, str]:
+    """(imports, corpus, model classes, training setup) from examples/gpt.ipynb."""
     nb = json.loads((EXAMPLES / "gpt.ipynb").read_text())
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    # imports, corpus, model classes, training setup, ...
     imports, corpus, model_defs, training_setup = code[:4]
-    # The model classes are definitions only; they run unprofiled before timing starts.
-    return imports, [corpus, model_defs, training_setup]
+    return imports, corpus, model_defs, training_setup
 
 
-def run_case(
-    label: str, kernel_name: str, profile: dict | None
-) -> tuple[float, list[float], list[dict]]:
-    setup, (corpus, model_defs, training_setup) = paper_cells()
+def cases() -> list[tuple[str, str, dict | None]]:
+    found = [
+        ("(a) stock ipykernel", "python3", None),
+        ("(b) builtin, subprocess", "scorep-python",
+         {"profile": True, "backend": "builtin", "isolation": "subprocess"}),
+        ("(c) builtin, in-process", "scorep-python",
+         {"profile": True, "backend": "builtin", "isolation": "inprocess"}),
+    ]  # fmt: skip
+    if SCOREP:
+        found.append(
+            ("(d) Score-P, subprocess", "scorep-python",
+             {"profile": True, "backend": "scorep", "isolation": "subprocess"})
+        )  # fmt: skip
+    return found
+
+
+def run_case(scenario: str, kernel_name: str, profile: dict | None) -> tuple[float, list[dict]]:
+    imports, corpus, model_defs, training = cells()
+    if scenario == "torch first":
+        steps = [(imports + "\n" + corpus, True), (model_defs, False), (training, True)]
+    else:
+        steps = [(imports, False), (corpus, True), (model_defs, False), (training, True)]
+    total, manifests = 0.0, []
     with kernel(kernel_name, cwd=str(EXAMPLES)) as k:
-        r = k.run(setup)
-        if r.status != "ok":
-            raise SystemExit(f"{label}: setup failed: {r.error}")
-        times, manifests = [], []
-        for name, code, profiled in (
-            ("corpus", corpus, True),
-            ("model classes", model_defs, False),
-            ("training setup", training_setup, True),
-        ):
+        for code, profiled in steps:
             time.sleep(THINK_TIME_S)
             meta = {"scorep": profile} if (profile and profiled) else {}
             r = k.run(code, metadata=meta)
             if r.status != "ok":
-                raise SystemExit(f"{label}: cell {name!r} failed: {r.error}")
-            if profiled:
-                times.append(r.seconds)
-                bundle = r.mime("application/vnd.scorep.experiment+json")
-                if profile and bundle is None:
-                    raise SystemExit(f"{label}: the profiled cell produced no experiment output")
-                if bundle:
-                    manifests.append(
-                        json.loads((Path(bundle["path"]) / "manifest.json").read_text())
-                    )
-        return sum(times), times, manifests
+                raise SystemExit(f"{scenario} {kernel_name}: a cell failed: {r.error}")
+            if not profiled:
+                continue
+            total += r.seconds
+            bundle = r.mime("application/vnd.scorep.experiment+json")
+            if bundle:
+                manifests.append(json.loads((Path(bundle["path"]) / "manifest.json").read_text()))
+    return total, manifests
+
+
+def outside_cells(manifests: list[dict]) -> float:
+    """The profiling machinery's share from the manifests: every phase but the cell's own."""
+    return sum(v for m in manifests for k, v in (m.get("timings") or {}).items() if k != "cell")
+
+
+def paired(profile: dict) -> float:
+    """Median of (profiled - plain) over neighbouring runs of the training setup cell in one
+    kernel: no fresh-kernel variance."""
+    imports, corpus, model_defs, training = cells()
+    diffs = []
+    with kernel("scorep-python", cwd=str(EXAMPLES)) as k:
+        for code in (imports, corpus, model_defs):
+            if k.run(code).status != "ok":
+                raise SystemExit("paired: setup failed")
+        k.run(training)  # warm: first-touch of the model's memory, torch's lazy imports
+        for i in range(PAIRED_ROUNDS):
+            order = [False, True] if i % 2 == 0 else [True, False]
+            times = {}
+            for profiled in order:
+                time.sleep(THINK_TIME_S / 2)
+                r = k.run(training, metadata={"scorep": profile} if profiled else {})
+                times[profiled] = r.seconds
+            diffs.append(times[True] - times[False])
+    return statistics.median(diffs)
+
+
+def scorep_script_anchor() -> tuple[float, float] | None:
+    """(plain python, python -m scorep) seconds for the two cells' code as one script."""
+    if not SCOREP:
+        return None
+    imports, corpus, model_defs, training = cells()
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "paper.py"
+        script.write_text("\n".join([imports, corpus, model_defs, training]))
+        env = {**os.environ, "PYTHONPATH": str(EXAMPLES), "SCOREP_ENABLE_TRACING": "true",
+               "SCOREP_TOTAL_MEMORY": "256M", "SCOREP_EXPERIMENT_DIRECTORY": f"{d}/exp"}  # fmt: skip
+        times = []
+        for argv in ([sys.executable, str(script)],
+                     [sys.executable, "-m", "scorep", "--thread=pthread", str(script)]):  # fmt: skip
+            t0 = time.perf_counter()
+            subprocess.run(argv, cwd=EXAMPLES, env=env, check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+    return times[0], times[1]
 
 
 def main() -> None:
@@ -116,97 +150,64 @@ def main() -> None:
         raise SystemExit(
             "paper_overhead needs torch: pip install torch==2.13.0 (make bench does)"
         ) from None
-    cases = [
-        ("(a) standard ipykernel", "python3", None),
-        (
-            "(b) profiled, subprocess",
-            "scorep-python",
-            {"profile": True, "backend": "builtin", "isolation": "subprocess"},
-        ),
-        (
-            "(c) profiled, in-process",
-            "scorep-python",
-            {"profile": True, "backend": "builtin", "isolation": "inprocess"},
-        ),
-    ]
-    totals: dict[str, list[float]] = {label: [] for label, _, _ in cases}
-    # (case, cell) -> phase -> [seconds per round]: the manifest's "timings"
-    breakdown: dict[tuple[str, str], dict[str, list[float]]] = {}
-    # Rounds interleave the cases so that load from elsewhere on the machine hits all alike.
+    scenarios = ("torch first", "setup before")
+    totals: dict[tuple[str, str], list[float]] = {}
+    outside: dict[tuple[str, str], list[float]] = {}
     for round_no in range(1, ROUNDS + 1):
-        # Every other round runs the cases in reverse order, so that a drift of the machine's
-        # load within a round does not always hit the same case.
-        for label, kname, profile in cases if round_no % 2 else cases[::-1]:
-            total, parts, manifests = run_case(label, kname, profile)
-            totals[label].append(total)
-            print(
-                f"round {round_no} {label}: {total:.2f} s  "
-                f"(corpus {parts[0]:.2f} s, training setup {parts[1]:.2f} s)",
-                flush=True,
-            )
-            for cell, seconds, m in zip(("corpus", "training setup"), parts, manifests):
-                timings = m.get("timings") or {}
-                events = (m.get("measurement") or {}).get("events")
-                parts_s = ", ".join(f"{k} {v:.3f}" for k, v in in_order(timings))
-                print(
-                    f"    {cell}: {seconds:.3f} s at the client, {sum(timings.values()):.3f} s in "
-                    f"the phases; {events} events; {parts_s}"
+        order = cases() if round_no % 2 else cases()[::-1]
+        for scenario in scenarios:
+            for label, kname, profile in order:
+                total, manifests = run_case(scenario, kname, profile)
+                totals.setdefault((scenario, label), []).append(total)
+                if manifests:
+                    outside.setdefault((scenario, label), []).append(outside_cells(manifests))
+                phases = "; ".join(
+                    ", ".join(
+                        f"{k} {v:.2f}" for k, v in (m.get("timings") or {}).items() if v >= 0.02
+                    )
+                    for m in manifests
                 )
-                for phase, v in timings.items():
-                    breakdown.setdefault((label, cell), {}).setdefault(phase, []).append(v)
-    # The overhead's parts that lie outside the cell's own run, from the manifests: less
-    # noisy than a difference of two kernels' wall times on a shared machine.
-    outside_cells: dict[str, float] = {}
-    print(f"median breakdown over {ROUNDS} rounds (seconds):")
-    for (label, cell), phases in breakdown.items():
-        medians = {k: statistics.median(v) for k, v in phases.items()}
-        outside = sum(v for k, v in medians.items() if k != "cell")
-        outside_cells[label] = outside_cells.get(label, 0.0) + outside
-        print(
-            f"  {label}, {cell}: outside the cell {outside:.3f}; "
-            + ", ".join(f"{k} {v:.3f}" for k, v in in_order(medians))
-        )
-    results = {label: statistics.median(v) for label, v in totals.items()}
-    print(
-        f"medians over {ROUNDS} rounds: " + ", ".join(f"{k} {v:.2f} s" for k, v in results.items())
-    )
-    base = results["(a) standard ipykernel"]
-    sub = results["(b) profiled, subprocess"] - base
-    inproc = results["(c) profiled, in-process"] - base
+                print(f"round {round_no} {scenario} {label}: {total:.2f} s  {phases}", flush=True)
+    med = {key: statistics.median(v) for key, v in totals.items()}
     paper = PAPER_PROFILED_S - PAPER_PLAIN_S
-    report(
-        "two paper cells, standard kernel",
-        base,
-        "s",
-        peer="paper's standard kernel",
-        peer_value=PAPER_PLAIN_S,
-    )
-    report(
-        "overhead, profiled in subprocess",
-        sub,
-        "s",
-        peer="paper's overhead",
-        peer_value=paper,
-        target="<= +1.0 s",
-        met=sub <= 1.0,
-    )
-    report(
-        "overhead, profiled in-process",
-        100 * inproc / base,
-        "%",
-        peer="paper's overhead",
-        peer_value=100 * paper / PAPER_PLAIN_S,
-        target="<= +10 %",
-        met=inproc <= 0.10 * base,
-    )
-    for label, seconds in outside_cells.items():
+    for scenario in scenarios:
+        base = med[(scenario, "(a) stock ipykernel")]
+        print(f"{scenario}: medians " + ", ".join(
+            f"{label} {med[(scenario, label)]:.2f} s" for label, _, _ in cases()))  # fmt: skip
+        report(f"{scenario}: two paper cells, stock ipykernel", base, "s",
+               peer="paper's standard kernel", peer_value=PAPER_PLAIN_S)  # fmt: skip
+        sub = med[(scenario, "(b) builtin, subprocess")] - base
+        report(f"{scenario}: overhead, builtin in a subprocess", sub, "s",
+               peer="paper's overhead", peer_value=paper,
+               target="<= +1.0 s", met=sub <= 1.0)  # fmt: skip
+        inproc = med[(scenario, "(c) builtin, in-process")] - base
+        report(f"{scenario}: overhead, builtin in-process", 100 * inproc / base, "%",
+               peer="paper's overhead", peer_value=100 * paper / PAPER_PLAIN_S,
+               target="<= +10 %", met=inproc <= 0.10 * base)  # fmt: skip
+        if SCOREP:
+            sp = med[(scenario, "(d) Score-P, subprocess")] - base
+            report(f"{scenario}: overhead, Score-P in a subprocess", sp, "s",
+                   peer="paper's overhead", peer_value=paper)  # fmt: skip
+        for (sc, label), values in outside.items():
+            if sc == scenario:
+                report(f"{scenario}: {label[4:]}, time outside the cells (manifest timings)",
+                       statistics.median(values), "s",
+                       peer="overhead from the wall times", peer_value=med[(sc, label)] - base)  # fmt: skip
+    for name, profile in (
+        ("builtin in-process", {"profile": True, "backend": "builtin", "isolation": "inprocess"}),
+        ("builtin subprocess", {"profile": True, "backend": "builtin", "isolation": "subprocess"}),
+    ):
         report(
-            f"{label[4:]}: time outside the cells' own run (manifest timings)",
-            seconds,
+            f"paired: training setup cell, overhead of {name}",
+            paired(profile),
             "s",
-            peer="overhead from the wall times",
-            peer_value=results[label] - base,
+            note=f"median of {PAIRED_ROUNDS} neighbouring plain/profiled pairs in one kernel",
         )
+    anchor = scorep_script_anchor()
+    if anchor:
+        plain, under = anchor
+        report("the same code as a script under python -m scorep: overhead", under - plain, "s",
+               peer="plain python", peer_value=plain)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TIME_LIMIT_S = int(os.environ.get("SCOREP_BENCH_TIME_LIMIT", "300"))
+TIME_LIMIT_S = int(os.environ.get("SCOREP_BENCH_TIME_LIMIT", "1200"))
 
 
 def machine() -> str:

@@ -46,6 +46,9 @@ class CallTree:
     max_s: np.ndarray
     # bool [P]: the measurement's frame (see the module docstring), None: no such node
     frame: np.ndarray | None = None
+    # int [P]: the node's region, numbered 0..R-1; nodes of one region share one dict in
+    # ``nodes``. None where the reader did not number them (compare.py keys by it).
+    region: np.ndarray | None = None
 
     def shown(self) -> np.ndarray:
         """bool [P]: the nodes a viewer shows (all but the frame)."""
@@ -162,12 +165,12 @@ def from_index(index) -> CallTree:
     locs = [{"id": loc["id"], "name": loc["name"]} for loc in index.locations]
     # one dict per region, shared by all its call paths (readers copy, never change them):
     # a 1M-event trace has ~150,000 call paths over a few hundred regions
-    used, which = np.unique(regions, return_inverse=True)
-    infos = []
-    for r in used.tolist():
+    refs = regions.astype(np.int64, copy=False).reshape(-1)
+    infos: list[dict[str, Any]] = [{}] * (int(refs.max()) + 1 if refs.size else 0)
+    for r in np.flatnonzero(np.bincount(refs, minlength=len(infos))).tolist():
         info = index.region_info(r)
-        infos.append({k: info[k] for k in ("name", "group", "file", "line")})
-    nodes = [infos[i] for i in which.reshape(-1).tolist()]
+        infos[r] = {k: info[k] for k in ("name", "group", "file", "line")}
+    nodes = [infos[r] for r in refs.tolist()]
     return CallTree(
         source="trace",
         locations=locs,
@@ -178,6 +181,7 @@ def from_index(index) -> CallTree:
         excl_s=a("ct.excl") / 1e9,
         min_s=a("ct.min") / 1e9,
         max_s=a("ct.max") / 1e9,
+        region=refs,
     )
 
 

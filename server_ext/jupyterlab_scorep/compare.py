@@ -174,6 +174,7 @@ class _Keyed:
     key: np.ndarray  # int64 [N]
     parent: np.ndarray  # int64 [N], -1 for top-level (after dropping run roots)
     depth: np.ndarray  # int64 [N]
+    outer: np.ndarray  # bool [N]: kept, and no ancestor of the same key (outermost call)
     incl: np.ndarray
     excl: np.ndarray
     visits: np.ndarray
@@ -202,22 +203,39 @@ class _Vocabulary:
 def _key_tree(tree: CallTree, vocab: _Vocabulary) -> _Keyed:
     n = len(tree.nodes)
     parent0 = np.asarray(tree.parent, np.int64).reshape(n)
-    names = [node["name"] for node in tree.nodes]
+    # Names are looked at once per region where the reader numbered the regions
+    # (CallTree.region, from the trace index), else once per node.
+    region = getattr(tree, "region", None)
+    if region is not None and n:
+        per_dict = np.asarray(region, np.int64).reshape(n)
+        first = np.full(int(per_dict.max()) + 1, n, np.int64)
+        first[per_dict[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: the first
+        used = np.flatnonzero(first < n)
+        order = used[np.argsort(first[used], kind="stable")]  # first-seen order
+        rank = np.zeros(first.size, np.int64)
+        rank[order] = np.arange(order.size)
+        dict_names = [tree.nodes[i]["name"] for i in first[order].tolist()]
+    else:
+        per_dict = np.arange(n)
+        rank = per_dict
+        dict_names = [node["name"] for node in tree.nodes]
     # cells by their place among the run's cells (execution counts in order)
-    distinct = list(dict.fromkeys(names))  # first-seen order: ids do not depend on hashing
-    counts = sorted({c for c in map(ex.cell_region_count, distinct) if c is not None})
+    counts = sorted({c for c in map(ex.cell_region_count, set(dict_names)) if c is not None})
     ordinal = {c: i + 1 for i, c in enumerate(counts)}
     name_ids: dict[str, int] = {}
-    for name in distinct:
+    for name in dict_names:
+        if name in name_ids:
+            continue
         count = ex.cell_region_count(name)
         if count is not None:
             name_ids[name] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
         else:
             name_ids[name] = vocab.id(name, name, module_of(name))
-    key = np.asarray([name_ids[nm] for nm in names], np.int64).reshape(n)
+    dict_key = np.asarray([name_ids[nm] for nm in dict_names], np.int64)
+    key = dict_key[rank[per_dict]] if n else np.zeros(0, np.int64)
     run_root = np.zeros(n, bool)
     for i in np.flatnonzero(parent0 < 0).tolist():
-        name = names[i]
+        name = tree.nodes[i]["name"]
         run_root[i] = ":" not in name and ex.cell_region_count(name) is None
     frame = getattr(tree, "frame", None)  # the measurement's frame, as the reader marked it
     if frame is not None:
@@ -227,17 +245,24 @@ def _key_tree(tree: CallTree, vocab: _Vocabulary) -> _Keyed:
     has_parent = parent >= 0
     parent[has_parent & run_root[np.where(has_parent, parent, 0)]] = -1
     parent[run_root] = -1
-    # depth by pointer jumping: one vector step per level
+    # Walk up all ancestors at once, one level per step, only for nodes that still have
+    # one: the depth, and whether an ancestor has the same key (a recursive call, whose
+    # inclusive time its outermost call already holds).
     depth = np.zeros(n, np.int64)
-    anc = parent.copy()
-    while (anc >= 0).any():
-        up = anc >= 0
-        depth += up
-        anc = np.where(up, parent[np.where(up, anc, 0)], -1)
+    recursive = np.zeros(n, bool)
+    walk = np.flatnonzero(parent >= 0)
+    anc = parent[walk]
+    while walk.size:
+        depth[walk] += 1
+        recursive[walk] |= key[anc] == key[walk]
+        up = parent[anc]
+        more = up >= 0
+        walk, anc = walk[more], up[more]
 
     def summed(m: np.ndarray) -> np.ndarray:  # over locations
         m = np.asarray(m, float)
-        return m.sum(axis=1) if m.ndim == 2 else m.reshape(n)
+        # a product with ones: numpy's sum over a short last axis is several times slower
+        return m @ np.ones(m.shape[1]) if m.ndim == 2 else m.reshape(n)
 
     incl, excl, visits = summed(tree.incl_s), summed(tree.excl_s), summed(tree.visits)
     return _Keyed(
@@ -245,23 +270,12 @@ def _key_tree(tree: CallTree, vocab: _Vocabulary) -> _Keyed:
         key=key,
         parent=parent,
         depth=depth,
+        outer=keep & ~recursive,
         incl=incl,
         excl=excl,
         visits=visits,
         outside_s=float(excl[run_root].sum()),
     )
-
-
-def _outermost(k: _Keyed) -> np.ndarray:
-    """Nodes with no ancestor of the same key (their inclusive time counts once)."""
-    rec = np.zeros(k.key.size, bool)
-    anc = k.parent.copy()
-    while (anc >= 0).any():
-        up = anc >= 0
-        safe = np.where(up, anc, 0)
-        rec |= up & (k.key[safe] == k.key)
-        anc = np.where(up, k.parent[safe], -1)
-    return ~rec & k.keep
 
 
 def _total(k: _Keyed) -> float:
@@ -300,7 +314,7 @@ def function_summary(tree: CallTree) -> tuple[list[FunctionStat], float, float]:
     m = k.keep
     excl = np.bincount(k.key[m], weights=k.excl[m], minlength=v)
     visits = np.bincount(k.key[m], weights=k.visits[m], minlength=v)
-    outer = _outermost(k)
+    outer = k.outer
     incl = np.bincount(k.key[outer], weights=k.incl[outer], minlength=v)
     present = np.bincount(k.key[m], minlength=v) > 0
     order = sorted(np.flatnonzero(present).tolist(), key=lambda i: (-excl[i], vocab.display[i]))
@@ -447,7 +461,7 @@ def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Com
     # functions
     def per_key(k: _Keyed):
         m = k.keep
-        outer = _outermost(k)
+        outer = k.outer
         return (
             np.bincount(k.key[m], weights=k.excl[m], minlength=v),
             np.bincount(k.key[outer], weights=k.incl[outer], minlength=v),
@@ -666,7 +680,7 @@ def verdict(
 
 # --- JSON ---------------------------------------------------------------------------------
 
-MAX_PATHS = 3000
+MAX_PATHS = 1000
 MAX_FUNCTIONS = 2000
 
 
@@ -681,11 +695,12 @@ def _select_paths(p: CallPaths, max_paths: int) -> np.ndarray:
     moved = np.argpartition(-np.abs(p.incl_b - p.incl_a), half)[:half]
     chosen = np.zeros(n, bool)
     chosen[heavy] = chosen[moved] = True
-    anc = np.where(chosen, p.parent, -1)
-    while (anc >= 0).any():
-        up = anc >= 0
-        chosen[anc[up]] = True
-        anc = np.where(up, p.parent[np.where(up, anc, 0)], -1)
+    anc = p.parent[np.flatnonzero(chosen)]
+    while anc.size:  # up one level per step, only from paths just added
+        anc = anc[anc >= 0]
+        fresh = anc[~chosen[anc]]
+        chosen[fresh] = True
+        anc = p.parent[fresh]
     return chosen
 
 
@@ -693,24 +708,36 @@ def paths_json(p: CallPaths, max_paths: int = MAX_PATHS) -> tuple[list[dict[str,
     """The merged call tree as nested nodes (top-level paths as the list), and how many
     paths were left out."""
     keep = _select_paths(p, max_paths)
+    sel = np.flatnonzero(keep)
+    cols = zip(
+        sel.tolist(),
+        p.key[sel].tolist(),
+        p.parent[sel].tolist(),
+        p.in_a[sel].tolist(),
+        p.in_b[sel].tolist(),
+        p.incl_a[sel].tolist(),
+        p.incl_b[sel].tolist(),
+        p.excl_a[sel].tolist(),
+        p.excl_b[sel].tolist(),
+        np.rint(p.visits_a[sel]).astype(np.int64).tolist(),
+        np.rint(p.visits_b[sel]).astype(np.int64).tolist(),
+    )
     built: dict[int, dict[str, Any]] = {}
     roots: list[dict[str, Any]] = []
-    for i in np.flatnonzero(keep).tolist():
-        k = int(p.key[i])
+    for i, k, parent, in_a, in_b, ia, ib, ea, eb, va, vb in cols:
         node = {
             "name": p.names[k],
             "key": p.keys[k],
-            "status": p.status(i),
-            "incl_a": float(p.incl_a[i]),
-            "incl_b": float(p.incl_b[i]),
-            "excl_a": float(p.excl_a[i]),
-            "excl_b": float(p.excl_b[i]),
-            "visits_a": _count(p.visits_a[i]),
-            "visits_b": _count(p.visits_b[i]),
+            "status": "both" if in_a and in_b else "added" if in_b else "removed",
+            "incl_a": ia,
+            "incl_b": ib,
+            "excl_a": ea,
+            "excl_b": eb,
+            "visits_a": va,
+            "visits_b": vb,
             "children": [],
         }
         built[i] = node
-        parent = int(p.parent[i])
         (built[parent]["children"] if parent >= 0 else roots).append(node)
     return roots, int(len(p) - keep.sum())
 

@@ -174,13 +174,13 @@ class Service:
         return {"a": facts_a, "b": facts_b, "same_source": same, **body}
 
     async def _compare_sides(self, *sides: tuple[Path, dict[str, Any]]):
-        """Each run's call tree and facts. Both trees come from the trace indexes when both
-        runs have a trace (built once, memory-mapped: fast, and one source for both), else
-        each from its profile (profile.cubex, else the trace)."""
+        """Each run's call tree and facts, both runs at once. Both trees come from the
+        trace indexes when both runs have a trace (built once, memory-mapped: fast, and one
+        source for both), else each from its profile (profile.cubex, else the trace)."""
         available = [await self.in_thread(self._available, exp) for exp, _m in sides]
         use_trace = all(av["otf2"] for av, _tools in available)
-        out = []
-        for (exp, manifest), (av, _tools) in zip(sides, available):
+
+        async def side(exp: Path, manifest: dict[str, Any], av: dict[str, bool]):
             index = None
             if av["otf2"]:
                 try:
@@ -195,8 +195,7 @@ class Service:
             span = None
             if index is not None:
                 span = await self.compute(
-                    "finding the cell in the trace",
-                    lambda index=index: index.cached("cell_span", history.cell_span),
+                    "finding the cell in the trace", index.cached, "cell_span", history.cell_span
                 )
             cells = [
                 {k: c.get(k) for k in ("cell_id", "execution_count", "source_sha256")}
@@ -218,8 +217,11 @@ class Service:
                 "cell_span": span,
                 "metrics": av["metrics"],
             }
-            out.append((tree, facts))
-        return out
+            return tree, facts
+
+        return await asyncio.gather(
+            *(side(exp, m, av) for (exp, m), (av, _tools) in zip(sides, available))
+        )
 
     async def delete(self, path: str | None, expected_id: str | None) -> dict[str, Any]:
         """DELETE experiment: remove one experiment directory, asked for by path and

@@ -368,3 +368,27 @@ def test_the_readers_frame_is_left_out_too():
     assert c.paths.find("m:worker") >= 0 and c.paths.find("THREADS") == -1
     stats, total, outside = cmp.function_summary(scorep(0.125))
     assert "THREADS" not in [s.name for s in stats] and outside == approx(0.25)
+
+
+def test_regions_numbered_by_the_reader_give_the_same_comparison():
+    """calltree.from_index numbers the nodes' regions (CallTree.region) and shares one
+    node dict per region; compare.py then looks names up per region. Same answer."""
+    import numpy as np
+
+    def numbered(t):
+        names = [n["name"] for n in t.nodes]
+        ids = {name: i for i, name in enumerate(dict.fromkeys(names))}
+        shared = {name: {"name": name, "group": "", "file": "", "line": 0} for name in ids}
+        t.region = np.array([ids[n] for n in names])
+        t.nodes = [shared[n] for n in names]
+        return t
+
+    def rows(c):
+        return [(f.key, f.name, f.status, f.excl, f.incl, f.visits) for f in c.functions]
+
+    plain = cmp.compare_trees(A, B)
+    a, b = cell_run(3, 0.3, 600), cell_run(5, 0.42, 900, work_excl=0.054)
+    fast = cmp.compare_trees(numbered(a), numbered(b))
+    assert rows(fast) == rows(plain)
+    assert len(fast.paths) == len(plain.paths)
+    assert fast.paths.find("cell #1", "__main__:work", "__main__:step") >= 0

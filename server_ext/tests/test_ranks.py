@@ -1,7 +1,8 @@
 """GET ranks and the MPI verdicts of GET summary, on a two-rank run written by the kernel's
 N-rank writer with times chosen by hand, so every number follows from the events here:
 
-    rank 0: cell 0-10 ms; Send 1-2 ms (800 bytes to rank 1, tag 7); Barrier 8-10 ms
+    rank 0: cell 0-10 ms; Send 1-2 ms (800 bytes to rank 1, tag 7); Barrier 8-10 ms;
+            after the cell a Barrier 11-15 ms (outside the cell: not counted)
     rank 1: cell 0-10 ms; Recv 0.5-2.5 ms; Barrier 4-10 ms
 
 MPI time: rank 0 3 ms, rank 1 8 ms; compute 7 and 2 ms; load balance 4.5 / 7 = 0.643
@@ -33,12 +34,15 @@ ROLES = {
 }
 
 
-def thread(calls: list[tuple[int, float, float]]) -> ThreadEvents:
-    """The cell (region 0, 0-10 ms) around leaf calls (region, start ms, end ms)."""
+def thread(calls: list[tuple[int, float, float]], after=()) -> ThreadEvents:
+    """The cell (region 0, 0-10 ms) around leaf calls (region, start ms, end ms), then
+    top-level calls ``after`` it."""
     rows = [(T0, 0, 1)]
     for region, a, b in calls:
         rows += [(T0 + int(a * MS), region, 1), (T0 + int(b * MS), region, 0)]
     rows.append((T0 + 10 * MS, 0, 0))
+    for region, a, b in after:
+        rows += [(T0 + int(a * MS), region, 1), (T0 + int(b * MS), region, 0)]
     t, r, k = zip(*rows)
     return ThreadEvents("Master thread", 1, np.array(t, np.int64), np.array(r, np.int32),
                         np.array(k, np.int8))  # fmt: skip
@@ -57,7 +61,8 @@ def write_mpi_run(exp: Path) -> Path:
     manifest.update(status="ok", files_status="ready", wall_s=0.01,
                     mpi={"ranks": 2, "hosts": {"a": [0, 1]}})  # fmt: skip
     ex.write_manifest(exp, manifest)
-    r0 = thread([(1, 1, 2), (3, 8, 10)])
+    # after the cell, a Barrier as MPI_Finalize would be: no communication of the cell's
+    r0 = thread([(1, 1, 2), (3, 8, 10)], after=[(3, 11, 15)])
     r1 = thread([(2, 0.5, 2.5), (3, 4, 10)])
     ev0 = events([2], [T0 + MS], [mpi_calls.SEND], [1], [7], [800])
     ev1 = events([2], [T0 + int(2.5 * MS)], [mpi_calls.RECV], [0], [7], [800])

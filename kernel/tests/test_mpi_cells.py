@@ -211,3 +211,33 @@ def test_manifest_names_launcher_and_hosts(kernel):
     manifest = json.loads((Path(result.bundle()["path"]) / "manifest.json").read_text())
     assert manifest["mpi"]["launcher_kind"] == "openmpi"
     assert sorted(r for ranks in manifest["mpi"]["hosts"].values() for r in ranks) == [0, 1]
+
+
+def test_ranks_on_other_hosts_paths(tmp_path):
+    """The paths of ranks on another host, on this one (SCOREP_KERNEL_MPI_AS_REMOTE): the
+    namespace inside the messages, clocks probed and mapped, the node sampled by its
+    first rank."""
+    k = KernelHandle(tmp_path, env={"SCOREP_KERNEL_MPI_AS_REMOTE": "1"})
+    try:
+        assert k.run("import numpy as np\nbig = np.arange(300_000.0)").status == "ok"
+        code = (
+            "from mpi4py import MPI\nr = MPI.COMM_WORLD.Get_rank()\n"
+            "total = MPI.COMM_WORLD.allreduce(float(big.sum()))\nbig = big * 2\n"
+        )
+        result = k.run(code, mpi_meta(2, gather=["r"]), timeout=120)
+        assert result.status == "ok", result.reply
+        assert k.value("total") == 2 * float(sum(range(300_000)))
+        assert k.value("float(big[-1])") == 2 * 299_999.0  # 2.4 MB back in band
+        assert k.value("r") == [0, 1]
+        manifest = wait_files(Path(result.bundle()["path"]))
+        assert manifest["files_status"] == "ready", manifest["errors"]
+        clocks = manifest["mpi"]["clocks"]
+        assert sorted(clocks) == ["0", "1"]
+        for clock in clocks.values():  # one machine: the estimate is near 0
+            assert clock["probes"] >= 2 and abs(clock["offset_ns"]) < 50e6
+        schema = json.loads((Path(result.bundle()["path"]) / "metrics.json").read_text())
+        keys = [s["key"] for s in schema["series"]]
+        host = os.uname().nodename
+        assert f"{host}:cpu.total" in keys and f"{host}:rank1.mem.rss" in keys
+    finally:
+        k.shutdown()

@@ -36,6 +36,8 @@ SAMPLES = {
     "dict[str, Any] | None": {"k": 1},
     "dict[str, float]": {"received": 1.25},
     "list[tuple[str, float]]": [("__main__:f", 0.5)],
+    "dict[str, int]": {"0": 4711},
+    "float": 0.1,
 }
 
 

@@ -24,6 +24,9 @@ ENVIRON_IGNORE = (
     "MPICH_", "MV2_", "SLURM_", "LD_PRELOAD",
 )  # fmt: skip
 NO_OUT_OF_BAND = 1 << 62  # state.pack's threshold: every buffer in band
+# "1": the kernel treats every rank as on another host (the namespace in band, clocks
+# probed, the node sampled by its first rank), to try and test the multi-host paths on one
+ENV_AS_REMOTE = "SCOREP_KERNEL_MPI_AS_REMOTE"
 
 
 def rank_file(exp_dir: str | os.PathLike, rank: int) -> Path:

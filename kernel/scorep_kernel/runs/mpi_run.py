@@ -61,6 +61,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from scorep_kernel import experiment, state
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
@@ -89,6 +91,7 @@ ERROR_GRACE_S = 5.0
 # Stopping measurement and writing a rank's recording (millions of events take seconds).
 STOP_TIMEOUT_S = 600.0
 CLOCK_PROBES = 8
+DRIFT_MIN_S = 60.0  # (see MpiRun._clocks)
 LABEL = "[rank {rank}] "
 
 
@@ -168,6 +171,7 @@ class MpiRun(RunBase):
         self.interrupted_at: float | None = None
         self._line_start: dict[tuple[int, str], bool] = {}
         self.sampler: Any = None
+        self.remote_samples: list[tuple[int, msg.NodeSamples]] = []
         self._epoch_offset = 0
         self._probe_seq = 0
         self._sending: set[asyncio.Task] = set()
@@ -288,7 +292,8 @@ class MpiRun(RunBase):
         if not isinstance(hello, msg.RankHello):
             channel.close()
             return
-        rank = Rank(hello.rank, hello, channel, local=hello.boot_id == self._boot_id)
+        local = hello.boot_id == self._boot_id and os.environ.get(common.ENV_AS_REMOTE) != "1"
+        rank = Rank(hello.rank, hello, channel, local=local)
         await self._hellos.put(rank)
 
     async def _wait_ranks(self) -> None:
@@ -357,6 +362,9 @@ class MpiRun(RunBase):
                 rank.closed = True
                 await self.inbox.put((rank.rank, None))
                 return
+            if isinstance(message, msg.NodeSamples):
+                self.remote_samples.append((rank.rank, message))
+                continue
             if isinstance(message, msg.ClockReply):
                 sent = rank.probes.pop(message.seq, None)
                 if sent is not None:
@@ -477,13 +485,21 @@ class MpiRun(RunBase):
                 self.errors.append(f"rank {r}: measurement could not start: {s.error}")
 
     def _start_sampler(self) -> None:
+        """The kernel's host once (with its ranks); each other host by its first rank."""
+        interval = float(self.settings.measure.get("metric_interval", 0.1))
+        hosts: dict[str, list[Rank]] = {}
+        for r in sorted(self.ranks.values(), key=lambda r: r.rank):
+            if not r.local:
+                hosts.setdefault(r.hello.boot_id, []).append(r)
+        for ranks in hosts.values():
+            pids = {str(r.rank): r.hello.pid for r in ranks}
+            self._later(_quiet_send(ranks[0].channel, msg.SampleNode(pids, interval)))
         local = {r.rank: r.hello.pid for r in self.ranks.values() if r.local}
         if not local or self.proc is None:
             return
         try:
             from scorep_kernel.mpi.metrics import NodeSampler
 
-            interval = float(self.settings.measure.get("metric_interval", 0.1))
             self.sampler = NodeSampler(interval, self.proc.pid, local)
             self.sampler.start()
         except Exception as e:  # the run stands without its charts
@@ -894,16 +910,36 @@ class MpiRun(RunBase):
         }
 
     def _write_metrics(self) -> None:
-        if self.sampler is None or self.exp_dir is None:
+        """metrics.json + .npz: the kernel's host and the other hosts' samples, on the
+        kernel's epoch clock."""
+        if self.exp_dir is None:
             return
         sampler, self.sampler = self.sampler, None
+        remote, self.remote_samples = self.remote_samples, []
+        if sampler is None and not remote:
+            return
         try:
-            samples = sampler.stop()
-            from scorep_kernel.mpi.metrics import combine
+            import pickle
 
-            series, t, values = combine([(samples, self._epoch_offset)])
-            experiment.write_metrics(self.exp_dir, series, t, values,
-                                     interval_s=samples.interval_s, notes=samples.notes)  # fmt: skip
+            from scorep_kernel.formats.recording import MetricSamples
+            from scorep_kernel.mpi.metrics import combine, renamed
+
+            parts = []
+            if sampler is not None:
+                parts.append((sampler.stop(), self._epoch_offset))
+            clocks = self._clocks()
+            for rank, message in remote:
+                samples = pickle.loads(message.samples)
+                clock = clocks.get(rank, {"slope": 1.0, "offset_ns": 0.0})
+                t = np.asarray(samples.times, np.float64) * clock["slope"] + clock["offset_ns"]
+                samples = MetricSamples(samples.series, np.rint(t).astype(np.int64),
+                                        samples.values, samples.interval_s, samples.notes)  # fmt: skip
+                parts.append((renamed(samples, message.host), self._epoch_offset))
+            series, t, values = combine(parts)
+            interval = parts[0][0].interval_s
+            notes = [n for samples, _ in parts for n in samples.notes]
+            experiment.write_metrics(self.exp_dir, series, t, values, interval_s=interval,
+                                     notes=sorted(set(notes)))  # fmt: skip
             experiment.update_manifest(
                 self.exp_dir,
                 files={
@@ -921,6 +957,14 @@ class MpiRun(RunBase):
         extra: dict[str, Any] = {"mpi": self._mpi_manifest()}
         with contextlib.suppress(Exception):
             await self._probe_clocks()
+        # the clocks of ranks on other hosts, as mapped onto the kernel's (kernel ns =
+        # slope * rank ns + offset_ns); ranks on the kernel's host share its clock
+        clocks = self._clocks()
+        extra["mpi"]["clocks"] = {
+            str(r): {**clocks[r], "probes": len(x.clock)}
+            for r, x in sorted(self.ranks.items())
+            if not x.local
+        }
         try:
             for rank in self.ranks.values():
                 await rank.channel.send(msg.FinishRun())
@@ -963,25 +1007,38 @@ class MpiRun(RunBase):
         self.side.tasks.spawn(self._files(), "writing an MPI run's files")
 
     def _clocks(self) -> dict[int, dict[str, float]]:
-        """Per rank: rank ns -> kernel ns as ``kernel = slope * rank + offset``."""
+        """Per rank: rank ns -> kernel ns as ``kernel = slope * rank + offset_ns``, and the
+        round trip of the probe it rests on (``rtt_ns``: the offset is good to half of it).
+
+        The offset is the midpoint of the shortest round trip (Cristian). A rate (slope) is
+        estimated from the best probes at the run's start and end only when they are more
+        than DRIFT_MIN_S apart: hosts' clocks drift by ~10 ppm, so over a shorter run the
+        drift stays below the probes' own error (here ~0.1 ms of round trip on a busy
+        machine: a slope from probes 1 s apart was off by 1e-4, i.e. 0.5 s at t = 1.4e13)."""
         out: dict[int, dict[str, float]] = {}
         for r, rank in self.ranks.items():
             pairs = list(rank.clock)
             if rank.local or not pairs:
-                out[r] = {"slope": 1.0, "offset_ns": 0.0}
+                out[r] = {"slope": 1.0, "offset_ns": 0.0, "rtt_ns": 0.0}
                 continue
-            # (sent, received, t_rank): at the start and at the end, the shortest round
-            # trip's midpoint is the kernel's time of the rank's reading
-            phases = [pairs[:CLOCK_PROBES], pairs[CLOCK_PROBES:]]
-            mids = [
-                ((b[0] + b[1]) / 2, b[2])
-                for b in (min(phase, key=lambda p: p[1] - p[0]) for phase in phases if phase)
+            best = [
+                min(phase, key=lambda p: p[1] - p[0])
+                for phase in (pairs[:CLOCK_PROBES], pairs[CLOCK_PROBES:])
+                if phase
             ]
-            (k0, r0), (k1, r1) = mids[0], mids[-1]
-            slope = (k1 - k0) / (r1 - r0) if r1 - r0 > 1e8 else 1.0
-            if not 0.999 < slope < 1.001:
-                slope = 1.0
-            out[r] = {"slope": slope, "offset_ns": k0 - slope * r0}
+            (k0, r0), (k1, r1) = [((b[0] + b[1]) / 2, b[2]) for b in (best[0], best[-1])]
+            slope = 1.0
+            if r1 - r0 > DRIFT_MIN_S * 1e9:
+                slope = (k1 - k0) / (r1 - r0)
+                if not 1 - 1e-4 < slope < 1 + 1e-4:
+                    slope = 1.0
+            anchor = min(best, key=lambda p: p[1] - p[0])
+            k, t = (anchor[0] + anchor[1]) / 2, anchor[2]
+            out[r] = {
+                "slope": slope,
+                "offset_ns": k - slope * t,
+                "rtt_ns": float(anchor[1] - anchor[0]),
+            }
         return out
 
     async def _files(self) -> None:

@@ -176,7 +176,28 @@ class RankWorker(Worker):
         self.node_sampler: Any = None  # mpi.metrics.NodeSampler on a remote host's first rank
 
     def handlers(self) -> dict[type[msg.Message], Any]:
-        return {**super().handlers(), msg.RankSetup: self.setup}
+        return {**super().handlers(), msg.RankSetup: self.setup, msg.SampleNode: self.sample}
+
+    def sample(self, request: msg.SampleNode) -> None:
+        """Sample this host for the kernel (it is not the kernel's): mpi.metrics."""
+        from scorep_kernel.mpi.metrics import NodeSampler
+
+        ranks = {int(r): pid for r, pid in request.ranks.items()}
+        try:
+            self.node_sampler = NodeSampler(request.interval_s, os.getpid(), ranks)
+            self.node_sampler.start()
+        except Exception:
+            self.node_sampler = None
+
+    def send_node_samples(self) -> None:
+        sampler, self.node_sampler = self.node_sampler, None
+        if sampler is None:
+            return
+        try:
+            samples = sampler.stop()
+            self._tell(msg.NodeSamples(socket.gethostname(), pickle.dumps(samples)))
+        except Exception:
+            pass
 
     def setup(self, setup: msg.RankSetup) -> None:
         self.gather, self.in_band = list(setup.gather), setup.in_band
@@ -226,6 +247,7 @@ class RankWorker(Worker):
 
     def finish_run(self) -> None:
         _finishing.set()
+        self.send_node_samples()
         if self.measurement is None:  # Score-P writes its files as the processes end
             super().finish_run()
             return

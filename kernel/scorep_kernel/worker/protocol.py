@@ -279,6 +279,25 @@ class ClockReply(Message):
 
 
 @dataclass(frozen=True)
+class SampleNode(Message):
+    """To the first rank on a host other than the kernel's, before StartRun: sample this
+    host's system and the process trees of its ranks (rank -> pid) every ``interval_s``
+    until the run ends, then send NodeSamples (mpi/metrics.py)."""
+
+    ranks: dict[str, int]
+    interval_s: float
+
+
+@dataclass(frozen=True)
+class NodeSamples(Message):
+    """A host's samples (a pickled MetricSamples, times on the rank's perf_counter clock),
+    sent before the rank's RunStopped."""
+
+    host: str
+    samples: bytes
+
+
+@dataclass(frozen=True)
 class InterruptCell(Message):
     """The user interrupted: the rank's cell gets a KeyboardInterrupt (a message, not a
     signal: the kernel cannot signal a rank on another host)."""
@@ -295,6 +314,7 @@ KERNEL_TO_WORKER: tuple[type[Message], ...] = (
     RankSetup,
     ClockProbe,
     InterruptCell,
+    SampleNode,
 )
 WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     Ready,
@@ -313,6 +333,7 @@ WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     FilesDone,
     RankHello,
     ClockReply,
+    NodeSamples,
 )
 
 M = TypeVar("M", bound=Message)

@@ -405,6 +405,8 @@ export interface IScoreEstimate {
 /** GET score: Score-P's own view of a run (docs/API.md). */
 export interface IScore {
   tool: string | null;
+  /** what the suggested filter leaves out (scorep-score -g's KEY=VALUE list) */
+  heuristics?: string;
   estimate: IScoreEstimate;
   types: IScoreRow[];
   regions: IScoreRow[];

@@ -29,6 +29,26 @@ export interface IScorePTabOptions {
   onMessage?: (text: string, isError: boolean) => void;
 }
 
+/**
+ * scorep-score -g's heuristics in words: "at least 1 % of the trace buffer and under 1 µs per
+ * visit" for `bufferpercent=1,timepervisit=1`.
+ */
+export function describeHeuristics(heuristics: string): string {
+  const words: Record<string, (v: string) => string> = {
+    bufferpercent: v => `at least ${v} % of the trace buffer`,
+    bufferabsolute: v => `at least ${v} MB of the trace buffer`,
+    visits: v => `more than ${v} visits`,
+    timepervisit: v => `under ${v} µs per visit`,
+    type: v => `of type ${v}`
+  };
+  return heuristics
+    .split(',')
+    .map(part => part.split('='))
+    .filter(([key, value]) => key in words && value !== undefined)
+    .map(([key, value]) => words[key](value))
+    .join(' and ');
+}
+
 /** Bytes in Score-P's own units (it counts in 1024s). */
 export function formatBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) {
@@ -159,12 +179,15 @@ export class ScorePTab extends Widget {
     section.setAttribute('aria-label', 'Suggested filter');
     section.appendChild(el('h4', 'jp-scorep-score-title', 'Suggested filter'));
     const filter = score.filter;
+    const rule = describeHeuristics(
+      filter?.heuristics ?? score.heuristics ?? 'bufferpercent=1,timepervisit=1'
+    );
     if (!filter) {
       section.appendChild(
         el(
           'p',
           'jp-scorep-hint',
-          'No region meets Score-P’s filter heuristics (at least 1 % of the trace buffer at under 1 µs per visit): every region is worth its measurement.'
+          `No region meets Score-P’s filter heuristics (${rule}): every region is worth its measurement.`
         )
       );
       return section;
@@ -172,8 +195,8 @@ export class ScorePTab extends Widget {
     const n = filter.regions.length;
     const what =
       n === 1
-        ? 'the region that takes at least 1 % of the trace buffer at under 1 µs per visit, whose measurement costs more than it does'
-        : `${n} regions that take at least 1 % of the trace buffer at under 1 µs per visit, whose measurement costs more than they do`;
+        ? `the region with ${rule}, whose measurement costs more than it does`
+        : `${n} regions with ${rule}, whose measurement costs more than they do`;
     section.appendChild(
       el(
         'p',

@@ -28,6 +28,13 @@ class ScorePExtension(Configurable):
         600.0, help="Seconds a trace may take to index before the reader is stopped."
     ).tag(config=True)
     index_cache_size = Int(8, help="Trace indexes kept loaded (memory-mapped).").tag(config=True)
+    filter_heuristics = Unicode(
+        "bufferpercent=1,timepervisit=1",
+        help="What the Score-P tab's suggested filter leaves out: scorep-score -g's "
+        "KEY=VALUE[,KEY=VALUE]* (bufferpercent, bufferabsolute, visits, timepervisit, type; "
+        "its defaults: regions with at least 1 % of the trace buffer at under 1 us per "
+        "visit).",
+    ).tag(config=True)
 
 
 def _jupyter_labextension_paths():
@@ -49,6 +56,7 @@ def _load_jupyter_server_extension(server_app):
         settings.experiment_roots,
         build_timeout=settings.build_timeout,
         cache_size=settings.index_cache_size,
+        filter_heuristics=settings.filter_heuristics,
     )
     setup_route_handlers(server_app.web_app, service)
     service.warm_up()

@@ -7,9 +7,10 @@ largest per-process trace buffer (max_buf) and the SCOREP_TOTAL_MEMORY that avoi
 flushing the buffer during the run, with a table per region type (USR: the program's
 regions, COM: regions on a call path to communication, SCOREP: the measurement's own,
 ALL) and, with ``-r``, per region. ``-g`` writes ``initial_scorep.filter`` into the
-working directory: by its default heuristics (``bufferpercent=1,timepervisit=1``) it
-excludes the USR regions that need at least 1 % of the trace buffer and take less than
-1 µs per visit, those whose measurement costs more than they do. ``-f FILE`` shows the
+working directory: by its default heuristics (``bufferpercent=1,timepervisit=1``, which
+``ScorePExtension.filter_heuristics`` can change) it excludes the USR regions that need at
+least 1 % of the trace buffer and take less than 1 µs per visit, those whose measurement
+costs more than they do. ``-f FILE`` shows the
 estimate with a filter applied. The numbers are Score-P's, printed with two decimals.
 
 The applied filter lives beside the experiments, in ``scorep-filters/`` (``filter_dir``),
@@ -32,6 +33,8 @@ from scorep_kernel import experiment as ex
 
 GENERATED = "initial_scorep.filter"  # what scorep-score -g writes, in its working directory
 HEURISTICS = "bufferpercent=1,timepervisit=1"  # scorep-score's defaults, passed explicitly
+# the keys scorep-score -g takes (its --help): a region is filtered when it meets them all
+HEURISTIC_KEYS = ("bufferpercent", "bufferabsolute", "visits", "timepervisit", "type")
 FILTER_DIR = "scorep-filters"
 FILTER_SUFFIX = ".filter"
 MAX_REGIONS = 25  # rows of the region table in an answer
@@ -133,17 +136,49 @@ def _run(args: list[str], cwd: str, timeout: float) -> str:
     return out.stdout
 
 
+def check_heuristics(text: str) -> str:
+    """``text`` if it is a list scorep-score -g takes (``KEY=VALUE[,KEY=VALUE]*`` with its
+    keys: numbers, ``type`` one of usr, com, both); else ValueError saying why."""
+    parts = [p.strip() for p in text.split(",")]
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if not eq or key not in HEURISTIC_KEYS:
+            raise ValueError(f"{part!r} is not KEY=VALUE with a key of {', '.join(HEURISTIC_KEYS)}")
+        if key == "type" and value not in ("usr", "com", "both"):
+            raise ValueError(f"type={value!r}: choose usr, com or both")
+        if key != "type" and not re.fullmatch(r"\d+(\.\d+)?", value):
+            raise ValueError(f"{key}={value!r} is not a number")
+    return ",".join(parts)
+
+
+def describe_heuristics(heuristics: str) -> str:
+    """The heuristics in words: "at least 1 % of the trace buffer and under 1 us per visit"."""
+    words = {
+        "bufferpercent": "at least {} % of the trace buffer",
+        "bufferabsolute": "at least {} MB of the trace buffer",
+        "visits": "more than {} visits",
+        "timepervisit": "under {} us per visit",
+        "type": "of type {}",
+    }
+    parts = []
+    for part in heuristics.split(","):
+        key, _, value = part.partition("=")
+        if key in words:
+            parts.append(words[key].format(value))
+    return " and ".join(parts)
+
+
 def filtered_names(filter_text: str) -> list[str]:
     """The regions a filter file scorep-score wrote excludes (its ``MANGLED`` lines)."""
     return [m.group(1) for m in map(_MANGLED.match, filter_text.splitlines()) if m]
 
 
-def report(cubex: Path, timeout: float = TIMEOUT_S) -> dict[str, Any]:
+def report(cubex: Path, timeout: float = TIMEOUT_S, heuristics: str = HEURISTICS) -> dict[str, Any]:
     """The estimate, the type and region tables, and the suggested filter with the
     estimate once it is applied (``filter`` null when the heuristics select nothing)."""
     with tempfile.TemporaryDirectory(prefix="scorep-score-") as work:
         score = parse(_run(["-r", str(cubex)], work, timeout))
-        _run(["-g", HEURISTICS, str(cubex)], work, timeout)
+        _run(["-g", heuristics, str(cubex)], work, timeout)
         try:
             text = (Path(work) / GENERATED).read_text(errors="replace")
         except OSError:
@@ -154,7 +189,7 @@ def report(cubex: Path, timeout: float = TIMEOUT_S) -> dict[str, Any]:
             applied = parse(_run(["-f", GENERATED, str(cubex)], work, timeout))
             rows = {r["name"]: r for r in score["regions"]}
             suggestion = {
-                "heuristics": HEURISTICS,
+                "heuristics": heuristics,
                 "regions": [rows.get(n, {"name": n}) for n in names],
                 "estimate": applied["estimate"],
                 "types": applied["types"],
@@ -180,7 +215,12 @@ def filter_dir(exp: Path) -> Path:
     return parent / FILTER_DIR
 
 
-def filter_text(manifest: dict[str, Any], suggested: str, previous: tuple[str, str] | None) -> str:
+def filter_text(
+    manifest: dict[str, Any],
+    suggested: str,
+    previous: tuple[str, str] | None,
+    heuristics: str = HEURISTICS,
+) -> str:
     """The file to write: a header saying where it came from, the rules of the filter the
     run used (``previous``: its path and text), then Score-P's suggestion as it wrote it
     (several SCOREP_REGION_NAMES blocks in one file are allowed)."""
@@ -189,12 +229,12 @@ def filter_text(manifest: dict[str, Any], suggested: str, previous: tuple[str, s
     )
     lines = [
         "# Score-P filter file written by jupyterlab-scorep (the panel's Apply filter).",
-        f"# Suggested by scorep-score -g {HEURISTICS} for experiment {manifest['id']}"
+        f"# Suggested by scorep-score -g {heuristics} for experiment {manifest['id']}"
         + (f" ({cells})" if cells else "")
         + ":",
-        "# the regions that take at least 1 % of the trace buffer and less than 1 us per",
-        "# visit, whose measurement costs more than they do. Edit it as you like; the cell",
-        "# uses it through its metadata scorep.filter_file (SCOREP_FILTERING_FILE).",
+        f"# the regions with {describe_heuristics(heuristics)}, whose measurement costs",
+        "# more than they do. Edit it as you like; the cell uses it through its metadata",
+        "# scorep.filter_file (SCOREP_FILTERING_FILE).",
         "",
     ]
     if previous is not None:

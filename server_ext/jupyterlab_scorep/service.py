@@ -93,8 +93,22 @@ class Service:
         *,
         build_timeout: float = 600,
         cache_size: int = 8,
+        filter_heuristics: str = scorep_score.HEURISTICS,
     ):
         self.roots = Roots(server_root, experiment_roots)
+        # what scorep-score -g filters (ScorePExtension.filter_heuristics): a bad value is
+        # said in the log and Score-P's defaults used, rather than no extension at all
+        try:
+            self.filter_heuristics = scorep_score.check_heuristics(filter_heuristics)
+        except ValueError as e:
+            log.warning(
+                "scorep: ScorePExtension.filter_heuristics=%r: %s; using scorep-score's "
+                "defaults (%s)",
+                filter_heuristics,
+                e,
+                scorep_score.HEURISTICS,
+            )
+            self.filter_heuristics = scorep_score.HEURISTICS
         self.build_timeout = build_timeout
         self.indexes = IndexCache(cache_size)
         self._worker = ParseWorker()
@@ -423,6 +437,7 @@ class Service:
         target = await self.in_thread(self._filter_target, exp, manifest, False)
         return {
             **report,
+            "heuristics": self.filter_heuristics,
             "tool": await self.in_thread(scorep_score.executable),
             "configured": {
                 k: config.get(k) for k in ("SCOREP_TOTAL_MEMORY", "SCOREP_FILTERING_FILE")
@@ -440,8 +455,9 @@ class Service:
         if suggestion is None:
             raise ApiError(
                 404,
-                "Score-P's heuristics select no region of this run (none takes 1 % of the "
-                "trace buffer at under 1 µs per visit): there is nothing to filter",
+                "Score-P's heuristics select no region of this run (none with "
+                f"{scorep_score.describe_heuristics(self.filter_heuristics)}): there is "
+                "nothing to filter",
                 "Nothing to filter",
             )
         return await self.in_thread(self._write_filter, target, manifest, suggestion)
@@ -475,7 +491,11 @@ class Service:
             loop = asyncio.get_running_loop()
             try:
                 return await loop.run_in_executor(
-                    self._waiters, scorep_score.report, cubex, self.build_timeout
+                    self._waiters,
+                    scorep_score.report,
+                    cubex,
+                    self.build_timeout,
+                    self.filter_heuristics,
                 )
             except scorep_score.ScoreError as e:
                 raise ApiError(422, str(e), "scorep-score failed") from None
@@ -507,7 +527,9 @@ class Service:
         self, target: Path, manifest: dict[str, Any], suggestion: dict[str, Any]
     ) -> dict[str, Any]:
         previous = self._previous_filter(manifest)
-        text = scorep_score.filter_text(manifest, suggestion["text"], previous)
+        text = scorep_score.filter_text(
+            manifest, suggestion["text"], previous, self.filter_heuristics
+        )
         try:
             written = scorep_score.write_filter(target.parent, target.name, text)
         except OSError as e:

@@ -104,3 +104,26 @@ def test_the_filter_lives_beside_the_experiments_and_keeps_the_old_rules(tmp_pat
     assert text.count("SCOREP_REGION_NAMES_BEGIN") == 2
     path = scorep_score.write_filter(tmp_path / "f", "run-7.filter", text)
     assert path.read_text() == text and not list(Path(path.parent).glob(".filter-*"))
+
+
+def test_the_heuristics_are_checked_and_said_in_words(caplog):
+    assert scorep_score.check_heuristics(" bufferpercent=1, timepervisit=20") == (
+        "bufferpercent=1,timepervisit=20"
+    )
+    for bad in ("timepervisit", "speed=1", "visits=many", "type=mpi", "bufferpercent=1;rm"):
+        with pytest.raises(ValueError):
+            scorep_score.check_heuristics(bad)
+    assert scorep_score.describe_heuristics("bufferpercent=1,timepervisit=20,type=usr") == (
+        "at least 1 % of the trace buffer and under 20 us per visit and of type usr"
+    )
+    text = scorep_score.filter_text({"id": "r"}, GENERATED, None, "visits=1000")
+    assert "scorep-score -g visits=1000" in text and "more than 1000 visits" in text
+    # a bad setting is said in the log; the server keeps Score-P's defaults
+    from jupyterlab_scorep.service import Service
+
+    service = Service("/nonexistent", filter_heuristics="timepervisit=fast")
+    try:
+        assert service.filter_heuristics == scorep_score.HEURISTICS
+        assert "filter_heuristics='timepervisit=fast'" in caplog.text
+    finally:
+        service.shutdown()

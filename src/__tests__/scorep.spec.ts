@@ -14,7 +14,12 @@ import {
   scorepConfigItems
 } from '../header';
 import { ExperimentPanel } from '../panel';
-import { formatBytes, memoryBytes, ScorePTab } from '../scoreptab';
+import {
+  describeHeuristics,
+  formatBytes,
+  memoryBytes,
+  ScorePTab
+} from '../scoreptab';
 import { filterFileFor, IScorepMetadata, withFilterFile } from '../settings';
 
 // Score-P 8.4's scorep.cfg of a run, as the manifest records it (shortened)
@@ -283,6 +288,15 @@ describe('the Score-P tab', () => {
     expect(memoryBytes('lots')).toBeNull();
   });
 
+  it('says the filter heuristics in words', () => {
+    expect(describeHeuristics('bufferpercent=1,timepervisit=1')).toBe(
+      'at least 1 % of the trace buffer and under 1 µs per visit'
+    );
+    expect(describeHeuristics('visits=1000,type=usr,nonsense')).toBe(
+      'more than 1000 visits and of type usr'
+    );
+  });
+
   it('shows the estimate against what the run had, and the filter', async () => {
     const api = fakeApi(
       async () => SCORE,
@@ -384,6 +398,20 @@ describe('the Score-P tab', () => {
     await nothing.load();
     expect(nothing.node.querySelector('.jp-scorep-apply-filter')).toBeNull();
     expect(nothing.node.textContent).toContain('No region meets');
+    expect(nothing.node.textContent).toContain('under 1 µs per visit');
+    const wider = new ScorePTab({
+      api: fakeApi(
+        async () => ({
+          ...SCORE,
+          filter: null,
+          heuristics: 'bufferpercent=1,timepervisit=20'
+        }),
+        async () => APPLIED
+      ),
+      path: bundle.path
+    });
+    await wider.load();
+    expect(wider.node.textContent).toContain('under 20 µs per visit');
     const failing = new ScorePTab({
       api: fakeApi(
         () => Promise.reject(new Error('scorep-score is not on the server')),

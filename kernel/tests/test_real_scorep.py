@@ -290,3 +290,14 @@ def test_spare_workers_leave_no_directories_behind(tmp_path):
         time.sleep(0.2)
     assert unused() == []
     assert len(os.listdir(tmp_path / "scorep-experiments")) == 1  # the run's
+
+
+def test_a_cell_that_ends_with_an_expression_measures_the_expression_not_its_display(kernel):
+    result, exp, _manifest = run_profiled(kernel, "def answer():\n    return 42\nanswer()")
+    assert result.status == "ok", result.reply
+    assert result.of("execute_result")[0]["data"]["text/plain"] == "42"  # displayed, as ever
+    counts = visits(exp)
+    assert counts["__main__:answer"] == 1
+    machinery = [n for n in counts if n.split(".")[0].split(":")[0] in ("IPython", "traitlets")]
+    assert machinery == [], machinery
+    assert kernel.value("_") == 42 and kernel.value("'__scorep_kernel_value__' in dir()") is False

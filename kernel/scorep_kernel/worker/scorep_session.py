@@ -36,6 +36,7 @@ from IPython.core.compilerop import CachingCompiler
 
 ON_NAME = "__scorep_kernel_on__"
 OFF_NAME = "__scorep_kernel_off__"
+VALUE_NAME = "__scorep_kernel_value__"  # the last expression's value, between two steps
 CELL_MODULE = ""  # the bindings name a region "<module>:<function>": ":cell [3]"
 IMPORT_MODULE = "import"
 
@@ -123,21 +124,34 @@ class MeasuredCompiler(CachingCompiler):
 
     def __call__(self, source, filename, symbol, **kwargs):
         if isinstance(source, (ast.Module, ast.Interactive)):
-            source.body = [part for node in source.body for part in _wrapped(node)]
+            shown = isinstance(source, ast.Interactive)  # "single": its value is displayed
+            source.body = [part for node in source.body for part in _wrapped(node, shown)]
         return super().__call__(source, filename, symbol, **kwargs)
 
 
 def _call(name: str, node: ast.stmt) -> ast.stmt:
-    call = ast.Expr(ast.Call(ast.Name(name, ast.Load()), [], []))
+    """``if name(): pass``, not an expression statement: in "single" mode every expression
+    statement's value goes to the display hook, which would run (and be measured) right
+    after ON_NAME()."""
+    call = ast.If(ast.Call(ast.Name(name, ast.Load()), [], []), [ast.Pass()], [])
     return ast.copy_location(call, node)
 
 
-def _wrapped(node: ast.stmt) -> list[ast.stmt]:
+def _wrapped(node: ast.stmt, shown: bool = False) -> list[ast.stmt]:
     if isinstance(node, ast.ImportFrom) and node.module == "__future__":
         return [node]  # must stay first; runs nothing worth measuring
+    tail: list[ast.stmt] = []
+    if shown and isinstance(node, ast.Expr):
+        # The cell's last expression is displayed by IPython's display hook (formatters,
+        # traitlets: hundreds of calls): evaluate it measured, display it after.
+        value = ast.Name(VALUE_NAME, ast.Store())
+        assign = ast.copy_location(ast.Assign([value], node.value), node)
+        show = ast.copy_location(ast.Expr(ast.Name(VALUE_NAME, ast.Load())), node)
+        forget = ast.copy_location(ast.Delete([ast.Name(VALUE_NAME, ast.Del())]), node)
+        node, tail = assign, [show, forget]
     guarded = ast.Try(body=[node], handlers=[], orelse=[], finalbody=[_call(OFF_NAME, node)])
     ast.copy_location(guarded, node)
-    parts = [_call(ON_NAME, node), guarded]
+    parts = [_call(ON_NAME, node), guarded, *tail]
     for part in parts:
         ast.fix_missing_locations(part)
     return parts

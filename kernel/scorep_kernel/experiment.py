@@ -249,7 +249,8 @@ def new_manifest(
         "backend": backend,
         "isolation": isolation,
         "status": STATUS_RUNNING,
-        # [cell_record(...)]: {cell_id, execution_count, code, source_sha256}
+        # [cell_record(...)]: {cell_id, execution_count, code, source_sha256}, and once
+        # the cell ran, start_ns: when its region began (epoch ns)
         "cells": list(cells or []),
         "notebook": notebook,
         "start_ns": int(start_ns if start_ns is not None else time.time_ns()),

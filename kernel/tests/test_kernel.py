@@ -156,6 +156,8 @@ def test_manifest_and_bundle(kernels, workdir):
     assert manifest["id"] == bundle["id"] and manifest["status"] == "ok"
     assert manifest["isolation"] == "subprocess"
     code = "total = sum(range(1000))"
+    started = [c.pop("start_ns") for c in manifest["cells"]]  # when the cell's region began
+    assert manifest["start_ns"] <= started[0] <= manifest["end_ns"]
     assert manifest["cells"] == [
         {"cell_id": "cell-abc-123", "code": code, "execution_count": result.reply["execution_count"],
          "source_sha256": hashlib.sha256(code.encode()).hexdigest()}

@@ -120,6 +120,8 @@ def test_auto_picks_scorep_and_a_cell_with_threads_numpy_and_a_class_runs(kernel
     keys = [s["key"] for s in schema["series"]]
     assert values.shape[0] >= 1 and values[:, keys.index("mem.rss")].max() > 20e6
     assert manifest["scorep_env"]["SCOREP_ENABLE_TRACING"] == "true"  # our default
+    # Score-P's trace carries no wall clock: where the cell began, for the metric charts
+    assert manifest["start_ns"] < manifest["cells"][0]["start_ns"] < manifest["end_ns"]
     found = events(exp)
     counts = collections.Counter(name for _, kind, name in found if kind == "ENTER")
     assert counts[f":cell [{manifest['cells'][0]['execution_count']}]"] == 1

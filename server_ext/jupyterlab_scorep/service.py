@@ -828,7 +828,9 @@ class Service:
 
     async def origin(self, exp: Path, manifest: dict[str, Any]) -> int:
         """The epoch ns that response times count from: the trace's start (OTF2 global
-        offset) when there is a readable trace, else the manifest's start."""
+        offset) when there is a readable trace that carries the wall clock; for one that
+        does not (Score-P's: it starts at the first cell's region), when the kernel saw
+        that region begin (the first cell's start_ns); else the manifest's start."""
         if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
             try:
                 index = await self.index(exp, manifest)
@@ -836,4 +838,8 @@ class Service:
                     return int(index.meta["origin_epoch_ns"])
             except ApiError:
                 pass
+        cells = manifest.get("cells")
+        first = cells[0] if isinstance(cells, list) and cells and isinstance(cells[0], dict) else {}
+        if isinstance(first.get("start_ns"), int) and manifest.get("backend") == "scorep":
+            return int(first["start_ns"])
         return int(manifest.get("start_ns") or 0)

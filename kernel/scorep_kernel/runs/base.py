@@ -274,6 +274,11 @@ class RunBase(abc.ABC):
             manifest["run"] = self.run_id
         experiment.write_manifest(self.exp_dir, manifest)
 
+    def note_cell_start(self, index: int, epoch_ns: int) -> None:
+        """When the cell's own region began (epoch ns): where a trace that carries no wall
+        clock (Score-P's) starts, for placing the kernel's metric samples on it."""
+        self.cells[index]["start_ns"] = int(epoch_ns)
+
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
         self.cells.append(experiment.cell_record(cell_id, execution_count, code))
         assert self.exp_dir is not None  # begin() made it before any cell
@@ -291,6 +296,7 @@ class RunBase(abc.ABC):
             "wall_s": round(time.perf_counter() - self.t0, 6),
             "errors": list(self.errors),
             "timings": {k: round(v, 6) for k, v in self.timings.items()},
+            "cells": list(self.cells),  # with each cell's start, known once it ran
         }
         if not self.measured:
             changes["files_status"] = experiment.FILES_UNAVAILABLE

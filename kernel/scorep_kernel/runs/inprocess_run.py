@@ -40,6 +40,7 @@ class InprocessRun(RunBase):
         shell = self.side.shell
         count = shell.execution_count
         index = self.add_cell(request.cell_id, count, request.code)
+        self.note_cell_start(index, time.time_ns())
         start = time.perf_counter()
         try:
             assert self.measurement is not None

@@ -276,6 +276,9 @@ class SubprocessRun(RunBase):
                 self._escalation = None
         packet.release()
         self.side.worker_imported(done.imported)
+        began = done.stamps.get("cell_begin")
+        if isinstance(began, float):  # the worker's CLOCK_MONOTONIC, shared on one host
+            self.note_cell_start(index, time.time_ns() - int((time.monotonic() - began) * 1e9))
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
         if done.state is None:  # the cell never ran: nothing to bring back

@@ -231,6 +231,7 @@ class Worker:
         modules_before = set(sys.modules)
         start = time.perf_counter()
         label = cell.label or f"cell [{count}]"
+        stamps["cell_begin"] = time.monotonic()  # where the trace's cell region begins
         self._cell_begin(label, code_filename)
         try:
             self.in_cell = self.imports.active = True

@@ -241,3 +241,19 @@ def test_ranks_on_other_hosts_paths(tmp_path):
         assert f"{host}:cpu.total" in keys and f"{host}:rank1.mem.rss" in keys
     finally:
         k.shutdown()
+
+
+def test_a_rank_that_raises_while_another_waits_for_it(kernel):
+    # rank 1 fails before the message rank 0 waits for: rank 0 would wait for ever
+    code = (
+        "from mpi4py import MPI\nimport numpy as np\ncomm = MPI.COMM_WORLD\nvalue = 'changed'\n"
+        "if comm.Get_rank() == 1:\n    raise RuntimeError('no data for rank 0')\n"
+        "comm.Recv(np.zeros(1), source=1)\n"
+    )
+    result = kernel.run(code, mpi_meta(2), timeout=120)
+    assert result.status == "error" and result.reply["ename"] == "RuntimeError"
+    evalue = result.reply["evalue"]
+    assert "Rank 1 raised RuntimeError: no data for rank 0" in evalue
+    assert "rank 0 still ran" in evalue and "unchanged" in evalue
+    assert any("[rank 1]" in e["traceback"][0] for e in result.of("error"))
+    assert kernel.value("value") == "before"

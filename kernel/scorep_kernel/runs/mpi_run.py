@@ -121,10 +121,11 @@ class Rank:
 class _Stop(Exception):
     """The cell ends early: a rank died, the timeout passed, or ranks ignored the interrupt."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: str, message: str, ename: str | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.ename = ename  # the error the cell shows (None: by the status)
 
 
 def mpi4py_installed() -> bool:
@@ -818,6 +819,17 @@ class MpiRun(RunBase):
                 if self.interrupted_at is not None and (
                     time.monotonic() >= self.interrupted_at + INTERRUPT_GRACE_S
                 ):
+                    if interrupted_for_error and first_error is not None:
+                        failed = self.ranks[first_error].done
+                        assert failed is not None
+                        raise _Stop(
+                            experiment.STATUS_ERROR,
+                            f"Rank {first_error} raised {failed.ename}: {failed.evalue}; "
+                            f"{_ranks(running)} still ran {ERROR_GRACE_S:g} s later and did not "
+                            "stop when interrupted (waiting in MPI for the failed rank?), so "
+                            f"every rank was stopped. {UNCHANGED}",
+                            failed.ename or None,
+                        ) from None
                     raise _Stop(
                         experiment.STATUS_INTERRUPTED,
                         f"{_ranks(running).capitalize()} did not stop within "
@@ -870,10 +882,10 @@ class MpiRun(RunBase):
         self.finish_manifest_without_files()
         output = self.side.output
         output.display(self.bundle(index, stop.status, self.last_cell_wall))
-        ename = (
+        ename = stop.ename or (
             "KeyboardInterrupt"
             if stop.status == experiment.STATUS_INTERRUPTED
-            else (RanksFailed.ename)
+            else RanksFailed.ename
         )
         output.error(ename, stop.message, [stop.message])
         return error_reply(ename, stop.message, [stop.message], count)

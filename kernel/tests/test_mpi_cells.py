@@ -66,12 +66,15 @@ if rank == 0:
 
 
 def events(anchor: Path) -> list[str]:
-    assert OTF2_PRINT, "otf2-print is needed (Score-P's, or Debian's otf2-tools)"
+    if not OTF2_PRINT:  # the notebook-facing checks above ran; the archive's need it
+        pytest.skip("no otf2-print (Debian's otf2-tools, which make setup installs)")
     out = subprocess.run([OTF2_PRINT, str(anchor)], capture_output=True, text=True, check=True)
     return out.stdout.splitlines()
 
 
 def definitions(anchor: Path) -> list[str]:
+    if not OTF2_PRINT:
+        pytest.skip("no otf2-print (Debian's otf2-tools, which make setup installs)")
     out = subprocess.run([OTF2_PRINT, "-G", str(anchor)], capture_output=True, text=True,
                          check=True)  # fmt: skip
     return out.stdout.splitlines()

@@ -260,3 +260,41 @@ def test_a_rank_that_raises_while_another_waits_for_it(kernel):
     assert "rank 0 still ran" in evalue and "unchanged" in evalue
     assert any("[rank 1]" in e["traceback"][0] for e in result.of("error"))
     assert kernel.value("value") == "before"
+
+
+def test_interrupt_while_the_ranks_start(kernel, tmp_path):
+    # a launcher that never starts its ranks (as srun waiting for nodes): the interrupt
+    # ends the wait and the launcher
+    fake = tmp_path / "mpiexec"
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo fake;; *) sleep 600;; esac\n')
+    fake.chmod(0o755)
+    msg_id = kernel.send("value = 'changed'", mpi_meta(2, launcher=str(fake)))
+    deadline = time.monotonic() + 30
+    while not _processes_of(fake) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_of(fake), "the fake launcher started"
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=60)
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert "ranks were still starting" in result.reply["evalue"]
+    assert kernel.value("value") == "before"
+    deadline = time.monotonic() + 10
+    while _processes_of(fake) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _processes_of(fake), "the launcher was stopped"
+
+
+def _processes_of(path: Path) -> list[int]:
+    """Live processes whose command line names ``path``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if str(path).encode() in cmd and state != "Z":
+            found.append(int(proc.name))
+    return found

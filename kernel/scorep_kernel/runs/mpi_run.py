@@ -176,6 +176,7 @@ class MpiRun(RunBase):
         self._epoch_offset = 0
         self._probe_seq = 0
         self._sending: set[asyncio.Task] = set()
+        self._interrupted = asyncio.Event()
         self.library = ""
 
     # --- starting the ranks ------------------------------------------------------------
@@ -313,13 +314,21 @@ class MpiRun(RunBase):
             hello_task = asyncio.ensure_future(self._hellos.get())
             inbox_task = asyncio.ensure_future(self.inbox.get())
             exit_task = asyncio.ensure_future(self._launcher_exit())
+            stop_task = asyncio.ensure_future(self._interrupted.wait())
             finished, pending = await asyncio.wait(
-                {hello_task, inbox_task, exit_task},
+                {hello_task, inbox_task, exit_task, stop_task},
                 timeout=left,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             for task in pending:
                 task.cancel()
+            if stop_task in finished:
+                stopped = RanksFailed(
+                    f"Interrupted while {self.n - len(ready)} of {self.n} ranks were still "
+                    "starting; the launcher and the ranks were stopped. " + UNCHANGED
+                )
+                stopped.ename = "KeyboardInterrupt"
+                raise stopped
             if hello_task in finished or (hello_task.done() and not hello_task.cancelled()):
                 self._add_rank(hello_task.result())
             if inbox_task in finished:
@@ -511,6 +520,7 @@ class MpiRun(RunBase):
 
     def interrupt(self) -> None:
         self.interrupt_requested = True
+        self._interrupted.set()  # (ends a wait for the ranks' start)
         if not self.in_cell:
             return
         if self.interrupted_at is None:

@@ -1,7 +1,8 @@
 /**
  * Painting the timeline canvas: lanes, spans, labels, the time ruler, selections and the
  * measured span. Colours come from JupyterLab's CSS variables, read when painting, so the
- * canvas follows light and dark themes.
+ * canvas follows light and dark themes. The hovered span's outline is not painted: it is an
+ * element over the canvas (timelineView.ts), so moving the pointer never repaints.
  */
 import type { IRegionInfo } from '../api';
 import { cssVar, groupColor, ThemeKind } from '../colors';
@@ -51,7 +52,6 @@ export interface IPaintState {
   selection: [number, number] | null;
   /** alt/ctrl-drag measurement in px */
   measure: [number, number] | null;
-  hover: number;
   colors: IThemeColors;
   /** the time the ruler counts from (0: the run's start; the Compare view's shared axis
    * counts from the run's cells' start) */
@@ -106,17 +106,24 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
     ctx.fillText(lane.name, 4, lane.y - 2);
   }
 
-  // spans, batched by colour
+  // spans, batched by colour; a region's colour is worked out once per paint, not per span
+  // (a full view holds ~20,000 spans of a few hundred regions)
   const rh = layout.rowHeight;
   const byColor = new Map<string, number[]>();
+  const bucketOf = new Map<number, number[]>();
   const dimmed = s.highlight.size > 0;
   for (let k = 0; k < list.n; k++) {
-    const info = s.regions[String(list.region[k])];
-    const fill = groupColor(info?.group ?? '?', colors.theme).fill;
-    let bucket = byColor.get(fill);
+    const id = list.region[k];
+    let bucket = bucketOf.get(id);
     if (!bucket) {
-      bucket = [];
-      byColor.set(fill, bucket);
+      const info = s.regions[String(id)];
+      const fill = groupColor(info?.group ?? '?', colors.theme).fill;
+      bucket = byColor.get(fill);
+      if (!bucket) {
+        bucket = [];
+        byColor.set(fill, bucket);
+      }
+      bucketOf.set(id, bucket);
     }
     bucket.push(k);
   }
@@ -182,17 +189,6 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
     ctx.fillText(label, x, list.y[k] + rh / 2);
   }
 
-  // hovered span outline
-  if (s.hover >= 0 && s.hover < list.n) {
-    ctx.strokeStyle = colors.text;
-    ctx.lineWidth = 1;
-    ctx.strokeRect(
-      list.x[s.hover] + 0.5,
-      list.y[s.hover] + 1.5,
-      Math.max(list.w[s.hover], 1),
-      rh - 3
-    );
-  }
   ctx.restore();
 
   // shift-drag selection

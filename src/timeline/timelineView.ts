@@ -71,6 +71,10 @@ export class TimelineView extends Widget {
     this.tooltip = el('div', 'jp-scorep-tooltip');
     this.tooltip.setAttribute('role', 'tooltip');
     this.tooltip.hidden = true;
+    // the hovered span's outline: an element over the canvas, so hovering moves it and
+    // never repaints the canvas (a full view repaints ~20,000 spans)
+    this.hoverBox = el('div', 'jp-scorep-timeline-hover');
+    this.hoverBox.hidden = true;
     this.legend = el('div', 'jp-scorep-legend');
     this.legend.setAttribute('aria-label', 'Region groups (modules)');
     this.status = el('div', 'jp-scorep-timeline-status');
@@ -78,6 +82,7 @@ export class TimelineView extends Widget {
 
     const scroller = el('div', 'jp-scorep-timeline-scroller');
     scroller.appendChild(this.canvas);
+    scroller.appendChild(this.hoverBox);
     scroller.appendChild(this.tooltip);
     this.node.appendChild(this.legend);
     this.node.appendChild(scroller);
@@ -265,10 +270,10 @@ export class TimelineView extends Widget {
       highlight: this.highlight,
       selection: this.selection,
       measure: this.measure,
-      hover: this.hover,
       colors: readThemeColors(this.node, theme),
       origin: this.axisOrigin
     });
+    this.placeHover();
     this.node.dataset.spans = String(this.list.n);
     // the cost of the last frame, for performance checks (ui-tests read it)
     this.node.dataset.drawMs = (performance.now() - started).toFixed(2);
@@ -335,7 +340,7 @@ export class TimelineView extends Widget {
     const k = hitTest(this.list, this.layout_.rowHeight, x, y - AXIS_HEIGHT);
     if (k !== this.hover) {
       this.hover = k;
-      this.scheduleDraw();
+      this.placeHover();
     }
     if (k >= 0) {
       this.showTooltip(k, x, y);
@@ -373,7 +378,7 @@ export class TimelineView extends Widget {
     if (!this.dragMode) {
       this.hover = -1;
       this.hideTooltip();
-      this.scheduleDraw();
+      this.placeHover();
     }
   };
 
@@ -407,6 +412,26 @@ export class TimelineView extends Widget {
     showTooltip(this.tooltip, content, x, y, this.cssWidth);
   }
 
+  /** Outline the hovered span of the drawn list (hidden when none). */
+  private placeHover(): void {
+    const k = this.hover;
+    const box = this.hoverBox;
+    if (k < 0 || k >= this.list.n) {
+      box.hidden = true;
+      return;
+    }
+    const left = Math.max(this.list.x[k], 0);
+    const right = Math.min(
+      this.list.x[k] + Math.max(this.list.w[k], 1),
+      this.cssWidth
+    );
+    box.style.left = `${left}px`;
+    box.style.top = `${AXIS_HEIGHT + this.list.y[k] + 1}px`;
+    box.style.width = `${Math.max(right - left, 1) + 1}px`;
+    box.style.height = `${this.layout_.rowHeight - 2}px`;
+    box.hidden = false;
+  }
+
   private hideTooltip(): void {
     this.tooltip.hidden = true;
   }
@@ -431,6 +456,7 @@ export class TimelineView extends Widget {
   private cssWidth = 0;
   private frame = 0;
   private readonly tooltip: HTMLDivElement;
+  private readonly hoverBox: HTMLDivElement;
   private readonly legend: HTMLDivElement;
   private readonly status: HTMLDivElement;
   private readonly fetcher: WindowFetcher<ITimeline>;

@@ -5,6 +5,7 @@
  * comparison with another run and exports. It is built from the kernel's MIME bundle
  * alone, so a notebook reopened from disk reloads everything from the experiment path.
  */
+import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import {
   ICallTree,
@@ -132,11 +133,51 @@ export class ExperimentPanel extends Widget {
     this.showTab('summary');
   }
 
-  protected onAfterAttach(): void {
+  protected onAfterAttach(msg: Message): void {
     if (!this.started) {
       this.started = true;
       void this.load();
     }
+    // back after a detach (a notebook scrolls outputs out of its window, or moves them):
+    // the views attached into the pages are attached again with it
+    this.forward(msg, view => !view.isAttached && view.node.isConnected);
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this.forward(msg, view => view.isAttached);
+  }
+
+  protected onAfterDetach(msg: Message): void {
+    this.forward(msg, view => view.isAttached);
+  }
+
+  /**
+   * The views live in the panel's pages (Widget.attach), not in a layout, so Lumino does not
+   * pass the panel's attach and detach messages on to them: without this, a panel detached
+   * with its notebook left them marked attached, and disposing them threw "Widget is not
+   * attached." when the notebook was closed.
+   */
+  private forward(msg: Message, when: (view: Widget) => boolean): void {
+    for (const view of this.views()) {
+      if (!view.isDisposed && when(view)) {
+        MessageLoop.sendMessage(view, msg);
+      }
+    }
+  }
+
+  private views(): Widget[] {
+    return [
+      this.timeline,
+      this.metrics,
+      this.calltree,
+      this.functionSummary,
+      this._compare,
+      this._scorep,
+      this._ranks
+    ].filter(
+      (view): view is NonNullable<typeof view> =>
+        view !== null && view !== undefined
+    );
   }
 
   dispose(): void {
@@ -144,12 +185,9 @@ export class ExperimentPanel extends Widget {
     if (this.pollTimer) {
       clearTimeout(this.pollTimer);
     }
-    this.timeline?.dispose();
-    this.metrics?.dispose();
-    this.calltree?.dispose();
-    this.functionSummary?.dispose();
-    this._compare?.dispose();
-    this._scorep?.dispose();
+    for (const view of this.views()) {
+      view.dispose();
+    }
     super.dispose();
   }
 

@@ -4,7 +4,7 @@ describe('WindowFetcher', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  it('sends only the last request of a burst', async () => {
+  it('sends the first request at once and only the last of the burst after it', async () => {
     const sent: IWindowRequest[] = [];
     const got: number[] = [];
     const f = new WindowFetcher<number>(
@@ -16,16 +16,26 @@ describe('WindowFetcher', () => {
       undefined,
       100
     );
-    f.request({ t0: 1, t1: 2, width: 10 });
+    f.request({ t0: 1, t1: 2, width: 10 }); // after a quiet spell: sent now
+    expect(sent).toEqual([{ t0: 1, t1: 2, width: 10 }]);
     f.request({ t0: 2, t1: 3, width: 10 });
     f.request({ t0: 3, t1: 4, width: 10 });
     jest.advanceTimersByTime(99);
-    expect(sent).toHaveLength(0);
+    expect(sent).toHaveLength(1); // the rest of the burst waits
     jest.advanceTimersByTime(1);
     await Promise.resolve();
     await Promise.resolve();
-    expect(sent).toEqual([{ t0: 3, t1: 4, width: 10 }]);
-    expect(got).toEqual([3]);
+    expect(sent).toEqual([
+      { t0: 1, t1: 2, width: 10 },
+      { t0: 3, t1: 4, width: 10 }
+    ]);
+    expect(got).toEqual([3]); // the first answer came after a newer request: dropped
+    // quiet again: the next request goes at once, and nothing follows it
+    jest.advanceTimersByTime(100);
+    f.request({ t0: 7, t1: 8, width: 10 });
+    expect(sent).toHaveLength(3);
+    jest.advanceTimersByTime(200);
+    expect(sent).toHaveLength(3);
   });
 
   it('drops a stale answer that arrives after a newer one and aborts it', async () => {

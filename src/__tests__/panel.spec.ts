@@ -1,4 +1,4 @@
-import { Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 import { ApiError, IExperiment, IExperimentBundle, ScorepAPI } from '../api';
 import { ExperimentPanel } from '../panel';
 
@@ -177,6 +177,28 @@ describe('ExperimentPanel', () => {
       )!.value
     ).toBe('1');
     panel.dispose();
+  });
+
+  it('follows its panel when detached, re-attached and disposed with the notebook', async () => {
+    const api = fakeApi([async () => experiment('ready')]);
+    const panel = new ExperimentPanel(bundle, api);
+    // the output area: a layout that holds the panel, in a notebook attached to the page
+    const notebook = new Panel();
+    notebook.addWidget(panel);
+    Widget.attach(notebook, document.body);
+    for (let i = 0; i < 20; i++) {
+      await Promise.resolve();
+    }
+    expect(panel.node.dataset.state).toBe('ready');
+    const timeline = panel.node.querySelector('.jp-scorep-timeline');
+    expect(timeline).not.toBeNull();
+    // scrolled out of the notebook's window and back: the views come and go with it
+    Widget.detach(notebook);
+    Widget.attach(notebook, document.body);
+    // closing: the shell detaches the notebook first, then disposes it
+    Widget.detach(notebook);
+    expect(() => notebook.dispose()).not.toThrow();
+    expect(panel.isDisposed).toBe(true);
   });
 });
 

@@ -1,7 +1,10 @@
 /**
- * Debounced window fetching with stale responses dropped: while the user wheels or drags,
- * only the view at rest is requested, an in-flight request for an older view is aborted, and
- * an answer that arrives after a newer request was made is ignored.
+ * Window fetching with stale responses dropped. The first request after a quiet spell is sent
+ * at once (a single zoom step is redrawn as soon as the server answers: ~70 ms here instead
+ * of ~190 ms when every request waited out the delay, benchmarks/panel_frames.py); while the
+ * user goes on wheeling or dragging, only the view at rest `delayMs` later is requested, an
+ * in-flight request for an older view is aborted, and an answer that arrives after a newer
+ * request was made is ignored.
  */
 
 export interface IWindowRequest {
@@ -23,15 +26,22 @@ export class WindowFetcher<T> {
     readonly delayMs = 120
   ) {}
 
-  /** Ask for a window; only the last request in a burst of `delayMs` is sent. */
+  /**
+   * Ask for a window: sent at once when no request came in the last `delayMs`; within a
+   * burst, only the last request is sent, once the burst has been quiet for `delayMs`.
+   */
   request(req: IWindowRequest): void {
     this.pending = req;
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
+    const quiet = this.timer === null;
+    if (!quiet) {
+      clearTimeout(this.timer!);
+    }
+    if (quiet) {
+      this.flush();
     }
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.flush();
+      this.flush(); // the burst's last request, if any came after the first
     }, this.delayMs);
   }
 

@@ -21,13 +21,14 @@ Measured in the page: every requestAnimationFrame interval during those interact
 60 Hz frame is 16.7 ms, so a smooth panel has p95 = 16.7 ms; the target counts as met when
 p95 <= 17 ms, i.e. no more than 5 % of the frames missed their refresh), the canvas draw cost
 (data-draw-ms, a MutationObserver), and per zoom the time from the wheel event's timestamp
-to the first draw after the refined window arrived, split into the fetcher's debounce (wheel
+to the first draw after the refined window arrived, split into the wait to send (wheel
 -> request sent), the server's answer (request sent -> response end, Resource Timing) and the
 rest (JSON, projection, the draw). Each figure is the median over the repeats of that
 repeat's statistic, with the range over repeats beside it; no run is singled out.
 
-The zoom figure includes the timeline's fetch debounce (src/timeline/fetcher.ts, 120 ms
-after the last wheel event): the share of it is printed beside.
+The zoom figure includes the wait before the request is sent (src/timeline/fetcher.ts: at
+once when no request is in flight, else when the one in flight is answered): its share is
+printed beside.
 
 The machine is shared (2 cores, other test suites running): the load average is printed.
 SCOREP_BENCH_PANEL_REPEATS (default 3, after one warm-up), SCOREP_BENCH_CHROMIUM (default
@@ -690,7 +691,7 @@ def main() -> None:
             met=bool(z50 <= ZOOM_TARGET_MS),
             note=where.format(z_range)
             + f"; p95 {summarise(stats, 'zoom_p95')[0]:.0f} ms; wheel -> request sent "
-            f"{summarise(stats, 'sent_p50')[0]:.0f} ms (the fetcher's 120 ms debounce)",
+            f"{summarise(stats, 'sent_p50')[0]:.0f} ms (the fetcher's wait for the request in flight)",
         )
     if rc:
         sys.exit(rc)

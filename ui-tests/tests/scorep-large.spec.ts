@@ -62,8 +62,8 @@ test('a 1M-event trace stays interactive', async ({ page }, testInfo) => {
   const box = (await canvas.boundingBox())!;
   const drawMs: number[] = [];
   await page.mouse.move(box.x + box.width * 0.3, box.y + 60);
-  // zoom in step by step (each step waits past the fetch debounce, so every zoom level
-  // is fetched), down to single calls, then out again
+  // zoom in step by step (every third step waits for the answer, so zoom levels are
+  // fetched along the way), down to single calls, then out again
   for (let i = 0; i < 24; i++) {
     await page.mouse.wheel(0, i < 18 ? -300 : 300);
     await page.waitForTimeout(i % 3 === 2 ? 250 : 40);

@@ -303,3 +303,33 @@ def test_a_cell_that_ends_with_an_expression_measures_the_expression_not_its_dis
     machinery = [n for n in counts if n.split(".")[0].split(":")[0] in ("IPython", "traitlets")]
     assert machinery == [], machinery
     assert kernel.value("_") == 42 and kernel.value("'__scorep_kernel_value__' in dir()") is False
+
+
+TORCH_CELL = """
+import torch
+x = torch.arange(12.0).reshape(3, 4)
+
+def scale(t, k):
+    return t * k
+
+y = scale(x, 2.0)
+total = float(y.sum())
+"""
+
+
+def test_a_torch_import_is_one_region_and_the_tensor_comes_back(kernel):
+    """The issue's case: under Score-P's default 16 MB the import of torch alone overflowed
+    (1.18M visits in the import machinery). As one region it fits the default memory the
+    kernel sets, and the tensor made under Score-P is the kernel's afterwards. Skipped
+    where torch is not installed (never a dependency; `make bench` installs it)."""
+    pytest.importorskip("torch")
+    result, exp, manifest = run_profiled(kernel, TORCH_CELL)
+    assert result.status == "ok", result.reply
+    assert manifest["status"] == "ok", manifest
+    counts = visits(exp)
+    assert counts["import:torch"] == 1
+    assert counts["__main__:scale"] == 1
+    assert not [n for n in counts if n.startswith(("importlib", "<frozen", "torch."))]
+    check = kernel.run("print(type(y).__module__, total, y.tolist()[2])")
+    assert check.status == "ok", check.reply
+    assert check.stdout().split("\n")[0] == "torch 132.0 [16.0, 18.0, 20.0, 22.0]"

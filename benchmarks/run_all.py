@@ -2,6 +2,9 @@
 
 Each script runs in its own interpreter with a time limit; its ``RESULT {json}`` lines (see
 _report.py) become rows of the table, and its full output is kept below the table.
+
+``run_all.py NAME ...`` reruns only those scripts: their rows and output replace theirs in the
+existing RESULTS.md, the other scripts' stay, and the header says which ran when.
 """
 
 from __future__ import annotations
@@ -63,6 +66,27 @@ def run(script: Path) -> tuple[list[dict], str, float, int]:
     return results, out, time.perf_counter() - start, rc
 
 
+def previous_results(path: Path) -> tuple[dict[str, list[str]], dict[str, str], list[str]]:
+    """The rows and output sections of an earlier RESULTS.md, by script, and its header's
+    lines saying when it was written (kept when only some scripts are rerun)."""
+    rows: dict[str, list[str]] = {}
+    sections: dict[str, str] = {}
+    notes: list[str] = []
+    if not path.exists():
+        return rows, sections, notes
+    text = path.read_text()
+    head, _, output = text.partition("\n## Output\n")
+    for line in head.splitlines():
+        if line.startswith(("Written by", "Rerun on")):
+            notes.append(line)
+        elif line.startswith("| ") and not line.startswith(("| script |", "|---")):
+            rows.setdefault(line.split("|")[1].strip(), []).append(line)
+    for part in output.split("\n### ")[1:]:
+        stem = part.split(" ", 1)[0].removesuffix(".py")
+        sections[stem] = "### " + part.rstrip("\n") + "\n"
+    return rows, sections, notes
+
+
 def fmt(v) -> str:
     if v is None:
         return ""
@@ -78,38 +102,56 @@ def main() -> int:
         for p in HERE.glob("*.py")
         if not p.name.startswith("_") and p.name != "run_all.py" and (not only or p.stem in only)
     )
-    rows, sections, failed = [], [], []
+    rows: dict[str, list[str]] = {}
+    sections: dict[str, str] = {}
+    header_notes: list[str] = []
+    if only:
+        rows, sections, header_notes = previous_results(HERE / "RESULTS.md")
+        for stem in only:
+            rows.pop(stem, None)
+            sections.pop(stem, None)
+        header_notes.append(
+            f"Rerun on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC: "
+            + ", ".join(sorted(only))
+            + "."
+        )
+    failed = []
     for script in scripts:
         print(f"==> {script.name}", flush=True)
         results, out, seconds, rc = run(script)
         print(out, flush=True)
         if rc != 0:
             failed.append(script.name)
+        script_rows = rows.setdefault(script.stem, [])
         for r in results:
             met = {True: "yes", False: "**no**", None: ""}[r.get("met")]
-            rows.append(
+            script_rows.append(
                 f"| {script.stem} | {r['name']} | {fmt(r['value'])} {r['unit']} | "
                 f"{r.get('peer') or ''} {fmt(r.get('peer_value'))} | "
                 f"{r.get('target') or ''} | {met} |"
             )
-        sections.append(
+        sections[script.stem] = (
             f"### {script.name} ({seconds:.0f} s, exit {rc})\n\n```\n"
             + "\n".join(l for l in out.splitlines() if not l.startswith("RESULT "))
             + "\n```\n"
         )
+    if not header_notes:
+        header_notes = [
+            f"Written by `make bench` on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC."
+        ]
     text = [
         "# Benchmark results",
         "",
-        f"Written by `make bench` on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        *header_notes,
         f"Machine: {machine()}.",
         "",
         "| script | figure | value | peer (same run) | target | met |",
         "|---|---|---|---|---|---|",
-        *rows,
+        *(row for stem in sorted(rows) for row in rows[stem]),
         "",
         "## Output",
         "",
-        *sections,
+        *(sections[stem] for stem in sorted(sections)),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(text))
     print(f"Wrote {HERE / 'RESULTS.md'}")

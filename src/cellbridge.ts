@@ -4,7 +4,7 @@
  * registers a locator that finds the cell whose node holds the panel's node. Both live in
  * this extension's bundle, so they share this module.
  */
-import type { IScorepMetadata } from './settings';
+import type { IScorepMetadata } from './cellSettings';
 
 export interface ICellHandle {
   /** the notebook's path, relative to the server root */

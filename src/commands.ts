@@ -14,7 +14,7 @@ import type { ICellModel } from '@jupyterlab/cells';
 import { UUID } from '@lumino/coreutils';
 import { askMpi } from './mpi/dialog';
 import { readMpi, withMpi } from './mpi/metadata';
-import { IUserSettings, runMetadata } from './settings';
+import { IUserSettings, runMetadata } from './cellSettings';
 import {
   getScorepMetadata,
   isCellProfiled,

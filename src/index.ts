@@ -16,7 +16,11 @@ import {
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ICellHandle, setCellLocator } from './cellbridge';
 import { CommandIDs, registerCommands } from './commands';
-import { IScorepMetadata, IUserSettings, readUserSettings } from './settings';
+import {
+  IScorepMetadata,
+  IUserSettings,
+  readUserSettings
+} from './cellSettings';
 import { markCell, refreshBeforeRun } from './toggle';
 
 const PLUGIN_ID = 'jupyterlab-scorep:plugin';

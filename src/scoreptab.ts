@@ -17,7 +17,7 @@ import type {
 } from './api';
 import { cellOf, ICellHandle } from './cellbridge';
 import { el, errorText } from './dom';
-import { filterFileFor, withFilterFile } from './settings';
+import { filterFileFor, withFilterFile } from './cellSettings';
 
 export interface IScorePTabOptions {
   api: ScorepAPI;

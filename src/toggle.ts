@@ -12,7 +12,7 @@ import {
   isProfiled,
   refreshedMetadata,
   toggledMetadata
-} from './settings';
+} from './cellSettings';
 
 export const METADATA_KEY = 'scorep';
 export const SCOREP_KERNEL_NAME = 'scorep-python';

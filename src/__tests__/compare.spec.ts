@@ -4,12 +4,10 @@ import {
   formatCountDelta,
   formatDelta,
   formatPct,
-  fromRun,
   mostChangedPath,
-  sharedAxis,
-  sortByDelta,
-  toRun
-} from '../compare/model';
+  sortByDelta
+} from '../compare/deltas';
+import { fromRun, sharedAxis, toRun } from '../compare/sharedAxis';
 
 function fn(
   name: string,

@@ -8,10 +8,10 @@ import {
   rowCells,
   shade,
   topFlows
-} from '../ranks/model';
+} from '../ranks/balanceAndTraffic';
 import { RanksView } from '../ranks/ranksView';
 import { hitTest, toDrawList } from '../timeline/projection';
-import { layoutTimeline, processes, rankOf } from '../timeline/ranks';
+import { layoutTimeline, processes, rankOf } from '../timeline/rankLanes';
 
 const TWO: IRanks = {
   ranks: [

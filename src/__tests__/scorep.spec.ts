@@ -20,7 +20,11 @@ import {
   memoryBytes,
   ScorePTab
 } from '../scoreptab';
-import { filterFileFor, IScorepMetadata, withFilterFile } from '../settings';
+import {
+  filterFileFor,
+  IScorepMetadata,
+  withFilterFile
+} from '../cellSettings';
 
 // Score-P 8.4's scorep.cfg of a run, as the manifest records it (shortened)
 const CONFIG: Record<string, string> = {

@@ -6,7 +6,7 @@ import {
   runMetadata,
   settingsToMetadata,
   toggledMetadata
-} from '../settings';
+} from '../cellSettings';
 
 /**
  * Precedence: the cell's own keys > the JupyterLab settings (`lab_settings`) > `%scorep` >

@@ -27,13 +27,10 @@ import {
   formatCountDelta,
   formatDelta,
   formatPct,
-  fromRun,
-  ISharedAxis,
   mostChangedPath,
-  sharedAxis,
-  sortByDelta,
-  toRun
-} from './model';
+  sortByDelta
+} from './deltas';
+import { fromRun, ISharedAxis, sharedAxis, toRun } from './sharedAxis';
 
 type Page = 'functions' | 'tree' | 'timelines';
 

@@ -11,7 +11,7 @@ import { formatValue, yMax } from '../metrics/format';
 import { MetricsLoader, metricsWindow } from '../metrics/metricsView';
 import { WindowFetcher } from '../timeline/fetcher';
 import type { IView } from '../timeline/projection';
-import { toRun } from './model';
+import { toRun } from './sharedAxis';
 
 const GROUPS: [string, string][] = [
   ['cpu', 'CPU'],

@@ -5,7 +5,11 @@
  * key of the cell's own (like `backend` set by hand); keys the dialog does not show
  * (`gather`, `timeout`) are kept.
  */
-import { IScorepMetadata, IUserSettings, toggledMetadata } from '../settings';
+import {
+  IScorepMetadata,
+  IUserSettings,
+  toggledMetadata
+} from '../cellSettings';
 
 export const MPI_KEY = 'mpi';
 export const MAX_RANKS = 4096;

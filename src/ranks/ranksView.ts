@@ -18,7 +18,7 @@ import {
   rowCells,
   shade,
   topFlows
-} from './model';
+} from './balanceAndTraffic';
 
 const COLUMNS = [
   'Rank',

@@ -22,7 +22,7 @@ export interface ILane {
   rows: number;
   /**
    * draw every depth in the lane's one row, deeper calls over shallower ones (Vampir's
-   * master timeline: what runs at each moment), for one row per MPI rank (ranks.ts)
+   * master timeline: what runs at each moment), for one row per MPI rank (rankLanes.ts)
    */
   flatten?: boolean;
 }

@@ -25,7 +25,7 @@ import {
 } from './projection';
 import { formatDuration } from '../timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
-import { layoutTimeline } from './ranks';
+import { layoutTimeline } from './rankLanes';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
 import { renderLegend, showTooltip } from './overlays';
@@ -52,7 +52,7 @@ export class TimelineView extends Widget {
     this.range = options.range;
     this.axisOrigin = options.axisOrigin ?? 0;
     // metric locations (OTF2 METRIC kind) carry samples, not calls: the metrics charts show them
-    // one process: a lane per location; an MPI run's ranks: grouped by rank (ranks.ts)
+    // one process: a lane per location; an MPI run's ranks: grouped by rank (rankLanes.ts)
     this.layout_ = layoutTimeline(
       options.locations.filter(l => (l.kind ?? 'thread') !== 'metric')
     );

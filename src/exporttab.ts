@@ -1,12 +1,7 @@
 /** The Export tab: download links for the trace, the profile and a Perfetto JSON, and the
  * buttons that start Vampir or Cube on the server's machine when the server found them. */
-import type {
-  DownloadKind,
-  IExperiment,
-  IVersion,
-  ScorepAPI,
-  ToolKind
-} from './api';
+import type { DownloadKind, IExperiment, IVersion, ToolKind } from './api';
+import type { ScorepAPI } from './apiClient';
 import { el, errorText } from './dom';
 
 const DOWNLOADS: [string, DownloadKind, 'otf2' | 'cubex', string][] = [

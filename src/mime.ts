@@ -4,7 +4,8 @@
  */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
-import { IExperimentBundle, IRunEntry, MIME_TYPE, ScorepAPI } from './api';
+import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api';
+import { ScorepAPI } from './apiClient';
 import { bundleOf, formatWhen } from './history/runs';
 import { ExperimentPanel } from './panel';
 

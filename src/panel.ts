@@ -14,9 +14,9 @@ import {
   IExperimentBundle,
   IRunEntry,
   ISummary,
-  IVersion,
-  ScorepAPI
+  IVersion
 } from './api';
+import { ScorepAPI } from './apiClient';
 import { CallTreeView } from './calltree/treeTable';
 import { CompareView } from './compare/compareView';
 import { el, errorText } from './dom';

@@ -8,13 +8,8 @@
  * to it, and nothing else).
  */
 import { Widget } from '@lumino/widgets';
-import type {
-  IFilterApplied,
-  IScore,
-  IScoreEstimate,
-  IScoreRow,
-  ScorepAPI
-} from './api';
+import type { IFilterApplied, IScore, IScoreEstimate, IScoreRow } from './api';
+import type { ScorepAPI } from './apiClient';
 import { cellOf, ICellHandle } from './cellbridge';
 import { el, errorText } from './dom';
 import { filterFileFor, withFilterFile } from './cellSettings';

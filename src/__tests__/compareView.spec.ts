@@ -1,6 +1,6 @@
 import { Widget } from '@lumino/widgets';
 import type { IComparison, IExperiment } from '../api';
-import { ScorepAPI } from '../api';
+import { ScorepAPI } from '../apiClient';
 import { CompareView } from '../compare/compareView';
 import { TimelineView } from '../timeline/timelineView';
 

@@ -1,5 +1,6 @@
 import { Panel, Widget } from '@lumino/widgets';
-import { ApiError, IExperiment, IExperimentBundle, ScorepAPI } from '../api';
+import { IExperiment, IExperimentBundle } from '../api';
+import { ApiError, ScorepAPI } from '../apiClient';
 import { ExperimentPanel } from '../panel';
 
 // jsdom has no ResizeObserver; the timeline only needs it to exist

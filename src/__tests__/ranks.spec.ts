@@ -1,6 +1,6 @@
 import { Widget } from '@lumino/widgets';
 import type { IRanks, ITimeline } from '../api';
-import { ScorepAPI } from '../api';
+import { ScorepAPI } from '../apiClient';
 import {
   barParts,
   flowText,

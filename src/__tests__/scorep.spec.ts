@@ -1,10 +1,5 @@
-import {
-  IExperiment,
-  IExperimentBundle,
-  IFilterApplied,
-  IScore,
-  ScorepAPI
-} from '../api';
+import { IExperiment, IExperimentBundle, IFilterApplied, IScore } from '../api';
+import { ScorepAPI } from '../apiClient';
 import type { ICellHandle } from '../cellbridge';
 import {
   measuredBy,

@@ -11,9 +11,9 @@ import type {
   IComparison,
   ICompareRun,
   IFunctionDelta,
-  IManifest,
-  ScorepAPI
+  IManifest
 } from '../api';
+import type { ScorepAPI } from '../apiClient';
 import { el, errorText } from '../dom';
 import { backendName, formatWhen, parentDir } from '../history/runs';
 import { formatSeconds } from '../timeaxis';

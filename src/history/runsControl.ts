@@ -4,7 +4,8 @@
  * comparable with the run shown, or deletable after a confirmation; and the disk the
  * notebook's runs use. Nothing is deleted without the user confirming it.
  */
-import type { IManifest, IRunEntry, IRuns, ScorepAPI } from '../api';
+import type { IManifest, IRunEntry, IRuns } from '../api';
+import type { ScorepAPI } from '../apiClient';
 import { el, errorText } from '../dom';
 import { formatBytes } from '../metrics/format';
 import { formatSeconds } from '../timeaxis';

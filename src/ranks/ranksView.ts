@@ -5,7 +5,8 @@
  * trace), shaded on a log scale; above MATRIX_MAX_RANKS ranks the largest flows instead.
  */
 import { Widget } from '@lumino/widgets';
-import type { IRanks, ScorepAPI } from '../api';
+import type { IRanks } from '../api';
+import type { ScorepAPI } from '../apiClient';
 import { el, errorText } from '../dom';
 import {
   barParts,

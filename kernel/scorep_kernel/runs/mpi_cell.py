@@ -1,0 +1,378 @@
+"""One cell on every rank of an MPI run, as a user of ipyparallel's ``%px`` expects (the
+list in ``runs.mpi_run``): the namespace packed once for every rank, the ranks' outputs
+relayed live and labelled by rank, rank 0's namespace and the gathered names brought back,
+and the cell ended early (everything stopped, the namespace left as it was) when a rank
+dies, ignores an interrupt, or runs past the cell's timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import re
+import sys
+import time
+from typing import Any
+
+from scorep_kernel import experiment, state
+from scorep_kernel.mpi import common
+from scorep_kernel.runs.base import CellRequest, error_reply
+from scorep_kernel.runs.faults import UNCHANGED
+from scorep_kernel.runs.mpi_rank_links import RanksFailed, quiet_send, ranks_words
+from scorep_kernel.runs.mpi_run_end import MpiRunEnd
+from scorep_kernel.state import transfer
+from scorep_kernel.worker import protocol as msg
+from scorep_kernel.worker.protocol import ChannelClosed
+
+# After an interrupt, how long the ranks may take to end their cell before all are killed:
+# a rank in Python stops within the interpreter's check interval (~5 ms); one blocked in
+# MPI never does, so waiting longer only delays the same outcome. 0.5 s keeps "every rank
+# stops within 1 s" with room for the kill and the reply.
+INTERRUPT_GRACE_S = 0.5
+# After a rank raised, how long the others may go on before they are interrupted: a rank
+# that waits in MPI for the failed one would wait for ever.
+ERROR_GRACE_S = 5.0
+LABEL = "[rank {rank}] "
+
+NO_MPI4PY = (
+    "mpi4py is not installed for {python}: {why}. Install it where the kernel runs "
+    "(`{python} -m pip install mpi4py`; it builds against your MPI, which needs its "
+    "development files: Debian/Ubuntu `apt-get install libopenmpi-dev`)."
+)
+
+
+class CellStopped(Exception):
+    """The cell ends early: a rank died, the timeout passed, or ranks ignored the interrupt."""
+
+    def __init__(self, status: str, message: str, ename: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.ename = ename  # the error the cell shows (None: by the status)
+
+
+def mpi4py_installed() -> bool:
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def needs_mpi4py(code: str) -> bool:
+    return re.search(r"\bmpi4py\b", code) is not None
+
+
+class CellOnRanks(MpiRunEnd):
+    """The cell of ``MpiRun`` (whose ``__init__`` sets these)."""
+
+    in_cell: bool
+    interrupt_requested: bool
+    interrupted_at: float | None
+    _line_start: dict[tuple[int, str], bool]
+
+    async def run_cell(self, request: CellRequest) -> dict[str, Any]:
+        shell = self.side.shell
+        count = shell.execution_count
+        reply, result = await self._run_on_ranks(request, count)
+        if request.store_history and not request.silent:
+            with contextlib.suppress(Exception):
+                shell.history_manager.store_inputs(count, request.code, request.code)
+            shell.execution_count += 1
+            if result is not None:
+                with contextlib.suppress(Exception):
+                    shell.displayhook.update_user_ns(result)
+        return reply
+
+    def _label(self, rank: int, name: str, text: str) -> str:
+        """``[rank r] `` before every line of a rank's stream (a line may come in pieces)."""
+        key = (rank, name)
+        start = self._line_start.get(key, True)
+        prefix = LABEL.format(rank=rank)
+        out = []
+        for piece in re.split(r"(?<=[\n\r])", text):
+            if not piece:
+                continue
+            if start:
+                out.append(prefix)
+            out.append(piece)
+            start = piece.endswith(("\n", "\r"))
+        self._line_start[key] = start
+        return "".join(out)
+
+    def _relay(self, rank: int, message: msg.Message, count: int) -> None:
+        output = self.side.output
+        if isinstance(message, msg.Stream):
+            output.stream(message.name, self._label(rank, message.name, message.text))
+        elif isinstance(message, msg.Display):
+            output.display(message.data, message.metadata, message.transient, message.update)
+        elif isinstance(message, msg.ExecuteResult):
+            if rank == 0:
+                output.execute_result(message.execution_count, message.data, message.metadata)
+            else:
+                text = str(message.data.get("text/plain", ""))
+                output.stream("stdout", self._label(rank, "stdout", f"Out[{count}]: {text}\n"))
+        elif isinstance(message, msg.ClearOutput):
+            output.clear_output(message.wait)
+        elif isinstance(message, msg.Error):
+            head = f"\x1b[1m[rank {rank}]\x1b[0m {message.ename}: {message.evalue}"
+            output.error(message.ename, f"[rank {rank}] {message.evalue}",
+                         [head, *message.traceback])  # fmt: skip
+        elif isinstance(message, msg.ImportStarted):
+            if rank == 0:
+                self.side.import_ahead(message.module)
+        elif isinstance(message, msg.InputRequest):
+            self._later(
+                quiet_send(
+                    self.ranks[rank].channel,
+                    msg.InputReply(error="input() is not available in an MPI cell"),
+                )
+            )
+        elif not isinstance(message, (msg.StateReceived, msg.Preloaded)):
+            self._unexpected(rank, message)
+
+    def _pack(self) -> state.Packet:
+        shell = self.side.shell
+        if all(r.local for r in self.ranks.values()):
+            # shared memory: every rank maps the one copy (the pull transport lets one
+            # reader in, and the ranks are not the kernel's direct children)
+            return state.pack(shell.user_ns, transport="shm")
+        return state.pack(shell.user_ns, out_of_band_min=common.NO_OUT_OF_BAND)
+
+    async def _run_on_ranks(self, request: CellRequest, count: int) -> tuple[dict[str, Any], Any]:
+        output = self.side.output
+        shell = self.side.shell
+        if needs_mpi4py(request.code) and not mpi4py_installed():
+            text = NO_MPI4PY.format(python=sys.executable, why="the cell uses it")
+            self.note_status(experiment.STATUS_ERROR)
+            self.errors.append(text)
+            output.error("ModuleNotFoundError", text, [text])
+            return error_reply("ModuleNotFoundError", text, [text], count), None
+        with self.timed("pack"):
+            packet = self._pack()
+        for name, reason in packet.skipped.items():
+            output.stream(
+                "stderr",
+                f"Warning: {name!r} cannot be sent to the MPI ranks ({reason}); it keeps its "
+                "value here, but using it in this profiled cell raises an error.\n",
+            )
+        index = self.add_cell(request.cell_id, count, request.code)
+        cell_start = time.perf_counter()
+        self.last_cell_index, self.last_cell_wall = index, 0.0
+        if self.interrupt_requested:
+            packet.release()
+            self.interrupt_requested = False
+            self.note_status(experiment.STATUS_INTERRUPTED)
+            text = "KeyboardInterrupt: interrupted before the profiled cell started"
+            output.error("KeyboardInterrupt", "", [text])
+            return error_reply("KeyboardInterrupt", "", [text], count), None
+        in_band = not all(r.local for r in self.ranks.values())
+        cell = msg.Cell(
+            code=request.code,
+            label=f"cell [{count}]",
+            execution_count=count,
+            cell_id=request.cell_id,
+            state=packet.header,
+            colors=getattr(shell, "colors", None),
+            last=request.last,
+        )
+        setup = msg.RankSetup(list(self.mpi.gather), in_band)
+        for rank in self.ranks.values():
+            rank.done = None
+        self._line_start.clear()
+        self.interrupted_at = None
+        try:
+            self.in_cell = self.relaying = True
+            for rank in self.ranks.values():
+                await rank.channel.send(setup)
+                await rank.channel.send(cell)
+            first_error = await self._until_done(count)
+        except CellStopped as stop:
+            packet.release()
+            return await self._stopped(stop, count, index, cell_start), None
+        except ChannelClosed:
+            packet.release()
+            lost = CellStopped(
+                experiment.STATUS_CRASHED, "A rank's connection closed." + await self._exit_words()
+            )
+            return await self._stopped(lost, count, index, cell_start), None
+        finally:
+            self.in_cell = self.relaying = False
+            self.interrupt_requested = False
+        packet.release()
+        done = {r: rank.done for r, rank in self.ranks.items()}
+        assert all(d is not None for d in done.values())
+        # The run's wall time of the cell: the slowest rank.
+        self.last_cell_wall = max(float(d.wall_s or 0.0) for d in done.values() if d) or (
+            time.perf_counter() - cell_start
+        )
+        never_ran = [r for r, d in done.items() if d is not None and d.state is None]
+        if never_ran:
+            d0 = done[never_ran[0]]
+            assert d0 is not None
+            self.note_status(experiment.STATUS_ERROR)
+            return error_reply(d0.ename, f"[rank {never_ran[0]}] {d0.evalue}", d0.traceback,
+                               count), None  # fmt: skip
+        try:
+            with self.timed("unpack"):
+                unpacked = {r: state.unpack(d.state) for r, d in done.items() if d and d.state}
+        except Exception as e:
+            message = (
+                f"The namespace could not be brought back from the MPI ranks "
+                f"({type(e).__name__}: {e}). {UNCHANGED}"
+            )
+            return await self._stopped(CellStopped(experiment.STATUS_CRASHED, message), count, index,
+                                       cell_start), None  # fmt: skip
+        for rank in self.ranks.values():
+            await quiet_send(rank.channel, msg.StateReceived())
+        with self.timed("apply"):
+            state.apply(
+                shell.user_ns,
+                unpacked[0],
+                previous_names=packet.names,
+                environ_ignore=common.ENVIRON_IGNORE,
+                keep_paths=transfer.KEEP_PATHS,
+            )
+            result = shell.user_ns.pop(transfer.RESULT_NAME, None)
+            self._gathered(unpacked, output)
+        d0 = done[0]
+        assert d0 is not None
+        for name, reason in d0.skipped.items():
+            if (
+                name not in packet.skipped
+                and name != transfer.RESULT_NAME
+                and (reason != "left out on request")
+            ):
+                output.stream(
+                    "stderr",
+                    f"Warning: {name!r} was made on rank 0 but cannot be brought back to the "
+                    f"notebook ({reason}).\n",
+                )
+        interrupted = any(d and d.interrupted for d in done.values())
+        failed = [r for r, d in done.items() if d and d.status == "error" and not d.interrupted]
+        if interrupted:
+            status = experiment.STATUS_INTERRUPTED
+        elif failed:
+            status = experiment.STATUS_ERROR
+        else:
+            status = experiment.STATUS_OK
+        self.note_status(status)
+        if status == experiment.STATUS_OK:
+            return {"status": "ok", "execution_count": count, "user_expressions": {},
+                    "payload": []}, result  # fmt: skip
+        if status == experiment.STATUS_INTERRUPTED and not failed:
+            return error_reply("KeyboardInterrupt", "", ["KeyboardInterrupt"], count), result
+        r = first_error if first_error in failed else failed[0]
+        d = done[r]
+        assert d is not None
+        return error_reply(d.ename or "Error", f"[rank {r}] {d.evalue}", d.traceback,
+                           count), result  # fmt: skip
+
+    def _gathered(self, unpacked: dict[int, Any], output: Any) -> None:
+        """``gather`` names: the list of every rank's value, in rank order."""
+        ns = self.side.shell.user_ns
+        for name in self.mpi.gather:
+            values = []
+            missing = []
+            for r in range(self.n):
+                got = unpacked.get(r)
+                space = got.namespace if got is not None else {}
+                if name in space:
+                    values.append(space[name])
+                else:
+                    values.append(None)
+                    missing.append(r)
+            if missing:
+                output.stream(
+                    "stderr",
+                    f"Warning: {name!r} is not defined (or cannot travel) on "
+                    f"{ranks_words(missing)}; None stands in for it in the gathered list.\n",
+                )
+            ns[name] = values
+
+    async def _until_done(self, count: int) -> int | None:
+        """Relay every rank's output until all ended their cell; the first rank that
+        raised (or None). CellStopped when the cell must end early."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first_error: int | None = None
+        error_at: float | None = None
+        interrupted_for_error = False
+        while any(rank.done is None for rank in self.ranks.values()):
+            now = loop.time()
+            waits = []
+            if self.mpi.timeout is not None:
+                waits.append(started + self.mpi.timeout - now)
+            if error_at is not None and not interrupted_for_error:
+                waits.append(error_at + ERROR_GRACE_S - now)
+            if self.interrupted_at is not None:
+                waits.append(self.interrupted_at + INTERRUPT_GRACE_S - time.monotonic())
+            timeout = max(0.0, min(waits)) if waits else None
+            try:
+                rank, message = await asyncio.wait_for(self.inbox.get(), timeout)
+            except asyncio.TimeoutError:
+                running = [r for r, x in self.ranks.items() if x.done is None]
+                if self.interrupted_at is not None and (
+                    time.monotonic() >= self.interrupted_at + INTERRUPT_GRACE_S
+                ):
+                    if interrupted_for_error and first_error is not None:
+                        failed = self.ranks[first_error].done
+                        assert failed is not None
+                        raise CellStopped(
+                            experiment.STATUS_ERROR,
+                            f"Rank {first_error} raised {failed.ename}: {failed.evalue}; "
+                            f"{ranks_words(running)} still ran {ERROR_GRACE_S:g} s later and did not "
+                            "stop when interrupted (waiting in MPI for the failed rank?), so "
+                            f"every rank was stopped. {UNCHANGED}",
+                            failed.ename or None,
+                        ) from None
+                    raise CellStopped(
+                        experiment.STATUS_INTERRUPTED,
+                        f"{ranks_words(running).capitalize()} did not stop within "
+                        f"{INTERRUPT_GRACE_S:g} s of the interrupt (blocked in MPI, waiting for "
+                        f"another rank?), so every rank was stopped. {UNCHANGED}",
+                    ) from None
+                if self.mpi.timeout is not None and loop.time() >= started + self.mpi.timeout:
+                    raise CellStopped(
+                        experiment.STATUS_CRASHED,
+                        f"{ranks_words(running).capitalize()} still ran after the cell's timeout of "
+                        f"{self.mpi.timeout:g} s, so every rank was stopped. {UNCHANGED}",
+                    ) from None
+                if error_at is not None and not interrupted_for_error:
+                    # the ranks that go on after another raised: interrupt them
+                    interrupted_for_error = True
+                    self.interrupted_at = time.monotonic()
+                    self._send_all(msg.InterruptCell(), running)
+                continue
+            if message is None:
+                dead = self.ranks[rank]
+                if dead.done is not None:
+                    continue  # it ended its cell before; its end shows later, if at all
+                raise CellStopped(
+                    experiment.STATUS_CRASHED,
+                    f"Rank {rank} ({dead.where}) ended before the cell did, so the run was "
+                    f"stopped. {UNCHANGED}" + await self._exit_words_after_kill(),
+                )
+            if isinstance(message, msg.CellDone):
+                self.ranks[rank].done = message
+                if message.status == "error" and not message.interrupted and first_error is None:
+                    first_error, error_at = rank, loop.time()
+                continue
+            self._relay(rank, message, count)
+        return first_error
+
+    async def _stopped(self, stop: CellStopped, count: int, index: int, cell_start: float) -> dict:
+        """The cell ended early: everything is stopped, the namespace stays as it was."""
+        self.kill()
+        await self._reap()
+        self.note_status(stop.status)
+        self.errors.append(stop.message)
+        self.last_cell_wall = time.perf_counter() - cell_start
+        self.finished = True
+        self._write_metrics()
+        self.finish_manifest_without_files()
+        output = self.side.output
+        output.display(self.bundle(index, stop.status, self.last_cell_wall))
+        ename = stop.ename or (
+            "KeyboardInterrupt"
+            if stop.status == experiment.STATUS_INTERRUPTED
+            else RanksFailed.ename
+        )
+        output.error(ename, stop.message, [stop.message])
+        return error_reply(ename, stop.message, [stop.message], count)

@@ -29,7 +29,7 @@ from . import (
     export,
     history,
     index_store,
-    metrics,
+    metric_series,
     ranks,
     scorep_score,
     summary,
@@ -338,7 +338,7 @@ class Service:
                 schema, t_ns, values = samples
                 relative = (schema, t_ns - origin, values)
                 samples = await self.compute(
-                    "merging the trace's metrics", metrics.merge, relative, traced
+                    "merging the trace's metrics", metric_series.merge, relative, traced
                 )
                 origin = 0
         else:
@@ -352,7 +352,13 @@ class Service:
                 "No metrics",
             )
         return await self.compute(
-            "bucketing the metric samples", metrics.downsample, *samples, origin, t0, t1, width
+            "bucketing the metric samples",
+            metric_series.downsample,
+            *samples,
+            origin,
+            t0,
+            t1,
+            width,
         )
 
     async def summary(self, path: str | None) -> dict[str, Any]:
@@ -823,7 +829,7 @@ class Service:
             return None
         index = await self.index(exp, manifest)
         return await self.compute(
-            "reading the trace's metric events", index.cached, "metrics", metrics.from_trace
+            "reading the trace's metric events", index.cached, "metrics", metric_series.from_trace
         )
 
     async def origin(self, exp: Path, manifest: dict[str, Any]) -> int:

@@ -62,7 +62,7 @@ def summary(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     import jsonschema
 
-    from jupyterlab_scorep.headless.summary import SCHEMA
+    from jupyterlab_scorep.headless.run_summary import SCHEMA
 
     jsonschema.validate(data, SCHEMA)
     return data

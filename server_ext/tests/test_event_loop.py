@@ -19,7 +19,15 @@ import pytest
 from experiment_factory import write_experiment
 from synthetic_trace import write_experiment as write_synthetic
 
-from jupyterlab_scorep import calltree, export, index_store, metrics, service, summary, timeline
+from jupyterlab_scorep import (
+    calltree,
+    export,
+    index_store,
+    metric_series,
+    service,
+    summary,
+    timeline,
+)
 from jupyterlab_scorep import tools as tools_mod
 from jupyterlab_scorep.index_store import IndexCache
 from jupyterlab_scorep.parse_worker import ParseWorker
@@ -138,8 +146,8 @@ def on_which_thread(monkeypatch):
         (timeline, "query", "timeline.query"),
         (calltree, "to_json", "calltree.to_json"),
         (calltree, "from_index", "calltree.from_index"),
-        (metrics, "downsample", "metrics.downsample"),
-        (metrics, "from_trace", "metrics.from_trace"),
+        (metric_series, "downsample", "metrics.downsample"),
+        (metric_series, "from_trace", "metrics.from_trace"),
         (summary, "summarize", "summary.summarize"),
         (tools_mod, "scorep_status", "tools.scorep_status"),
         (tools_mod, "tool_paths", "tools.tool_paths"),

@@ -13,8 +13,8 @@ from jupyter_client.session import Session
 
 from jupyterlab_scorep.headless import app
 from jupyterlab_scorep.headless import cells as cs
-from jupyterlab_scorep.headless import summary as hs
-from jupyterlab_scorep.headless.client import _execute_with_metadata
+from jupyterlab_scorep.headless import run_summary as hs
+from jupyterlab_scorep.headless.notebook_client import _execute_with_metadata
 from scorep_kernel.cell_metadata import parse_cell_metadata
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jupyterlab_scorep import metrics, summary
+from jupyterlab_scorep import metric_series, summary
 from jupyterlab_scorep.calltree import CallTree
 
 GiB = 2**30
@@ -134,12 +134,14 @@ def test_summarize_combines_everything():
 
 def test_downsample_buckets_mean_min_max():
     schema, t, v = samples(cpu_total=[0, 10, 20, 30, 40, 50, 60, np.nan])
-    out = metrics.downsample(schema, t, v, origin_epoch_ns=1_000_000_000, t0=None, t1=None, width=4)
+    out = metric_series.downsample(
+        schema, t, v, origin_epoch_ns=1_000_000_000, t0=None, t1=None, width=4
+    )
     s = out["series"][0]
     # the last bucket holds the samples at 3.0 s and 3.5 s (the NaN one is skipped)
     assert s["t"] == [250_000_000, 1_250_000_000, 2_250_000_000, 3_250_000_000]
     assert s["mean"] == [5.0, 25.0, 45.0, 60.0]
     assert s["min"] == [0.0, 20.0, 40.0, 60.0] and s["max"] == [10.0, 30.0, 50.0, 60.0]
     assert out["window"] == [0, 3_500_000_000]
-    only_nan = metrics.downsample(*samples(x=[np.nan, np.nan]), 0, None, None, 3)
+    only_nan = metric_series.downsample(*samples(x=[np.nan, np.nan]), 0, None, None, 3)
     assert only_nan["series"][0]["mean"] == [None, None]

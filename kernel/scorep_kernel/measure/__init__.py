@@ -12,9 +12,9 @@ an experiment directory. Used when Score-P is absent, or chosen by the user.
 from __future__ import annotations
 
 from ..shim import SHIM_DIR, install_scorep_shim
-from .config import DEFAULT_EXCLUDE, MeasureConfig
 from .detect import detect_scorep
 from .engine import ENGINE_NAME, EngineError
+from .measure_config import DEFAULT_EXCLUDE, MeasureConfig
 from .session import Measurement, active
 
 __all__ = [

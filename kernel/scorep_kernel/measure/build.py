@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Region, ThreadEvents
-from .config import MeasureConfig
 from .engine import RawCalls
+from .measure_config import MeasureConfig
 from .naming import ModuleNames, c_region, code_region, matches
 
 

@@ -22,7 +22,7 @@ from .. import experiment
 from ..formats.recording import ROLE_IMPORT, ROLE_USER, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
-from .config import MeasureConfig
+from .measure_config import MeasureConfig
 from .sampler import MetricSampler
 
 _active: Measurement | None = None

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from . import summary as hs
+from . import run_summary as hs
 
 EPILOG_RUN = """\
 cells: code cells are numbered from 1, markdown cells not counted (In [n] of a fresh run);

@@ -31,8 +31,8 @@ from scorep_kernel import experiment as ex
 
 from . import cells as cellsel
 from . import experiments as exps
-from . import summary as hs
-from .client import ScorePNotebookClient
+from . import run_summary as hs
+from .notebook_client import ScorePNotebookClient
 
 DEFAULT_KERNEL = "scorep-python"
 

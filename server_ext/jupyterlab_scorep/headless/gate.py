@@ -28,7 +28,7 @@ from typing import Any
 from scorep_kernel import experiment as ex
 
 from .. import compare
-from . import summary as hs
+from . import run_summary as hs
 from .experiments import NoCallTree, load_tree
 
 MAX_FUNCTIONS_NAMED = 3

@@ -29,8 +29,8 @@ from papermill.utils import merge_kwargs, remove_args
 
 from . import cells as cellsel
 from . import experiments as exps
-from .client import SendsCellMetadata
 from .execute import DEFAULT_KERNEL, session_name
+from .notebook_client import SendsCellMetadata
 
 CELLS_ENV = "JUPYTER_SCOREP_CELLS"
 FILES_TIMEOUT_S = 300.0

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from scorep_kernel import experiment as ex
 
 from .. import calltree
-from . import summary as hs
+from . import run_summary as hs
 from .experiments import Experiment, read_experiment
 
 # Children of a call-tree node shown at most, and the share of the run below which a

@@ -7,8 +7,7 @@
  */
 import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import {
-  ICallTree,
+import type {
   IComparison,
   IExperiment,
   IExperimentBundle,
@@ -16,37 +15,18 @@ import {
   ISummary,
   IVersion
 } from './api';
-import { ScorepAPI } from './apiClient';
-import { CallTreeView } from './calltree/treeTable';
-import { CompareView } from './compare/compareView';
+import type { ScorepAPI } from './apiClient';
 import { el, errorText } from './dom';
-import { renderExport } from './exporttab';
 import { renderFacts, renderVerdicts } from './header';
-import {
-  comparable,
-  formatWhen,
-  panelCell,
-  parentDir,
-  previousRun
-} from './history/runs';
+import { comparable, panelCell, parentDir, previousRun } from './history/runs';
 import { IRunsActions, RunsControl } from './history/runsControl';
-import { MetricsView } from './metrics/metricsView';
-import { RanksView } from './ranks/ranksView';
-import { FunctionSummaryView } from './summary/functionSummary';
-import { ScorePTab } from './scoreptab';
-import { TimelineView } from './timeline/timelineView';
+import { renderRunVerdict } from './history/runVerdict';
+import { failureText, progressText } from './loadStatus';
+import { PanelPages, TabId } from './panelPages';
+import { TabStrip } from './tabStrip';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;
-
-type TabId =
-  | 'summary'
-  | 'timeline'
-  | 'calltree'
-  | 'ranks'
-  | 'compare'
-  | 'scorep'
-  | 'export';
 
 export interface IPanelOptions {
   /** show another run of the cell in place of this panel (the Runs list's Open) */
@@ -83,7 +63,7 @@ export class ExperimentPanel extends Widget {
       open: entry => this.openRun(entry),
       compare: entry => {
         this.showTab('compare');
-        void this.compareView().compareWith(entry.path);
+        void this.pages.compareView().compareWith(entry.path);
       },
       deleted: () => void this.loadHistory(),
       message: (text, isError) => this.setMessage(text, isError),
@@ -100,34 +80,35 @@ export class ExperimentPanel extends Widget {
     }
     this.header.append(this.facts, this.history, this.message, this.verdicts);
 
-    this.tabBar = el('div', 'jp-scorep-tabs');
-    this.tabBar.setAttribute('role', 'tablist');
-    this.body = el('div', 'jp-scorep-body');
-    this.node.append(this.header, this.tabBar, this.body);
-    for (const [id, title] of [
-      ['summary', 'Summary'],
-      ['timeline', 'Timeline'],
-      ['calltree', 'Call tree'],
-      // an MPI cell's ranks side by side and their communication (GET ranks)
-      ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
-      ['compare', 'Compare'],
-      // Score-P's own view of a Score-P run (scorep-score), with its suggested filter
-      ...(bundle.backend === 'scorep' ? [['scorep', 'Score-P']] : []),
-      ['export', 'Export']
-    ] as [TabId, string][]) {
-      const tab = el('button', 'jp-scorep-tab', title);
-      tab.setAttribute('role', 'tab');
-      tab.id = `jp-scorep-tab-${id}-${Private.nextId()}`;
-      tab.dataset.tab = id;
-      tab.addEventListener('click', () => this.showTab(id));
-      tab.addEventListener('keydown', e => this.onTabKey(e, id));
-      const page = el('div', `jp-scorep-page jp-scorep-page-${id}`);
-      page.setAttribute('role', 'tabpanel');
-      page.setAttribute('aria-labelledby', tab.id);
-      this.tabBar.appendChild(tab);
-      this.body.appendChild(page);
-      this.tabs.set(id, { tab, page });
-    }
+    this.tabs = new TabStrip<TabId>({
+      tabs: [
+        ['summary', 'Summary'],
+        ['timeline', 'Timeline'],
+        ['calltree', 'Call tree'],
+        // an MPI cell's ranks side by side and their communication (GET ranks)
+        ...(bundle.mpi ? [['ranks', 'Ranks']] : []),
+        ['compare', 'Compare'],
+        // Score-P's own view of a Score-P run (scorep-score), with its suggested filter
+        ...(bundle.backend === 'scorep' ? [['scorep', 'Score-P']] : []),
+        ['export', 'Export']
+      ] as [TabId, string][],
+      barClass: 'jp-scorep-tabs',
+      pagesClass: 'jp-scorep-body',
+      pageClass: id => `jp-scorep-page jp-scorep-page-${id}`,
+      elementId: id => `jp-scorep-tab-${id}-${Private.nextId()}`,
+      dataKey: 'tab',
+      onPick: id => this.showTab(id)
+    });
+    this.node.append(this.header, this.tabs.bar, this.tabs.pages);
+    this.pages = new PanelPages({
+      api,
+      path: bundle.path,
+      page: id => this.tabs.page(id),
+      reveal: id => this.reveal(id),
+      message: (text, isError) => this.setMessage(text, isError),
+      runs: () => this.runs.runs,
+      previous: () => this.previous
+    });
     this.renderFacts();
     this.setMessage(bundle.summary?.message ?? '', false);
     this.showTab('summary');
@@ -158,26 +139,11 @@ export class ExperimentPanel extends Widget {
    * attached." when the notebook was closed.
    */
   private forward(msg: Message, when: (view: Widget) => boolean): void {
-    for (const view of this.views()) {
+    for (const view of this.pages.all()) {
       if (!view.isDisposed && when(view)) {
         MessageLoop.sendMessage(view, msg);
       }
     }
-  }
-
-  private views(): Widget[] {
-    return [
-      this.timeline,
-      this.metrics,
-      this.calltree,
-      this.functionSummary,
-      this._compare,
-      this._scorep,
-      this._ranks
-    ].filter(
-      (view): view is NonNullable<typeof view> =>
-        view !== null && view !== undefined
-    );
   }
 
   dispose(): void {
@@ -185,7 +151,7 @@ export class ExperimentPanel extends Widget {
     if (this.pollTimer) {
       clearTimeout(this.pollTimer);
     }
-    for (const view of this.views()) {
+    for (const view of this.pages.all()) {
       view.dispose();
     }
     super.dispose();
@@ -216,7 +182,7 @@ export class ExperimentPanel extends Widget {
       }
       if (!pending && !experiment.trace) {
         this.setState('error');
-        this.setMessage(this.failureText(experiment), true);
+        this.setMessage(failureText(experiment), true);
         void this.loadHistory();
         await this.loadSecondary(experiment);
         return;
@@ -231,7 +197,7 @@ export class ExperimentPanel extends Widget {
         return;
       }
       this.setState('processing');
-      this.setMessage(this.progressText(experiment, elapsed), false);
+      this.setMessage(progressText(experiment, elapsed), false);
       await new Promise<void>(resolve => {
         this.pollTimer = setTimeout(resolve, POLL_MS);
       });
@@ -241,7 +207,7 @@ export class ExperimentPanel extends Widget {
     }
     this.setState('ready');
     this.setMessage(this.bundle.summary?.message ?? '', false);
-    this.buildTimeline(experiment);
+    this.pages.buildTimeline(experiment);
     void this.loadHistory();
     await this.loadSecondary(experiment);
   }
@@ -273,7 +239,7 @@ export class ExperimentPanel extends Widget {
     }
     this.runs.setRuns(runs, manifest, cell.cell_id);
     this.node.dataset.runs = String(runs.experiments.length);
-    this._compare?.setChoices(runs.experiments);
+    this.pages.compare?.setChoices(runs.experiments);
     const previous = previousRun(runs.experiments, manifest);
     if (
       !previous ||
@@ -298,35 +264,16 @@ export class ExperimentPanel extends Widget {
     }
     this.previous = comparison;
     this.showRunVerdict(comparison, previous);
-    if (this._compare && !this._compare.comparison) {
-      void this._compare.compareWith(previous.path, comparison);
+    const compare = this.pages.compare;
+    if (compare && !compare.comparison) {
+      void compare.compareWith(previous.path, comparison);
     }
   }
 
   private showRunVerdict(c: IComparison, previous: IRunEntry): void {
-    const v = c.verdict;
-    this.runVerdict.dataset.kind = v.kind;
-    this.node.dataset.verdict = v.kind;
-    this.runVerdict.textContent = '';
-    if (v.kind === 'within_noise') {
-      // only a difference beyond the run-to-run noise is worth a line
-      this.runVerdict.hidden = true;
-      return;
-    }
-    this.runVerdict.hidden = false;
-    this.runVerdict.title =
-      `Against the run of ${formatWhen(previous.manifest.start_ns ?? null)}. ` +
-      `Noise: ${v.noise.basis}.`;
-    const open = el('button', 'jp-scorep-link', 'Compare');
-    open.title = 'Open the comparison with the previous run';
-    open.addEventListener('click', () => {
-      this.showTab('compare');
-      this.tabs.get('compare')!.tab.focus();
-    });
-    this.runVerdict.append(
-      el('span', 'jp-scorep-run-verdict-kind', v.kind === 'slower' ? '▲' : '▼'),
-      document.createTextNode(v.sentence + ' '),
-      open
+    this.node.dataset.verdict = c.verdict.kind;
+    renderRunVerdict(this.runVerdict, c, previous, () =>
+      this.reveal('compare')
     );
   }
 
@@ -334,77 +281,6 @@ export class ExperimentPanel extends Widget {
     if (this.options.openRun) {
       this.options.openRun(entry);
     }
-  }
-
-  /** The Score-P tab's view, made (and loaded) on first use. */
-  private scorepTab(): ScorePTab {
-    if (!this._scorep) {
-      const page = this.tabs.get('scorep')!.page;
-      page.textContent = '';
-      this._scorep = new ScorePTab({
-        api: this.api,
-        path: this.bundle.path,
-        onMessage: (text, isError) => this.setMessage(text, isError)
-      });
-      Widget.attach(this._scorep, page);
-    }
-    return this._scorep;
-  }
-
-  /** The Ranks tab's view, made on first use. */
-  private ranksView(): RanksView {
-    if (!this._ranks) {
-      const page = this.tabs.get('ranks')!.page;
-      page.textContent = '';
-      this._ranks = new RanksView(this.api, this.bundle.path);
-      Widget.attach(this._ranks, page);
-    }
-    return this._ranks;
-  }
-
-  /** The Compare tab's view, made on first use. */
-  private compareView(): CompareView {
-    if (!this._compare) {
-      const page = this.tabs.get('compare')!.page;
-      page.textContent = '';
-      this._compare = new CompareView(this.api, this.bundle.path);
-      Widget.attach(this._compare, page);
-      this._compare.setChoices(this.runs.runs);
-      if (this.previous) {
-        void this._compare.compareWith(this.previous.a.path, this.previous);
-      }
-    }
-    return this._compare;
-  }
-
-  private progressText(experiment: IExperiment, elapsed: number): string {
-    const files = experiment.manifest.files ?? {};
-    const have = Object.keys(files);
-    const total = 3;
-    const done = ['otf2', 'cubex', 'metrics'].filter(k =>
-      have.includes(k)
-    ).length;
-    const what =
-      experiment.manifest.status === 'running'
-        ? 'Measuring'
-        : 'Writing the trace and profile';
-    return `processing… ${what}: ${done} of ${total} files ready (${elapsed.toFixed(0)} s)`;
-  }
-
-  private failureText(experiment: IExperiment): string {
-    const errors = (experiment.manifest.errors ?? []).map(e =>
-      typeof e === 'string' ? e : (e.message ?? JSON.stringify(e))
-    );
-    if (errors.length) {
-      return errors.join(' ');
-    }
-    const note = experiment.manifest.measurement?.['note'];
-    if (typeof note === 'string' && note) {
-      return note;
-    }
-    return experiment.manifest.files_status === 'failed'
-      ? 'Writing the experiment files failed; the manifest names no cause.'
-      : 'This experiment has no readable trace.';
   }
 
   private async loadSecondary(experiment: IExperiment): Promise<void> {
@@ -421,107 +297,17 @@ export class ExperimentPanel extends Widget {
       this.summary = summary.value;
       this.renderFacts();
       this.renderVerdicts(summary.value);
-      this.showSummary(summary.value);
+      this.pages.showSummary(summary.value);
     } else {
-      const page = this.tabs.get('summary')!.page;
-      page.textContent = '';
-      page.appendChild(el('div', 'jp-scorep-error', errorText(summary.reason)));
+      this.pages.showError('summary', summary.reason);
     }
     this.version = version.status === 'fulfilled' ? version.value : null;
     if (tree.status === 'fulfilled') {
-      this.showCallTree(tree.value);
+      this.pages.showCallTree(tree.value);
     } else {
-      const page = this.tabs.get('calltree')!.page;
-      page.textContent = '';
-      page.appendChild(el('div', 'jp-scorep-error', errorText(tree.reason)));
+      this.pages.showError('calltree', tree.reason);
     }
-    this.renderExport(experiment);
-  }
-
-  private showSummary(summary: ISummary): void {
-    const page = this.tabs.get('summary')!.page;
-    this.functionSummary?.dispose();
-    page.textContent = '';
-    this.functionSummary = new FunctionSummaryView(summary, {
-      select: name => {
-        this.selectedFunction = name;
-        this.timeline?.highlightRegion(name);
-        if (name) {
-          this.calltree?.revealRegion(name);
-        }
-      },
-      show: where => {
-        this.showTab(where);
-        this.tabs.get(where)!.tab.focus();
-      }
-    });
-    Widget.attach(this.functionSummary, page);
-  }
-
-  private showCallTree(tree: ICallTree): void {
-    const page = this.tabs.get('calltree')!.page;
-    this.calltree?.dispose();
-    page.textContent = '';
-    this.calltree = new CallTreeView(
-      tree,
-      node => {
-        this.timeline?.highlightRegion(
-          node && node.name !== tree.root.name ? node.name : null
-        );
-      },
-      async location => {
-        try {
-          this.showCallTree(
-            await this.api.calltree(this.bundle.path, location)
-          );
-        } catch (error) {
-          this.setMessage(errorText(error), true);
-        }
-      }
-    );
-    Widget.attach(this.calltree, page);
-    if (this.selectedFunction) {
-      this.calltree.revealRegion(this.selectedFunction);
-    }
-  }
-
-  private buildTimeline(experiment: IExperiment): void {
-    const trace = experiment.trace!;
-    const page = this.tabs.get('timeline')!.page;
-    page.textContent = '';
-    const path = this.bundle.path;
-    const help = el(
-      'div',
-      'jp-scorep-help',
-      'Wheel: zoom · drag: pan · shift-drag: zoom to selection · alt/ctrl-drag: measure · double-click or 0: show all'
-    );
-    this.timeline = new TimelineView({
-      range: trace.range,
-      locations: trace.locations,
-      load: (req, signal) =>
-        this.api.timeline(path, req.t0, req.t1, req.width, signal)
-    });
-    Widget.attach(this.timeline, page);
-    page.appendChild(help);
-    if (experiment.available.metrics) {
-      this.metrics = new MetricsView((req, signal) =>
-        this.api.metrics(path, req.t0, req.t1, req.width, signal)
-      );
-      Widget.attach(this.metrics, page);
-      this.timeline.viewChanged.connect((_, view) => {
-        this.metrics?.setView(view, this.timeline!.plotWidth);
-      });
-    }
-  }
-
-  private renderExport(experiment: IExperiment): void {
-    renderExport(this.tabs.get('export')!.page, {
-      api: this.api,
-      path: this.bundle.path,
-      experiment,
-      version: this.version,
-      onMessage: (text, isError) => this.setMessage(text, isError)
-    });
+    this.pages.renderExport(experiment, this.version);
   }
 
   private renderFacts(): void {
@@ -548,39 +334,14 @@ export class ExperimentPanel extends Widget {
   }
 
   private showTab(id: TabId): void {
-    if (id === 'ranks') {
-      void this.ranksView().load();
-    }
-    if (id === 'scorep') {
-      void this.scorepTab().load();
-    }
-    if (id === 'compare') {
-      const view = this.compareView();
-      void view.loadOthers();
-    }
-    for (const [key, { tab, page }] of this.tabs) {
-      const on = key === id;
-      tab.setAttribute('aria-selected', String(on));
-      tab.tabIndex = on ? 0 : -1;
-      tab.classList.toggle('jp-scorep-tab-current', on);
-      page.hidden = !on;
-    }
+    this.pages.opening(id);
+    this.tabs.select(id);
   }
 
-  private onTabKey(e: KeyboardEvent, id: TabId): void {
-    const ids = [...this.tabs.keys()];
-    const i = ids.indexOf(id);
-    let next: TabId | null = null;
-    if (e.key === 'ArrowRight') {
-      next = ids[(i + 1) % ids.length];
-    } else if (e.key === 'ArrowLeft') {
-      next = ids[(i + ids.length - 1) % ids.length];
-    }
-    if (next) {
-      e.preventDefault();
-      this.showTab(next);
-      this.tabs.get(next)!.tab.focus();
-    }
+  /** Show tab `id` and focus it. */
+  private reveal(id: TabId): void {
+    this.showTab(id);
+    this.tabs.tab(id).focus();
   }
 
   private readonly header: HTMLDivElement;
@@ -590,26 +351,14 @@ export class ExperimentPanel extends Widget {
   private readonly history: HTMLDivElement;
   private readonly runVerdict: HTMLDivElement;
   private readonly runs: RunsControl;
-  private functionSummary: FunctionSummaryView | null = null;
-  private selectedFunction: string | null = null;
-  private _compare: CompareView | null = null;
-  private _scorep: ScorePTab | null = null;
-  private _ranks: RanksView | null = null;
   /** the comparison with the previous run, once made */
   private previous: IComparison | null = null;
   private previousPath: string | null = null;
-  private readonly tabBar: HTMLDivElement;
-  private readonly body: HTMLDivElement;
-  private readonly tabs = new Map<
-    TabId,
-    { tab: HTMLButtonElement; page: HTMLDivElement }
-  >();
+  private readonly tabs: TabStrip<TabId>;
+  private readonly pages: PanelPages;
   private experiment: IExperiment | null = null;
   private summary: ISummary | null = null;
   private version: IVersion | null = null;
-  private timeline: TimelineView | null = null;
-  private metrics: MetricsView | null = null;
-  private calltree: CallTreeView | null = null;
   private started = false;
   private disposedFlag = false;
   private pollTimer: ReturnType<typeof setTimeout> | null = null;

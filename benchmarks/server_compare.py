@@ -35,7 +35,7 @@ REPEATS = 20
 
 
 def main() -> None:
-    from jupyterlab_scorep import calltree, compare
+    from jupyterlab_scorep import calltree, compare, compare_json
     from jupyterlab_scorep.index_store import ensure_index
     from jupyterlab_scorep.service import Service
 
@@ -104,7 +104,7 @@ def main() -> None:
     t = time.perf_counter()
     ta, tb = calltree.from_cubex(a / "profile.cubex"), calltree.from_cubex(b / "profile.cubex")
     cmp_ = compare.compare_trees(ta, tb)
-    json.dumps(compare.comparison_json(cmp_))
+    json.dumps(compare_json.comparison_json(cmp_))
     peer_ms = (time.perf_counter() - t) * 1e3
 
     note = (

@@ -26,6 +26,9 @@ from scorep_kernel import experiment as ex
 from . import (
     calltree,
     compare,
+    compare_json,
+    compare_noise,
+    compare_verdict,
     export,
     history,
     index_store,
@@ -166,7 +169,7 @@ class Service:
             (exp_a, man_a), (exp_b, man_b)
         )
         walls = await self.in_thread(history.same_source_walls, self.roots, exp_a, man_a)
-        noise = compare.noise_from_runs(walls)
+        noise = compare_noise.noise_from_runs(walls)
         key = (id(tree_a), id(tree_b), noise)
         cached = self._comparisons.get(key)
         if cached is not None:
@@ -176,7 +179,7 @@ class Service:
 
             def run() -> dict[str, Any]:
                 c = compare.compare_trees(tree_a, tree_b, noise)
-                return compare.comparison_json(c, compare.verdict(c))
+                return compare_json.comparison_json(c, compare_verdict.verdict(c))
 
             body = await self.compute("comparing the runs", run)
             self._comparisons[key] = (tree_a, tree_b, body)

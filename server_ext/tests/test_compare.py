@@ -7,6 +7,7 @@ import pytest
 from tree_factory import tree
 
 from jupyterlab_scorep import compare as cmp
+from jupyterlab_scorep import compare_json, compare_names, compare_noise, compare_verdict
 
 
 def approx(x):
@@ -58,7 +59,7 @@ def test_known_difference_exact_deltas():
 
 
 def test_verdict_sentence_names_the_function_and_its_visits():
-    v = cmp.verdict(cmp.compare_trees(A, B))
+    v = compare_verdict.verdict(cmp.compare_trees(A, B))
     assert v.slower and not v.faster and not v.within_noise
     assert v.delta_pct == approx(31.0)
     assert v.function.key == "__main__:step"
@@ -66,7 +67,7 @@ def test_verdict_sentence_names_the_function_and_its_visits():
 
 
 def test_faster_is_the_mirror_image():
-    v = cmp.verdict(cmp.compare_trees(B, A), baseline="the baseline")
+    v = compare_verdict.verdict(cmp.compare_trees(B, A), baseline="the baseline")
     assert v.faster
     assert v.delta_s == approx(-0.124)
     assert v.sentence == "24 % faster than the baseline: `step` -120 ms, visits 900 → 600."
@@ -183,7 +184,7 @@ def test_across_backends_the_program_root_is_left_out():
     assert c.function("cell #1").name == "cell [4]"  # Score-P's ':' is not shown
     p = c.paths
     assert len(p) == 3 and p.find("cell #1", "__main__:work", "__main__:step") >= 0
-    assert cmp.verdict(c).within_noise
+    assert compare_verdict.verdict(c).within_noise
 
 
 def test_synthetic_root_of_several_threads_is_left_out_and_locations_summed():
@@ -231,7 +232,7 @@ def test_cells_of_a_multi_cell_run_match_by_their_place():
 
 
 def test_noise_threshold_and_floor():
-    n = cmp.Noise(rel=0.1, floor_s=0.002, function_floor_s=0.001)
+    n = compare_noise.Noise(rel=0.1, floor_s=0.002, function_floor_s=0.001)
     assert n.threshold(1.0, 1.05) == approx(0.105)
     assert not n.exceeds(1.0, 1.1) and n.exceeds(1.0, 1.12)
     # a short run: the floor decides
@@ -243,39 +244,43 @@ def test_noise_threshold_and_floor():
 def test_within_noise_still_reports_changed_visits():
     a = cell_run(1, 0.3, 600)
     b = cell_run(2, 0.31, 601)  # +10 ms of 400 ms: 2.5 %, under 10 %
-    v = cmp.verdict(cmp.compare_trees(a, b))
+    v = compare_verdict.verdict(cmp.compare_trees(a, b))
     assert v.within_noise and v.function is None
     assert v.sentence == (
         "Within run-to-run noise of the previous run (+2.5 %; a change must exceed "
         "41 ms); `step` visits 600 → 601."
     )
     # a function whose time moved less than its noise is not time_changed
-    step = cmp.compare_trees(a, b, cmp.Noise(rel=0.05)).function("__main__:step")
+    step = cmp.compare_trees(a, b, compare_noise.Noise(rel=0.05)).function("__main__:step")
     assert not step.time_changed and step.visits_changed
 
 
 def test_noise_from_runs():
     # fewer than three usable runs: the default
-    assert cmp.noise_from_runs([1.0, 1.2]) == cmp.DEFAULT_NOISE
-    assert cmp.noise_from_runs([1.0, None, 0.0, float("nan")]) == cmp.DEFAULT_NOISE
+    assert compare_noise.noise_from_runs([1.0, 1.2]) == compare_noise.DEFAULT_NOISE
+    assert (
+        compare_noise.noise_from_runs([1.0, None, 0.0, float("nan")]) == compare_noise.DEFAULT_NOISE
+    )
     # median 1.0, MAD 0.1: sigma = 14.826 %, threshold 2.77 sigma = 41.1 %
-    n = cmp.noise_from_runs([1.0, 1.1, 0.9, 1.2, 0.8])
+    n = compare_noise.noise_from_runs([1.0, 1.1, 0.9, 1.2, 0.8])
     assert n.runs == 5
     assert n.rel == approx(1.96 * 2**0.5 * 0.14826)
     assert "5 runs" in n.basis and "±14.8 %" in n.basis
     # identical runs: not below MIN_REL; wild runs: not above MAX_REL
-    assert cmp.noise_from_runs([1.0, 1.0, 1.0]).rel == cmp.MIN_REL
-    assert cmp.noise_from_runs([1.0, 5.0, 0.1, 9.0]).rel == cmp.MAX_REL
+    assert compare_noise.noise_from_runs([1.0, 1.0, 1.0]).rel == compare_noise.MIN_REL
+    assert compare_noise.noise_from_runs([1.0, 5.0, 0.1, 9.0]).rel == compare_noise.MAX_REL
     # the measured noise decides the verdict
     c = cmp.compare_trees(cell_run(1, 0.3, 600), cell_run(2, 0.33, 600))  # +7.5 %
-    assert cmp.verdict(c, cmp.noise_from_runs([1.0, 1.0, 1.01, 0.99, 1.0])).slower
-    assert cmp.verdict(c).within_noise
+    assert compare_verdict.verdict(
+        c, compare_noise.noise_from_runs([1.0, 1.0, 1.01, 0.99, 1.0])
+    ).slower
+    assert compare_verdict.verdict(c).within_noise
 
 
 def test_verdict_without_a_baseline_time_and_a_new_culprit():
     a = tree(("cell [1]", 0.0, 1))
     b = tree(("cell [2]", 0.5, 1, [("m:new", 0.5, 3)]))
-    v = cmp.verdict(cmp.compare_trees(a, b))
+    v = compare_verdict.verdict(cmp.compare_trees(a, b))
     assert v.slower and v.delta_pct is None
     assert v.sentence == "500 ms slower than the previous run: `new` +500 ms (new)."
 
@@ -284,23 +289,23 @@ def test_empty_trees():
     e = tree()
     c = cmp.compare_trees(e, e)
     assert c.functions == [] and len(c.paths) == 0 and c.total.delta == 0
-    assert cmp.verdict(c).within_noise
-    assert cmp.comparison_json(c)["tree"] == []
+    assert compare_verdict.verdict(c).within_noise
+    assert compare_json.comparison_json(c)["tree"] == []
 
 
 def test_short_names():
-    assert cmp.short_name("__main__:step") == "step"
-    assert cmp.short_name("pandas.core.frame.DataFrame:sum") == "DataFrame.sum"
-    assert cmp.short_name(":cell [4]") == "cell [4]"
-    assert cmp.short_name("python3.11") == "python3.11"
-    assert cmp.format_seconds(0.12, sign=True) == "+120 ms"
-    assert cmp.format_seconds(-1.5, sign=True) == "-1.5 s"
-    assert cmp.format_seconds(2.5e-6) == "2.5 µs"
+    assert compare_names.short_name("__main__:step") == "step"
+    assert compare_names.short_name("pandas.core.frame.DataFrame:sum") == "DataFrame.sum"
+    assert compare_names.short_name(":cell [4]") == "cell [4]"
+    assert compare_names.short_name("python3.11") == "python3.11"
+    assert compare_verdict.format_seconds(0.12, sign=True) == "+120 ms"
+    assert compare_verdict.format_seconds(-1.5, sign=True) == "-1.5 s"
+    assert compare_verdict.format_seconds(2.5e-6) == "2.5 µs"
 
 
 def test_json_is_nested_and_truncation_keeps_the_tree_connected():
     c = cmp.compare_trees(A, B)
-    j = cmp.comparison_json(c)
+    j = compare_json.comparison_json(c)
     assert j["total"]["delta_pct"] == approx(31.0)
     assert j["verdict"]["kind"] == "slower" and j["verdict"]["function"] == "__main__:step"
     assert j["functions"][0]["key"] == "__main__:step"
@@ -330,11 +335,11 @@ def test_json_is_nested_and_truncation_keeps_the_tree_connected():
         )
     )
     cw = cmp.compare_trees(wide, wide2)
-    keep = cmp._select_paths(cw.paths, 10)
+    keep = compare_json._select_paths(cw.paths, 10)
     kept = set(keep.nonzero()[0].tolist())
     assert 10 <= len(kept) < 101
     assert all(cw.paths.parent[i] < 0 or cw.paths.parent[i] in kept for i in kept)
-    jw = cmp.comparison_json(cw, max_paths=10, max_functions=5)
+    jw = compare_json.comparison_json(cw, max_paths=10, max_functions=5)
     assert jw["truncated"]["paths_dropped"] == 101 - len(kept)
     assert jw["truncated"]["functions_dropped"] == 101 - 5
     # the most changed path (g49: 24.5 -> 16.33) is among those kept

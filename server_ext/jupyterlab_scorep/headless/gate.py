@@ -5,14 +5,14 @@ baseline run, by the server's comparison (``jupyterlab_scorep.compare``, shared)
 directory holding one), or a directory of experiments (a previous run's experiment
 directory, e.g. a CI artifact): there each experiment's manifest names its cells; when a
 cell has several runs, the newest is the baseline and, with at least
-``compare.MIN_NOISE_RUNS`` runs of the same source, their wall times measure the noise
-(``compare.noise_from_runs``).
+``compare_noise.MIN_NOISE_RUNS`` runs of the same source, their wall times measure the noise
+(``compare_noise.noise_from_runs``).
 
 **Matching.** A cell of this run is matched with a baseline cell by its JupyterLab
 ``cellId``, else by the hash of its source, else by its code-cell number; the report says
 which, and names the cells on either side that found no partner.
 
-**The rule.** A cell regressed when ``compare.verdict`` calls it slower (its measured time
+**The rule.** A cell regressed when ``compare_verdict.verdict`` calls it slower (its measured time
 grew by more than the noise: 10 % or the measured spread, at least 2 ms) *and* by more
 than PCT of the baseline's time. The functions named are those whose exclusive time grew
 beyond the noise (``FunctionDelta.time_changed``), largest first, with their visits.
@@ -27,7 +27,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from .. import compare
+from .. import compare, compare_noise, compare_verdict
 from . import run_summary as hs
 from .experiments import NoCallTree, load_tree
 
@@ -181,7 +181,7 @@ def _functions(c: compare.Comparison) -> list[compare.FunctionDelta]:
 
 
 def _function_words(f: compare.FunctionDelta) -> str:
-    words = f"`{f.name}` {compare.format_seconds(f.excl.delta, True)}"
+    words = f"`{f.name}` {compare_verdict.format_seconds(f.excl.delta, True)}"
     if f.status == "added":
         words += " (new)"
     elif f.visits_changed:
@@ -233,10 +233,10 @@ def gate(
             lines.append(f"  {label}: not compared: {e}")
             cells_out.append(out)
             continue
-        noise = compare.noise_from_runs(base.history_s)
+        noise = compare_noise.noise_from_runs(base.history_s)
         noise_words = noise_words or noise.basis
         c = compare.compare_trees(tree_a, tree_b, noise)
-        v = compare.verdict(c, baseline="the baseline")
+        v = compare_verdict.verdict(c, baseline="the baseline")
         pct = c.total.pct
         bad = (
             threshold is not None
@@ -245,10 +245,10 @@ def gate(
         )
         named = _functions(c) if v.slower else []
         text = (
-            f"{compare.format_seconds(c.total.a)} → {compare.format_seconds(c.total.b)} "
+            f"{compare_verdict.format_seconds(c.total.a)} → {compare_verdict.format_seconds(c.total.b)} "
             f"({'+' if c.total.delta >= 0 else ''}{pct:.0f} %)"
             if pct is not None
-            else f"{compare.format_seconds(c.total.a)} → {compare.format_seconds(c.total.b)}"
+            else f"{compare_verdict.format_seconds(c.total.a)} → {compare_verdict.format_seconds(c.total.b)}"
         )
         if v.within_noise:
             text += " within noise"
@@ -283,7 +283,7 @@ def gate(
         if threshold is not None
         else "report only (no --fail-if-slower)"
     )
-    head = f"Against the baseline {baseline.where} ({rule}; noise: {noise_words or compare.DEFAULT_NOISE.basis}):"
+    head = f"Against the baseline {baseline.where} ({rule}; noise: {noise_words or compare_noise.DEFAULT_NOISE.basis}):"
     if baseline.note:
         head += f"\n  ({baseline.note})"
     if failed:
@@ -299,7 +299,7 @@ def gate(
         "baseline": str(baseline.where),
         "threshold_pct": threshold if threshold is not None else 0.0,
         "verdict": "fail" if failed else "pass",
-        "noise": noise_words or compare.DEFAULT_NOISE.basis,
+        "noise": noise_words or compare_noise.DEFAULT_NOISE.basis,
         "cells": cells_out,
         "unmatched_baseline": unmatched,
     }

@@ -1,0 +1,179 @@
+"""The names two runs are matched by: a function is its region name, a call path the
+names from its top-level call down; each tree's nodes keyed into one shared vocabulary.
+
+**Matching.** A function is its region name (``module:function``, ``module.Class:method``,
+as both backends name them, see scorep_kernel.experiment); a call path is the sequence of
+names from its top-level call down. Two parts of a name are normalised so that runs of one
+cell compare across executions and backends:
+
+- a cell's own region (the builtin's ``cell [7]``, Score-P's ``:cell [7]``) is matched by
+  its place among the run's cells (``cell #1`` for the first), not by its execution count,
+  which changes with every run; it is shown as ``cell [7]``;
+- a top-level region whose name has no ``module:`` part and is not a cell (Score-P's
+  program region ``python3.11``, the builtin profile's synthetic root named after the run),
+  and any node the reader marked as the measurement's frame (``CallTree.frame``, e.g.
+  Score-P's ``THREADS``), is not the notebook's code: it is left out, its children become
+  top-level paths, and its own exclusive time (interpreter start-up, measurement set-up)
+  is reported apart as ``outside_s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scorep_kernel import experiment as ex
+
+from .calltree import CallTree
+
+
+def visit_count(x: float) -> int:
+    """A visit count summed as a float, back to an int."""
+    return int(np.rint(x))
+
+
+def cell_key(ordinal: int) -> str:
+    return f"cell #{ordinal}"
+
+
+def _display(name: str) -> str:
+    count = ex.cell_region_count(name)
+    return f"cell [{count}]" if count is not None else name
+
+
+def short_name(name: str) -> str:
+    """``step`` for ``__main__:step``, ``Model.fit`` for ``m.Model:fit``: for sentences."""
+    if ex.cell_region_count(name) is not None:
+        return _display(name)
+    module, sep, function = name.rpartition(":")
+    if not sep:
+        return name
+    owner = module.rsplit(".", 1)[-1] if "." in module else ""
+    # a method's owner class starts with a capital letter by convention; modules do not
+    return f"{owner}.{function}" if owner[:1].isupper() else function
+
+
+def module_of(name: str, group: str = "") -> str:
+    """The module a function is grouped under: ``cell`` for cells, else the name's module
+    part (experiment.region_module), else the region's group."""
+    if ex.cell_region_count(name) is not None:
+        return "cell"
+    return ex.region_module(name) or group or name
+
+
+@dataclass
+class KeyedTree:
+    """One tree with its nodes keyed: key ids (into the shared vocabulary), the parent once
+    run roots are dropped, depth, and per-node values summed over locations."""
+
+    keep: np.ndarray  # bool [N]: not a run root
+    key: np.ndarray  # int64 [N]
+    parent: np.ndarray  # int64 [N], -1 for top-level (after dropping run roots)
+    depth: np.ndarray  # int64 [N]
+    outer: np.ndarray  # bool [N]: kept, and no ancestor of the same key (outermost call)
+    incl: np.ndarray
+    excl: np.ndarray
+    visits: np.ndarray
+    outside_s: float
+
+
+class Vocabulary:
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.keys: list[str] = []
+        self.display: list[str] = []  # the name shown: the last tree's (b over a)
+        self.module: list[str] = []
+
+    def id(self, key: str, display: str, module: str) -> int:
+        i = self.ids.get(key)
+        if i is None:
+            i = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            self.display.append(display)
+            self.module.append(module)
+        else:
+            self.display[i] = display
+        return i
+
+
+def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
+    n = len(tree.nodes)
+    parent0 = np.asarray(tree.parent, np.int64).reshape(n)
+    # Names are looked at once per region where the reader numbered the regions
+    # (CallTree.region, from the trace index), else once per node.
+    region = getattr(tree, "region", None)
+    if region is not None and n:
+        per_dict = np.asarray(region, np.int64).reshape(n)
+        first = np.full(int(per_dict.max()) + 1, n, np.int64)
+        first[per_dict[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: the first
+        used = np.flatnonzero(first < n)
+        order = used[np.argsort(first[used], kind="stable")]  # first-seen order
+        rank = np.zeros(first.size, np.int64)
+        rank[order] = np.arange(order.size)
+        dict_names = [tree.nodes[i]["name"] for i in first[order].tolist()]
+    else:
+        per_dict = np.arange(n)
+        rank = per_dict
+        dict_names = [node["name"] for node in tree.nodes]
+    # cells by their place among the run's cells (execution counts in order)
+    counts = sorted({c for c in map(ex.cell_region_count, set(dict_names)) if c is not None})
+    ordinal = {c: i + 1 for i, c in enumerate(counts)}
+    name_ids: dict[str, int] = {}
+    for name in dict_names:
+        if name in name_ids:
+            continue
+        count = ex.cell_region_count(name)
+        if count is not None:
+            name_ids[name] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
+        else:
+            name_ids[name] = vocab.id(name, name, module_of(name))
+    dict_key = np.asarray([name_ids[nm] for nm in dict_names], np.int64)
+    key = dict_key[rank[per_dict]] if n else np.zeros(0, np.int64)
+    run_root = np.zeros(n, bool)
+    for i in np.flatnonzero(parent0 < 0).tolist():
+        name = tree.nodes[i]["name"]
+        run_root[i] = ":" not in name and ex.cell_region_count(name) is None
+    frame = getattr(tree, "frame", None)  # the measurement's frame, as the reader marked it
+    if frame is not None:
+        run_root |= np.asarray(frame, bool).reshape(n)
+    keep = ~run_root
+    parent = parent0.copy()
+    has_parent = parent >= 0
+    parent[has_parent & run_root[np.where(has_parent, parent, 0)]] = -1
+    parent[run_root] = -1
+    # Walk up all ancestors at once, one level per step, only for nodes that still have
+    # one: the depth, and whether an ancestor has the same key (a recursive call, whose
+    # inclusive time its outermost call already holds).
+    depth = np.zeros(n, np.int64)
+    recursive = np.zeros(n, bool)
+    walk = np.flatnonzero(parent >= 0)
+    anc = parent[walk]
+    while walk.size:
+        depth[walk] += 1
+        recursive[walk] |= key[anc] == key[walk]
+        up = parent[anc]
+        more = up >= 0
+        walk, anc = walk[more], up[more]
+
+    def summed(m: np.ndarray) -> np.ndarray:  # over locations
+        m = np.asarray(m, float)
+        # a product with ones: numpy's sum over a short last axis is several times slower
+        return m @ np.ones(m.shape[1]) if m.ndim == 2 else m.reshape(n)
+
+    incl, excl, visits = summed(tree.incl_s), summed(tree.excl_s), summed(tree.visits)
+    return KeyedTree(
+        keep=keep,
+        key=key,
+        parent=parent,
+        depth=depth,
+        outer=keep & ~recursive,
+        incl=incl,
+        excl=excl,
+        visits=visits,
+        outside_s=float(excl[run_root].sum()),
+    )
+
+
+def keyed_total(k: KeyedTree) -> float:
+    return float(k.incl[k.keep & (k.parent < 0)].sum())

@@ -1,0 +1,86 @@
+"""Run-to-run noise: when a difference of times between two runs counts as a change.
+
+**Noise.** Visits are counted exactly: any difference in visits is real. A difference of
+times counts only when ``|Δ| > max(floor_s, rel * max(A, B))`` (``Noise.exceeds``):
+
+- ``rel`` is measured when the cell has been run at least ``MIN_NOISE_RUNS`` times with
+  the same source (``noise_from_runs``): 2.77 times the runs' relative spread (sigma,
+  estimated as 1.4826 * median absolute deviation / median, robust to one slow outlier).
+  2.77 = 1.96 * sqrt(2) is the 95 % bound of the difference of two runs that each vary
+  with that sigma. It is kept within [MIN_REL, MAX_REL].
+- Without such runs, ``rel`` is DEFAULT_REL = 10 %, the factor airspeed velocity uses by
+  default to call a benchmark changed. On the 2-core machines this was built on, eight
+  runs of one unchanged cell spread by sigma = 6-30 % (a loaded machine), so a smaller default
+  would call noise a regression; the measured rule takes over as soon as a cell has a
+  history.
+- ``floor_s`` (2 ms for the run, 1 ms for one function) keeps a scheduler tick or a timer
+  quantum in a very short run from reading as a change of many per cent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+DEFAULT_REL = 0.10
+RUN_FLOOR_S = 0.002
+FUNCTION_FLOOR_S = 0.001
+MIN_REL = 0.02
+MAX_REL = 0.50
+MIN_NOISE_RUNS = 3
+SPREAD_TO_THRESHOLD = 1.96 * math.sqrt(2.0)  # 95 % bound of the difference of two runs
+
+
+@dataclass(frozen=True)
+class Noise:
+    """When a difference of times is more than run-to-run noise (see the module doc)."""
+
+    rel: float = DEFAULT_REL
+    floor_s: float = RUN_FLOOR_S
+    function_floor_s: float = FUNCTION_FLOOR_S
+    # how rel was decided, in words, and over how many runs (0: the default)
+    basis: str = "default: 10 % (no earlier runs of the same source to measure it from)"
+    runs: int = 0
+
+    def threshold(self, a: float, b: float, *, function: bool = False) -> float:
+        floor = self.function_floor_s if function else self.floor_s
+        return max(floor, self.rel * max(abs(a), abs(b)))
+
+    def exceeds(self, a: float, b: float, *, function: bool = False) -> bool:
+        return bool(abs(b - a) > self.threshold(a, b, function=function))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rel": self.rel,
+            "floor_s": self.floor_s,
+            "function_floor_s": self.function_floor_s,
+            "basis": self.basis,
+            "runs": self.runs,
+        }
+
+
+DEFAULT_NOISE = Noise()
+
+
+def noise_from_runs(times_s: Sequence[float], default: Noise = DEFAULT_NOISE) -> Noise:
+    """The noise of a cell measured from the times of its runs with one source (e.g. the
+    manifests' ``wall_s``); ``default`` when fewer than MIN_NOISE_RUNS usable times."""
+    xs = np.asarray([t for t in times_s if t is not None and math.isfinite(t) and t > 0], float)
+    if xs.size < MIN_NOISE_RUNS:
+        return default
+    med = float(np.median(xs))
+    sigma_rel = 1.4826 * float(np.median(np.abs(xs - med))) / med
+    rel = min(MAX_REL, max(MIN_REL, SPREAD_TO_THRESHOLD * sigma_rel))
+    return replace(
+        default,
+        rel=rel,
+        basis=(
+            f"measured: {xs.size} runs of the same source vary by ±{sigma_rel * 100:.1f} % "
+            f"(sigma), so a change must exceed {rel * 100:.0f} %"
+        ),
+        runs=int(xs.size),
+    )

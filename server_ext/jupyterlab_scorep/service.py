@@ -2,21 +2,18 @@
 ``metrics``, ``summary`` ...), called by the thin handlers in ``routes``, which only parse
 parameters and write the answer as JSON. The contract is docs/API.md.
 
-Below the route methods, work is done off the event loop: parsing in a worker process
-(libotf2 or pycubexr on a damaged file may crash or hang; the server must not), file
-access and lookups on loaded indexes in threads. Every failure comes back as an
-``ApiError`` with a 4xx status."""
+Below the route methods, work is done off the event loop (``experiment_reads``: parsing in
+a worker process, file access and lookups on loaded indexes in threads); GET score and
+POST filter are ``score_routes``. Every failure comes back as an ``ApiError`` with a 4xx
+status."""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 import logging
 import os
-import re
 from collections import OrderedDict
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,6 @@ from . import (
     compare_verdict,
     export,
     history,
-    index_store,
     metric_series,
     ranks,
     scorep_score,
@@ -41,16 +37,10 @@ from . import (
 )
 from .api_error import ApiError
 from .calltree import CallTree
-from .index_build import source_files
-from .index_store import IndexCache, LoadedIndex
-from .otf2_read import TraceReadError
-from .parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
-from .paths import Roots, archive_files, experiment_file, list_experiments
+from .paths import archive_files, experiment_file, list_experiments
+from .score_routes import ScoreRoutes, file_stem
 
 log = logging.getLogger(__name__)
-
-Samples = tuple[dict[str, Any], Any, Any]  # (schema, t_ns, values), as ex.read_metrics
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass
@@ -62,18 +52,6 @@ class Download:
     filename: str
     content_type: str
     length: int | None = None
-
-
-def _scorep_config(manifest: dict[str, Any]) -> dict[str, str]:
-    """The SCOREP_* settings of a run: Score-P's own record (scorep.cfg, in the manifest's
-    measurement) over the environment the kernel gave it."""
-    measurement = manifest.get("measurement")
-    written = measurement.get("scorep_config") if isinstance(measurement, dict) else None
-    env = manifest.get("scorep_env")
-    out = {k: str(v) for k, v in env.items()} if isinstance(env, dict) else {}
-    if isinstance(written, dict):
-        out.update({k: str(v) for k, v in written.items()})
-    return out
 
 
 def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int, int]:
@@ -88,7 +66,7 @@ def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int
     return t0, t1
 
 
-class Service:
+class Service(ScoreRoutes):
     def __init__(
         self,
         server_root: str,
@@ -98,7 +76,9 @@ class Service:
         cache_size: int = 8,
         filter_heuristics: str = scorep_score.HEURISTICS,
     ):
-        self.roots = Roots(server_root, experiment_roots)
+        super().__init__(
+            server_root, experiment_roots, build_timeout=build_timeout, cache_size=cache_size
+        )
         # what scorep-score -g filters (ScorePExtension.filter_heuristics): a bad value is
         # said in the log and Score-P's defaults used, rather than no extension at all
         try:
@@ -112,17 +92,6 @@ class Service:
                 scorep_score.HEURISTICS,
             )
             self.filter_heuristics = scorep_score.HEURISTICS
-        self.build_timeout = build_timeout
-        self.indexes = IndexCache(cache_size)
-        self._worker = ParseWorker()
-        # Threads that wait on the worker, apart from the default pool that handlers use
-        # for quick work, so queued parses never starve other requests.
-        self._waiters = concurrent.futures.ThreadPoolExecutor(4, "scorep-worker-wait")
-        self._inflight: dict[tuple, asyncio.Future] = {}
-        # Failures keyed by the files' identity: a broken file is not re-parsed per request.
-        self._failed: dict[tuple, tuple[Any, ApiError]] = {}
-        # ("cubex", path) -> ((mtime_ns, size), CallTree), least recently used first
-        self._profiles: OrderedDict[tuple, tuple[tuple, CallTree]] = OrderedDict()
         # ("score", cubex path) -> ((mtime_ns, size), scorep-score's report), LRU
         self._scores: OrderedDict[tuple, tuple[tuple, dict[str, Any]]] = OrderedDict()
         # (id(tree a), id(tree b), noise) -> (tree a, tree b, GET compare's comparison part);
@@ -404,7 +373,7 @@ class Service:
     async def download(self, path: str | None, what: str | None) -> Download:
         """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""
         exp, manifest = await self.open(path)
-        stem = _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
+        stem = file_stem(manifest)
         if what == "otf2":
             files = await self.in_thread(archive_files, exp)
             if not any(name == ex.OTF2_ANCHOR for name, _ in files):
@@ -435,420 +404,3 @@ class Service:
             raise ApiError(404, f"this experiment has no {name} to open in {tool}")
         pid = await self.in_thread(tools.open_in_tool, tool, exp, target)
         return {"pid": pid}
-
-    async def score(self, path: str | None) -> dict[str, Any]:
-        """GET score: Score-P's estimate of the run (scorep-score on its profile.cubex) and
-        the filter it suggests for the next run, with the configuration the run had and
-        the filter already applied from it, if any."""
-        exp, manifest = await self.open(path)
-        report = await self._score_report(exp, manifest)
-        config = _scorep_config(manifest)
-        target = await self.in_thread(self._filter_target, exp, manifest, False)
-        return {
-            **report,
-            "heuristics": self.filter_heuristics,
-            "tool": await self.in_thread(scorep_score.executable),
-            "configured": {
-                k: config.get(k) for k in ("SCOREP_TOTAL_MEMORY", "SCOREP_FILTERING_FILE")
-            },
-            "applied": str(target) if target is not None and target.is_file() else None,
-        }
-
-    async def apply_filter(self, path: str | None) -> dict[str, Any]:
-        """POST filter: write the suggested filter (with the rules of the filter the run
-        used) into ``scorep-filters/`` beside the experiments, for the cell's next run."""
-        exp, manifest = await self.open(path)
-        target = await self.in_thread(self._filter_target, exp, manifest, True)
-        report = await self._score_report(exp, manifest)
-        suggestion = report["filter"]
-        if suggestion is None:
-            raise ApiError(
-                404,
-                "Score-P's heuristics select no region of this run (none with "
-                f"{scorep_score.describe_heuristics(self.filter_heuristics)}): there is "
-                "nothing to filter",
-                "Nothing to filter",
-            )
-        return await self.in_thread(self._write_filter, target, manifest, suggestion)
-
-    async def _score_report(self, exp: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-        if manifest.get("files_status") == ex.FILES_PENDING:
-            raise ApiError(409, "the profile is still being written; try again in a moment")
-        found = await self.in_thread(self._cubex_identity, exp)
-        if found is None:
-            raise ApiError(
-                404,
-                "this experiment has no profile.cubex, which scorep-score reads: the run "
-                "was measured with profiling off (SCOREP_ENABLE_PROFILING=false)",
-                "No profile",
-            )
-        if await self.in_thread(scorep_score.executable) is None:
-            raise ApiError(
-                404,
-                "scorep-score is not on the server's PATH: put Score-P's bin/ on it (it "
-                "comes with Score-P) to see Score-P's estimate of this run",
-                "Tool not found",
-            )
-        cubex, signature = found
-        key = ("score", str(cubex))
-        cached = self._scores.get(key)
-        if cached is not None and cached[0] == signature:
-            self._scores.move_to_end(key)
-            return cached[1]
-
-        async def run() -> dict[str, Any]:
-            loop = asyncio.get_running_loop()
-            try:
-                return await loop.run_in_executor(
-                    self._waiters,
-                    scorep_score.report,
-                    cubex,
-                    self.build_timeout,
-                    self.filter_heuristics,
-                )
-            except scorep_score.ScoreError as e:
-                raise ApiError(422, str(e), "scorep-score failed") from None
-
-        report = await self._once(key, signature, run)
-        self._scores[key] = (signature, report)
-        while len(self._scores) > 8:
-            self._scores.popitem(last=False)
-        return report
-
-    def _filter_target(self, exp: Path, manifest: dict[str, Any], check: bool) -> Path | None:
-        """``scorep-filters/<id>.filter`` beside the experiments (else beside the
-        experiment) where that lies inside the roots; None (or 403 with ``check``)
-        when neither does."""
-        name = (_SAFE_NAME.sub("_", manifest["id"]) or "experiment") + scorep_score.FILTER_SUFFIX
-        for directory in (scorep_score.filter_dir(exp), exp.parent / scorep_score.FILTER_DIR):
-            if self.roots.allowed(os.path.realpath(directory)):
-                return Path(os.path.realpath(directory)) / name
-        if check:
-            raise ApiError(
-                403,
-                f"the filter's folder ({scorep_score.FILTER_DIR}/ beside the experiments) "
-                "lies outside the server root and the experiment roots",
-                "Outside the roots",
-            )
-        return None
-
-    def _write_filter(
-        self, target: Path, manifest: dict[str, Any], suggestion: dict[str, Any]
-    ) -> dict[str, Any]:
-        previous = self._previous_filter(manifest)
-        text = scorep_score.filter_text(
-            manifest, suggestion["text"], previous, self.filter_heuristics
-        )
-        try:
-            written = scorep_score.write_filter(target.parent, target.name, text)
-        except OSError as e:
-            raise ApiError(
-                403,
-                f"the filter file cannot be written to {target.parent} "
-                f"({e.strerror or type(e).__name__}); make that folder writable",
-                "Not writable",
-            ) from None
-        root = Path(self.roots.server_root)
-        return {
-            "path": str(written),
-            # relative to the server root (as the notebook's path is), when inside it
-            "root_path": str(written.relative_to(root)) if written.is_relative_to(root) else None,
-            "regions": [r["name"] for r in suggestion["regions"]],
-            "merged": previous[0] if previous is not None else None,
-        }
-
-    def _previous_filter(self, manifest: dict[str, Any]) -> tuple[str, str] | None:
-        """The filter file the run used, when it lies inside the roots and reads as one."""
-        used = _scorep_config(manifest).get("SCOREP_FILTERING_FILE")
-        if not used:
-            return None
-        real = os.path.realpath(used)
-        if not self.roots.allowed(real):
-            return None
-        try:
-            with open(real, encoding="utf-8", errors="replace") as f:
-                text = f.read(scorep_score.MAX_PREVIOUS_BYTES + 1)
-        except OSError:
-            return None
-        if len(text) > scorep_score.MAX_PREVIOUS_BYTES or not scorep_score.looks_like_filter(text):
-            return None
-        return used, text
-
-    # -- execution -------------------------------------------------------------------
-
-    def warm_up(self) -> None:
-        """Start the worker now, so the first profiled cell's timeline does not wait for
-        its start-up and imports."""
-        self._waiters.submit(self._worker.start)
-
-    def shutdown(self) -> None:
-        self._worker.stop()
-        self._waiters.shutdown(wait=False, cancel_futures=True)
-
-    async def in_thread(self, fn: Callable, *args) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
-
-    async def compute(self, what: str, fn: Callable, *args) -> Any:
-        """Run a pure function over a file's contents in a thread; whatever a damaged file
-        makes it raise becomes a 422, never a 500."""
-        try:
-            return await self.in_thread(fn, *args)
-        except ApiError:
-            raise
-        except Exception as e:
-            log.warning("scorep: %s failed: %s", what, e, exc_info=True)
-            raise ApiError(
-                422,
-                f"{what} failed on this experiment's files "
-                f"({type(e).__name__}: {e}); they are damaged or of an "
-                "unknown version",
-                "Unreadable file",
-            ) from None
-
-    async def in_worker(self, what: str, fn: Callable, *args) -> Any:
-        call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
-        # A crash may come from an earlier job's damage, and a stop from an overloaded
-        # machine: transient, not remembered against the file, the next request tries again.
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._waiters, call)
-        except WorkerCrashed:
-            raise ApiError(
-                422,
-                f"the reader crashed on {what}: the file is damaged. Re-run "
-                "the cell to record it again.",
-                "Unreadable file",
-                transient=True,
-            ) from None
-        except WorkerTimeout:
-            raise ApiError(
-                422,
-                f"reading {what} took longer than {self.build_timeout:.0f} "
-                "s and was stopped; raise c.ScorePExtension.build_timeout "
-                "for very large traces",
-                "Unreadable file",
-                transient=True,
-            ) from None
-
-    async def _once(self, key: tuple, signature: Any, make: Callable) -> Any:
-        """Run ``make()`` once for concurrent callers with the same key; remember failures
-        until the files (``signature``) change."""
-        failed = self._failed.get(key)
-        if failed is not None and failed[0] == signature:
-            raise failed[1]
-        task = self._inflight.get(key)
-        if task is None:
-            task = asyncio.ensure_future(make())
-            self._inflight[key] = task
-            task.add_done_callback(lambda _t: self._inflight.pop(key, None))
-        try:
-            result = await asyncio.shield(task)
-        except ApiError as e:
-            if e.status == 422 and not e.transient:
-                self._failed[key] = (signature, e)
-            raise
-        self._failed.pop(key, None)
-        return result
-
-    # -- experiment parts ------------------------------------------------------------
-
-    async def open(self, path: str | None) -> tuple[Path, dict[str, Any]]:
-        """The experiment a ``path`` parameter names, if it may be served, and its
-        manifest (one trip to a thread: both touch the file system)."""
-        exp = await self.in_thread(self.roots.experiment, path)
-        return exp, await self.manifest(exp)
-
-    async def manifest(self, exp: Path) -> dict[str, Any]:
-        try:
-            return await self.in_thread(ex.read_manifest, exp)
-        except ex.ExperimentError as e:
-            raise ApiError(
-                422,
-                f"{e}. The kernel writes manifest.json; re-run the cell or remove the directory.",
-                "Unreadable manifest",
-            ) from None
-
-    @staticmethod
-    def _available(exp: Path) -> tuple[dict[str, bool], dict[str, str | None]]:
-        """Which of the experiment's files exist, and the viewers on PATH."""
-        available = {
-            "otf2": experiment_file(exp, ex.OTF2_ANCHOR) is not None,
-            "cubex": experiment_file(exp, ex.CUBEX) is not None,
-            "metrics": experiment_file(exp, ex.METRICS_SCHEMA) is not None
-            and experiment_file(exp, ex.METRICS_DATA) is not None,
-        }
-        return available, tools.tool_paths()
-
-    def trace_status(self, exp: Path, manifest: dict[str, Any]) -> None:
-        """Raise unless the trace can be read now (touches the file system)."""
-        anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
-        if manifest.get("files_status") == ex.FILES_PENDING:
-            raise ApiError(
-                409, "the trace is still being written; try again in a moment", "Not ready"
-            )
-        if anchor is None:
-            raise ApiError(
-                404,
-                "this experiment has no OTF2 trace (traces.otf2): it was recorded without tracing",
-                "No trace",
-            )
-
-    def _lookup(self, exp: Path, manifest: dict[str, Any]):
-        """``(signature, loaded index or None)``, in one trip to a thread: whether the trace
-        may be read, the archive's files' identity, and the index if one as fresh as them
-        is loaded or on disk."""
-        self.trace_status(exp, manifest)
-        archive_files(exp)  # libotf2 follows symlinks: refuse files linking out (403)
-        signature = source_files(exp)
-        parent = index_store.index_parent(exp)
-        directory = str(parent / index_store.INDEX_NAME)
-        loaded = self.indexes.peek(directory)
-        if loaded is not None and loaded.meta.get("sources") == signature:
-            return signature, loaded
-        meta = index_store.read_meta(parent)
-        if meta is not None and meta.get("sources") == signature:
-            return signature, self.indexes.get(directory)
-        return signature, None
-
-    async def index(self, exp: Path, manifest: dict[str, Any]) -> LoadedIndex:
-        try:
-            signature, loaded = await self.in_thread(self._lookup, exp, manifest)
-            if loaded is not None:
-                return loaded
-        except (OSError, ValueError, KeyError) as e:
-            raise ApiError(
-                422,
-                f"the trace index of this experiment is unreadable ({e}); "
-                f"delete its {ex.INDEX_DIR} folder to rebuild it",
-                "Unreadable index",
-            ) from None
-        directory = await self._once(("index", str(exp)), signature, lambda: self._build(exp))
-        try:
-            return await self.in_thread(self.indexes.get, directory)
-        except (OSError, ValueError, KeyError) as e:
-            raise ApiError(
-                422,
-                f"the trace index of this experiment is unreadable ({e}); "
-                f"delete {directory} to rebuild it",
-                "Unreadable index",
-            ) from None
-
-    async def _build(self, exp: Path) -> str:
-        """Build the index unless it is fresh on disk by now. The check repeats here, inside
-        the single flight: a request whose lookup ran while another request's build was
-        finishing saw a stale index, but joins too late to share that build; it must find
-        the new index, not build it a second time."""
-        try:
-            directory = await self.in_thread(self._fresh_index_dir, exp)
-        except OSError:
-            directory = None
-        if directory is not None:
-            return directory
-        try:
-            return await self.in_worker("the OTF2 trace", index_store.ensure_index, str(exp))
-        except TraceReadError as e:
-            raise ApiError(422, f"the OTF2 trace cannot be read: {e}", "Unreadable trace") from None
-        except OSError as e:
-            raise ApiError(
-                422, f"the OTF2 trace cannot be read or indexed: {e}", "Unreadable trace"
-            ) from None
-        except ApiError:
-            raise
-        except Exception as e:  # anything else a damaged file provokes in the reader
-            log.exception("indexing %s failed", exp)
-            raise ApiError(
-                422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})", "Unreadable trace"
-            ) from None
-
-    @staticmethod
-    def _fresh_index_dir(exp: Path) -> str | None:
-        parent = index_store.index_parent(exp)
-        if index_store.is_fresh(index_store.read_meta(parent), exp):
-            return str(parent / index_store.INDEX_NAME)
-        return None
-
-    @staticmethod
-    def _cubex_identity(exp: Path) -> tuple[Path, tuple[int, int]] | None:
-        """profile.cubex's real path and (mtime_ns, size), or None without one."""
-        cubex = experiment_file(exp, ex.CUBEX)
-        if cubex is None:
-            return None
-        st = os.stat(cubex)
-        return cubex, (st.st_mtime_ns, st.st_size)
-
-    async def profile(self, exp: Path, manifest: dict[str, Any]) -> CallTree:
-        """The call tree from profile.cubex, else from the trace."""
-        found = await self.in_thread(self._cubex_identity, exp)
-        if found is None or manifest.get("files_status") == ex.FILES_PENDING:
-            index = await self.index(exp, manifest)
-            return await self.in_thread(index.cached, "calltree", calltree.from_index)
-        cubex, signature = found
-        key = ("cubex", str(cubex))
-        cached = self._profiles.get(key)
-        if cached is not None and cached[0] == signature:
-            self._profiles.move_to_end(key)
-            return cached[1]
-
-        async def parse():
-            try:
-                return await self.in_worker("profile.cubex", calltree.from_cubex, str(cubex))
-            except calltree.ProfileReadError as e:
-                raise ApiError(422, str(e), "Unreadable profile") from None
-            except ApiError:
-                raise
-            except Exception as e:
-                raise ApiError(
-                    422,
-                    f"profile.cubex cannot be read ({type(e).__name__}: {e})",
-                    "Unreadable profile",
-                ) from None
-
-        tree = await self._once(key, signature, parse)
-        self._profiles[key] = (signature, tree)
-        while len(self._profiles) > 8:
-            self._profiles.popitem(last=False)
-        return tree
-
-    @staticmethod
-    def _read_metric_samples(exp: Path) -> Samples | None:
-        if experiment_file(exp, ex.METRICS_SCHEMA) is None:
-            return None
-        experiment_file(exp, ex.METRICS_DATA)  # refuses a symlink out of the experiment
-        try:
-            return ex.read_metrics(exp)
-        except ex.ExperimentError as e:
-            raise ApiError(
-                422, f"{e}. Re-run the cell to sample them again.", "Unreadable metrics"
-            ) from None
-
-    async def metric_samples(self, exp: Path) -> Samples | None:
-        """``(schema, t_ns, values)`` of metrics.json + .npz, or None when the run has
-        none."""
-        return await self.in_thread(self._read_metric_samples, exp)
-
-    async def trace_metric_samples(self, exp: Path, manifest: dict[str, Any]) -> Samples | None:
-        """The trace's metric events as samples (times already relative to the run's
-        start), or None without a trace or without metric events in it."""
-        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is None:
-            return None
-        index = await self.index(exp, manifest)
-        return await self.compute(
-            "reading the trace's metric events", index.cached, "metrics", metric_series.from_trace
-        )
-
-    async def origin(self, exp: Path, manifest: dict[str, Any]) -> int:
-        """The epoch ns that response times count from: the trace's start (OTF2 global
-        offset) when there is a readable trace that carries the wall clock; for one that
-        does not (Score-P's: it starts at the first cell's region), when the kernel saw
-        that region begin (the first cell's start_ns); else the manifest's start."""
-        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
-            try:
-                index = await self.index(exp, manifest)
-                if index.meta.get("origin_epoch_ns"):
-                    return int(index.meta["origin_epoch_ns"])
-            except ApiError:
-                pass
-        cells = manifest.get("cells")
-        first = cells[0] if isinstance(cells, list) and cells and isinstance(cells[0], dict) else {}
-        if isinstance(first.get("start_ns"), int) and manifest.get("backend") == "scorep":
-            return int(first["start_ns"])
-        return int(manifest.get("start_ns") or 0)

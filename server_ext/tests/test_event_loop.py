@@ -21,6 +21,7 @@ from synthetic_trace import write_experiment as write_synthetic
 
 from jupyterlab_scorep import (
     calltree,
+    experiment_reads,
     export,
     index_store,
     metric_series,
@@ -137,8 +138,10 @@ def on_which_thread(monkeypatch):
         (Roots, "resolve", "Roots.resolve"),
         (service, "experiment_file", "paths.experiment_file"),
         (service, "archive_files", "paths.archive_files"),
+        (experiment_reads, "experiment_file", "paths.experiment_file"),
+        (experiment_reads, "archive_files", "paths.archive_files"),
         (service, "list_experiments", "paths.list_experiments"),
-        (service, "source_files", "index_build.source_files"),
+        (experiment_reads, "source_files", "index_build.source_files"),
         (index_store, "index_parent", "index_store.index_parent"),
         (index_store, "read_meta", "index_store.read_meta"),
         (IndexCache, "get", "IndexCache.get"),

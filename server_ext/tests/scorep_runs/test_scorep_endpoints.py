@@ -10,230 +10,29 @@ units, and Score-P's own tools on the run (scorep-score)."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import io
 import json
 import re
 import shutil
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from scorep_cells import (
+    SCOREP,
+    nodes,
+    otf2_print_header,
+    tree_paths,
+    visits_by_path,
+)
 
 from jupyterlab_scorep import calltree, index_store
 from scorep_kernel import experiment as ex
-from scorep_kernel.measure.detect import detect_scorep
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernel" / "tests"))
-from test_kernel_harness import KernelHandle, wait_files
-
-SCOREP = detect_scorep()
 pytestmark = [
     pytest.mark.timeout(600),
     pytest.mark.skipif(not SCOREP["available"], reason=SCOREP["message"]),
 ]
-PROFILE = {"scorep": {"profile": True}}  # backend auto: Score-P, where it is installed
-# Score-P's default filter heuristics take regions under 1 µs per visit; a trivial function
-# measures 0.3-0.9 µs here and may exceed 1 µs on a loaded machine: a wider bound keeps the
-# tests' suggested filters independent of the machine's speed
-HEURISTICS = "bufferpercent=1,timepervisit=20"
-BUILTIN = {"scorep": {"profile": True, "backend": "builtin", "isolation": "subprocess"}}
-
-# The same code under both backends: only the cell's own functions and a class.
-SAME = """
-class Acc:
-    def __init__(self):
-        self.total = 0
-
-    def add(self, v):
-        self.total += v
-
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-
-def work(acc, n):
-    for i in range(n):
-        acc.add(fib(i))
-
-acc = Acc()
-work(acc, 7)
-total = acc.total
-"""
-
-# A thread Score-P does not see created ("Orphan thread 1"), a user region and an import.
-THREADS = """
-import threading
-import scorep.user
-import xml.dom.minidom
-
-def leaf(x):
-    return x * 2
-
-def work(n):
-    for i in range(n):
-        leaf(i)
-
-with scorep.user.region("setup"):
-    doc = xml.dom.minidom.parseString("<a/>")
-helper = threading.Thread(target=work, args=(3,))
-helper.start()
-work(2)
-helper.join()
-"""
-
-OFF = """
-import scorep.user
-
-def f(n):
-    return sum(range(n))
-
-f(1)
-scorep.user.disable_recording()
-f(2)
-scorep.user.enable_recording()
-f(3)
-"""
-
-FLUSH = """
-def h(i):
-    return i
-
-for i in range(60000):
-    h(i)
-"""
-
-RUSAGE = """
-def w():
-    return sum(range(20000))
-
-for _ in range(10):
-    w()
-"""
-
-# Many calls of a function too small to measure (Score-P's heuristics filter it), and one
-# that is not; TINY2 adds a second small one, for a filter suggested on a filtered run.
-TINY = """
-import time
-
-def tiny(x):
-    return x
-
-def slow():
-    time.sleep(0.002)
-
-for i in range(20000):
-    tiny(i)
-for _ in range(3):
-    slow()
-"""
-TINY2 = (
-    TINY
-    + """
-def tiny2(x):
-    return x
-
-for i in range(20000):
-    tiny2(i)
-"""
-)
-
-
-def _run(kernel: KernelHandle, code: str, metadata=PROFILE) -> Path:
-    result = kernel.run(code, metadata, timeout=240)
-    assert result.status == "ok", result.reply
-    exp = Path(result.bundle()["path"])
-    manifest = wait_files(exp, 120)
-    assert manifest["files_status"] == "ready", manifest["errors"]
-    return exp
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
-    """A kernel whose experiments go to ``kernel.root/scorep-experiments/``."""
-    root = tmp_path_factory.mktemp("scorep-runs")
-    handle = KernelHandle(root)
-    handle.root = root
-    yield handle
-    handle.shutdown()
-
-
-@pytest.fixture(scope="module")
-def runs(kernel):
-    """(root, {name: experiment directory}), all under one folder the server may read."""
-    root = kernel.root
-    if True:  # one kernel for all runs, kept for the tests that run cells themselves
-        out = {
-            "scorep": _run(kernel, SAME),
-            "builtin": _run(kernel, SAME, BUILTIN),
-            "threads": _run(kernel, THREADS),
-            "off": _run(kernel, OFF),
-        }
-        # 2M: Score-P flushes its trace buffer during the run (and says so)
-        assert kernel.run("%%scorep_env\nSCOREP_TOTAL_MEMORY=2M").status == "ok"
-        out["flush"] = _run(kernel, FLUSH)
-        env = "%%scorep_env\nSCOREP_TOTAL_MEMORY=256M\nSCOREP_METRIC_RUSAGE=ru_maxrss,ru_utime"
-        assert kernel.run(env).status == "ok"
-        out["rusage"] = _run(kernel, RUSAGE)
-        assert kernel.run("%%scorep_env\nSCOREP_METRIC_RUSAGE=").status == "ok"
-    for name in ("scorep", "threads", "off", "flush", "rusage"):
-        assert ex.read_manifest(out[name])["backend"] == "scorep", name
-    return root, out
-
-
-@pytest.fixture
-def jp_server_config(runs):
-    root, _ = runs
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyterlab_scorep": True},
-            "allow_unauthenticated_access": False,
-        },
-        "ScorePExtension": {"experiment_roots": [str(root)], "filter_heuristics": HEURISTICS},
-    }
-
-
-def scorep_tool(name: str) -> str:
-    config = shutil.which("scorep-config")
-    assert config
-    return str(Path(config).resolve().parent / name)
-
-
-def nodes(node, path=()):
-    """(path of names, node) of every node of a call tree answer, depth first."""
-    here = (*path, node["name"])
-    yield here, node
-    for child in node["children"]:
-        yield from nodes(child, here)
-
-
-def visits_by_path(root, *, cells_as="cell") -> dict[tuple[str, ...], int]:
-    """{name path: visits} (below the server's synthetic root, if any), a cell's name
-    replaced by ``cells_as`` (execution counts differ between runs)."""
-    out = {}
-    skip = 1 if root["id"] == -1 else 0  # the server's root named after the run
-    for path, node in nodes(root):
-        if len(path) > skip:
-            names = path[skip:]
-            key = tuple(cells_as if ex.cell_region_count(n) is not None else n for n in names)
-            out[key] = node["visits"]
-    return out
-
-
-def tree_paths(tree: calltree.CallTree) -> dict[tuple[str, ...], int]:
-    """{name path: visits over all locations} of a CallTree, without its frame."""
-    body = calltree.to_json(tree, None, "run", max_nodes=10**6)
-    return visits_by_path(body["root"])
-
-
-def otf2_print_header(exp: Path) -> str:
-    out = subprocess.run(
-        [scorep_tool("otf2-print"), "-G", str(exp / "traces.otf2")],
-        capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
-    return out.stdout
 
 
 async def test_a_scorep_run_through_every_endpoint(api, runs):
@@ -430,78 +229,3 @@ def test_scorep_files_are_what_this_test_assumes(runs):
     counts = collections.Counter(re.findall(r'REGION\s+\d+\s+Name: "([^"]+)"', header))
     assert counts["MEASUREMENT OFF"] == 1 and counts["TRACE BUFFER FLUSH"] == 1
     assert any(name.startswith(":cell [") for name in counts)
-
-
-async def test_scorep_score_estimates_the_run_and_suggests_a_filter(api, runs):
-    """scorep-score on the run that flushed: Score-P's estimate says it needed more than
-    the 2M it had, and its filter takes out the tiny function called 60,000 times."""
-    _, exps = runs
-    code, body = await api("score", path=str(exps["flush"]))
-    assert code == 200, body
-    assert body["tool"] and body["tool"].endswith("scorep-score")
-    assert body["configured"]["SCOREP_TOTAL_MEMORY"] == "2M"
-    estimate = body["estimate"]
-    assert estimate["total_memory_bytes"] > 2 * 2**20
-    assert estimate["trace_bytes"] > 0 and "SCOREP_TOTAL_MEMORY=" in estimate["hint"]
-    assert [t["type"] for t in body["types"]][:2] == ["ALL", "USR"]
-    rows = {r["name"]: r for r in body["regions"]}
-    assert rows["__main__:h"]["visits"] == 60000 and rows["__main__:h"]["type"] == "USR"
-    suggestion = body["filter"]
-    assert "__main__:h" in [r["name"] for r in suggestion["regions"]]
-    assert "MANGLED __main__:h" in suggestion["text"]
-    assert suggestion["estimate"]["trace_bytes"] < estimate["trace_bytes"]
-    assert body["heuristics"] == suggestion["heuristics"] == HEURISTICS
-    assert body["applied"] is None
-    code, version = await api("version")
-    assert version["scorep"]["scorep_score"] == body["tool"]
-
-
-async def test_the_applied_filter_leaves_its_regions_out_of_the_next_run(api, kernel, runs):
-    """POST filter writes Score-P's suggestion beside the experiments; a cell run with it
-    as its filter_file (what the panel's button writes) no longer records those regions.
-    Applied again on that run, the new file keeps the old rules and adds the new ones."""
-    root, _ = runs
-    first = _run(kernel, TINY)
-    code, applied = await api("filter", method="POST", path=str(first))
-    assert code == 200, applied
-    written = Path(applied["path"])
-    assert written.parent == root / "scorep-filters"  # survives deleting the experiment
-    assert written.name == f"{ex.read_manifest(first)['id']}.filter"
-    assert "__main__:tiny" in applied["regions"] and applied["merged"] is None
-    assert "MANGLED __main__:tiny" in await asyncio.to_thread(written.read_text)
-    code, score = await api("score", path=str(first))
-    assert score["applied"] == str(written)
-
-    second = _run(kernel, TINY, {"scorep": {"profile": True, "filter_file": str(written)}})
-    config = ex.read_manifest(second)["measurement"]["scorep_config"]
-    assert config["SCOREP_FILTERING_FILE"] == str(written)
-    code, tree = await api("calltree", path=str(second))
-    names = {path[-1] for path in visits_by_path(tree["root"])}
-    assert "__main__:slow" in names and "__main__:tiny" not in names
-
-    third = _run(kernel, TINY2, {"scorep": {"profile": True, "filter_file": str(written)}})
-    code, again = await api("filter", method="POST", path=str(third))
-    assert code == 200, again
-    assert again["merged"] == str(written) and "__main__:tiny2" in again["regions"]
-    text = await asyncio.to_thread(Path(again["path"]).read_text)
-    assert "MANGLED __main__:tiny\n" in text and "MANGLED __main__:tiny2" in text
-    # Score-P reads it: both are filtered in its view of the third run
-    shown = await asyncio.to_thread(
-        subprocess.run,
-        [scorep_tool("scorep-score"), "-r", "-f", again["path"], str(third / ex.CUBEX)],
-        capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
-    shown = shown.stdout
-    assert re.search(r"^\s*\+\s+USR.*__main__:tiny2$", shown, re.M)
-
-
-async def test_nothing_to_filter_is_said_so(api, runs):
-    _, exps = runs
-    code, body = await api("score", path=str(exps["builtin"]))
-    assert code == 200  # the builtin's profile.cubex reads in scorep-score too
-    # a few calls of a function that sums 20,000 numbers: each worth measuring
-    code, body = await api("score", path=str(exps["rusage"]))
-    assert code == 200 and body["filter"] is None
-    code, body = await api("filter", method="POST", path=str(exps["rusage"]))
-    assert code == 404 and "nothing to filter" in body["message"]
-    assert "under 20 us per visit" in body["message"]

@@ -45,7 +45,7 @@ from scorep_kernel.settings import (
 )
 from scorep_kernel.shim import install_scorep_shim
 from scorep_kernel.state import transfer
-from scorep_kernel.worker.client import WorkerPool
+from scorep_kernel.worker.pool import WorkerPool
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -96,6 +96,7 @@ class ScorePKernel(IPythonKernel):
         self.tasks = BackgroundTasks()
         self.pool = WorkerPool(self.tasks)
         self.pool.enabled = self.scorep_settings.spare_worker != "off"
+        self.pool.use_template = self.scorep_settings.spare_template
         self.active_run: RunBase | None = None
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
         self._run_ids = itertools.count(1)
@@ -139,11 +140,21 @@ class ScorePKernel(IPythonKernel):
             self.pool.enabled = self.scorep_settings.spare_worker != "off"
             if not self.pool.enabled:
                 self.tasks.spawn(self.pool.close(), "closing the spare worker")
+            if any(c.startswith("spare_template=") for c in changed):
+                self._set_spare_template()
             print("Set " + ", ".join(changed))
         else:
             self._availability = None
             print(self.scorep_settings.describe(self.availability))
             print(self.pool.describe())
+
+    def _set_spare_template(self) -> None:
+        on = self.scorep_settings.spare_template
+        self.pool.use_template = on
+        if on:
+            self.pool.template_failed = None  # asked for again: try again
+        else:  # the spare forked from it goes too; the next one starts fresh
+            self.tasks.spawn(self.pool.close(), "closing the spare template")
 
     # --- dispatch --------------------------------------------------------------------
 

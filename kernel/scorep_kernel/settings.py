@@ -1,7 +1,9 @@
 """Profiling settings: kernel-wide defaults (environment, ``%scorep``) and per-cell metadata.
 
 Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
-(subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (see ``spare_choice``), changed with ``%scorep key=value ...`` (which wins over the environment). Per
+(subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (see ``spare_choice``),
+``SCOREP_KERNEL_SPARE_TEMPLATE`` (true | false: builtin spares forked from a preloaded
+template, worker.pool), changed with ``%scorep key=value ...`` (which wins over the environment). Per
 cell, the ``scorep`` metadata (checked by ``cell_metadata``) overrides them for that cell.
 Default isolation: scorep -> subprocess, builtin -> inprocess.
 """
@@ -45,6 +47,20 @@ def spare_choice(key: str, value: Any) -> str:
             f"{key}={value!r} is not a choice: use one of {', '.join(SPARE_CHOICES)}"
         )
     return word
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def flag(key: str, value: Any) -> bool:
+    """true | false, as a bool or a word (1/0, yes/no, on/off)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise SettingsError(f"{key} must be true or false, not {value!r}")
+    return word in _TRUE
 
 
 class SettingsError(ValueError):
@@ -133,6 +149,7 @@ class KernelSettings:
     binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
     experiment_dir: str | None = None  # %scorep experiment_dir=...: parent of run directories
     spare_worker: str = "on"  # SPARE_CHOICES
+    spare_template: bool = True  # builtin spares forked from a template (worker.pool)
     # A SCOREP_KERNEL_* variable that could not be used (it is ignored); %scorep shows it.
     environ_problem: str | None = None
 
@@ -153,6 +170,12 @@ class KernelSettings:
         if spare:
             try:
                 settings.spare_worker = spare_choice("SCOREP_KERNEL_SPARE_WORKER", spare)
+            except SettingsError as e:
+                settings.environ_problem = f"{e} (the variable is ignored)"
+        template = environ.get("SCOREP_KERNEL_SPARE_TEMPLATE", "").strip()
+        if template:
+            try:
+                settings.spare_template = flag("SCOREP_KERNEL_SPARE_TEMPLATE", template)
             except SettingsError as e:
                 settings.environ_problem = f"{e} (the variable is ignored)"
         return settings
@@ -181,10 +204,8 @@ class KernelSettings:
                     raise SettingsError(f"metric_interval must be seconds, not {text!r}") from None
             elif key == "spare_worker":
                 value = spare_choice(key, text)
-            elif key in _FLAG_KEYS:
-                if text.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise SettingsError(f"{key} must be true or false, not {text!r}")
-                value = text.lower() in ("1", "true", "yes", "on")
+            elif key in _FLAG_KEYS or key == "spare_template":
+                value = flag(key, text)
             updates[key] = value
         return self.update(updates)
 
@@ -193,6 +214,7 @@ class KernelSettings:
         new_isolation = self.isolation
         measure = dict(self.measure)
         spare = self.spare_worker
+        template = self.spare_template
         experiment_dir = self.experiment_dir
         for key, value in updates.items():
             if key == "backend":
@@ -205,6 +227,8 @@ class KernelSettings:
                 )
             elif key == "spare_worker":
                 spare = spare_choice(key, value)
+            elif key == "spare_template":
+                template = flag(key, value)
             elif key == "experiment_dir":
                 experiment_dir = (str(value).strip() or None) if value is not None else None
             elif key in MEASURE_KEYS:
@@ -212,7 +236,7 @@ class KernelSettings:
             else:
                 raise SettingsError(
                     f"unknown setting {key!r}: use backend, isolation, spare_worker, "
-                    "experiment_dir, " + ", ".join(MEASURE_KEYS)
+                    "spare_template, experiment_dir, " + ", ".join(MEASURE_KEYS)
                 )
         measure = check_measure({k: v for k, v in measure.items() if v is not None})
         if new_backend == "scorep" and new_isolation == "inprocess":
@@ -221,6 +245,7 @@ class KernelSettings:
                 "of its own. Use isolation=subprocess, or backend=builtin."
             )
         self.experiment_dir = experiment_dir
+        self.spare_template = template
         self.backend, self.isolation, self.measure, self.spare_worker = (
             new_backend, new_isolation, measure, spare
         )  # fmt: skip
@@ -290,6 +315,7 @@ class KernelSettings:
             f"  isolation      {isolation}",
             f"  measurement    {self.measure or '(defaults)'}",
             f"  spare worker   {self.spare_worker}",
+            f"  spare template {'on' if self.spare_template else 'off'}",
             f"  experiments in {self.experiment_dir or '(default: scorep-experiments/)'}",
             f"  SCOREP_* env   {self.scorep_env or '(none)'}",
             f"  binding args   {' '.join(self.binding_args) or '(none)'}",

@@ -22,7 +22,11 @@ def kernel_process(kernel: KernelHandle) -> psutil.Process:
 
 
 def workers(kernel_proc: psutil.Process) -> list[psutil.Process]:
-    return [p for p in kernel_proc.children() if "scorep_kernel.worker" in " ".join(p.cmdline())]
+    # recursive: a builtin spare is a fork of the spare template (a child of the kernel)
+    return [
+        p for p in kernel_proc.children(recursive=True)
+        if "scorep_kernel.worker" in " ".join(p.cmdline())
+    ]  # fmt: skip
 
 
 def spare(kernel: KernelHandle) -> psutil.Process:

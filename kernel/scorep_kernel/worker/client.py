@@ -1,13 +1,6 @@
 """The kernel's side of a worker process: start it, talk to it, interrupt it, bury it.
 
-Also the spare worker: one process started with the kernel and again after each profiled
-run, fed the modules the notebook uses (those its namespace refers to, and those earlier
-profiled cells imported in their workers), so the next profiled cell pays neither
-interpreter start nor imports. It costs an idle process (~300 MB with torch imported);
-``SCOREP_KERNEL_SPARE_WORKER=0`` or ``%scorep spare_worker=false`` turns it off. A
-spare is keyed on everything fixed at process start (backend, Score-P environment,
-binding arguments, interpreter); a profiled cell whose key differs gets a fresh process and
-the old spare is discarded.
+The spare worker and its template are kept by ``worker.pool``.
 """
 
 from __future__ import annotations
@@ -24,14 +17,17 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil
 
-from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
+
+if TYPE_CHECKING:
+    from scorep_kernel.worker.pool import WorkerPool as WorkerPool
+    from scorep_kernel.worker.pool import WorkerRecipeLike as WorkerRecipeLike
 
 log = logging.getLogger("scorep_kernel")
 M = TypeVar("M", bound=msg.Message)
@@ -76,11 +72,26 @@ def scorep_arguments(binding_args: tuple[str, ...] | list[str]) -> list[str]:
     return ["--noinstrumenter", *args]
 
 
+def worker_env(env: dict[str, str], reserved: tuple[str, Path] | None = None) -> dict[str, str]:
+    """A worker's environment: ``env`` and what the worker needs of the kernel."""
+    env = dict(env)
+    env["SCOREP_KERNEL_PARENT_PID"] = str(os.getpid())
+    # The worker imports scorep_kernel from wherever the kernel did.
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _KERNEL_DIR not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([_KERNEL_DIR, *paths])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if reserved is not None:
+        env["SCOREP_EXPERIMENT_DIRECTORY"] = str(reserved[1])
+    return env
+
+
 class WorkerProcess:
     """One worker. ``recv`` yields its messages; output the worker's native code writes to
     file descriptors 1 and 2 arrives through ``on_native_output`` (stream name, text)."""
 
-    def __init__(self, key: WorkerKey, proc: subprocess.Popen, channel: AsyncChannel):
+    def __init__(self, key: WorkerKey, proc: Any, channel: AsyncChannel):
+        # proc: a subprocess.Popen, or a ForkedProc (worker.forking) with what it uses of one
         self.key = key
         self.proc = proc
         self.channel = channel
@@ -106,15 +117,6 @@ class WorkerProcess:
         cls, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
     ) -> WorkerProcess:
         kernel_end, worker_end = socket.socketpair()
-        env = dict(env)
-        env["SCOREP_KERNEL_PARENT_PID"] = str(os.getpid())
-        # The worker imports scorep_kernel from wherever the kernel did.
-        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if _KERNEL_DIR not in paths:
-            env["PYTHONPATH"] = os.pathsep.join([_KERNEL_DIR, *paths])
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        if reserved is not None:
-            env["SCOREP_EXPERIMENT_DIRECTORY"] = str(reserved[1])
         try:
             # A plain Popen (a fork and exec, milliseconds): the loop's child watcher is
             # not needed, and wait_exit polls.
@@ -124,7 +126,7 @@ class WorkerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=env,
+                env=worker_env(env, reserved),
                 cwd=cwd,
                 # Its own session: Jupyter's interrupt (SIGINT to the kernel's process
                 # group) must reach the worker only through the kernel, and only mid-cell.
@@ -132,6 +134,18 @@ class WorkerProcess:
             )
         finally:
             worker_end.close()
+        return await cls.attach(key, proc, kernel_end, reserved)
+
+    @classmethod
+    async def attach(
+        cls,
+        key: WorkerKey,
+        proc: Any,
+        kernel_end: socket.socket,
+        reserved: tuple[str, Path] | None = None,
+    ) -> WorkerProcess:
+        """A started process (a Popen, or worker.forking's ForkedProc) and the kernel's end
+        of its socket: its messages and native output are read from now on."""
         kernel_end.setblocking(False)
         channel = await AsyncChannel.open(kernel_end)
         worker = cls(key, proc, channel)
@@ -292,146 +306,10 @@ class WorkerProcess:
             shutil.rmtree(path, ignore_errors=True)
 
 
-class WorkerRecipeLike(Protocol):
-    """What fixes a worker at its start (runs.subprocess_run.WorkerRecipe)."""
+def __getattr__(name: str) -> Any:
+    # WorkerPool lives in worker.pool (it imports this module); the old name still works.
+    if name in ("WorkerPool", "WorkerRecipeLike"):
+        from scorep_kernel.worker import pool
 
-    def key(self) -> WorkerKey: ...
-    def env(self, base: dict[str, str]) -> dict[str, str]: ...
-    def reserve(self) -> tuple[str, Path] | None: ...
-    def updated(self, scorep_env: dict[str, str], binding_args: list[str]) -> WorkerRecipeLike:
-        """The same recipe with the Score-P environment and arguments as they are now."""
-
-
-class WorkerPool:
-    """Holds at most one spare worker, ready and preloaded."""
-
-    def __init__(self, tasks: BackgroundTasks) -> None:
-        self.tasks = tasks
-        self.spare: WorkerProcess | None = None
-        self._starting: asyncio.Task | None = None
-        self._starting_key: WorkerKey | None = None
-        self._starting_worker: WorkerProcess | None = None  # the spare being started
-        self.enabled = True
-        # the recipe of the latest take(): the next spare is made the same way
-        self.last_recipe: WorkerRecipeLike | None = None
-        # how the last take() got its worker: "spare_ready" | "spare_starting" | "fresh"
-        self.last_take = "fresh"
-        # the modules the notebook uses, as of the latest prepare(): a spare still starting
-        # imports them once it is up
-        self._wanted: list[str] = []
-
-    async def take(self, recipe: WorkerRecipeLike, cwd: str) -> tuple[WorkerProcess, bool]:
-        """A worker made by ``recipe``: the spare if it matches and lives, else a fresh one.
-        Returns (worker, was_spare). The recipe is kept for the next spare."""
-        self.last_recipe = recipe
-        key = recipe.key()
-        self.resume()
-        waited = False
-        if self._starting is not None:
-            # A spare on its way is taken over, not started twice.
-            waited = not self._starting.done()
-            # asyncio.wait never raises, even for a start that was cancelled or failed
-            await asyncio.wait([self._starting])
-            self._starting = None
-        spare, self.spare = self.spare, None
-        if spare is not None and spare.key == key and spare.alive() and spare.ready is not None:
-            self.last_take = "spare_starting" if waited else "spare_ready"
-            return spare, True
-        if spare is not None:
-            await spare.close(graceful=False)
-        self.last_take = "fresh"
-        env = recipe.env(dict(os.environ))
-        return await WorkerProcess.spawn(key, env, cwd, recipe.reserve()), False
-
-    def prepare(self, recipe: WorkerRecipeLike, cwd: str, modules: list[str]) -> None:
-        """Start a spare in the background (after a cell, never during one)."""
-        if not self.enabled:
-            return
-        key = recipe.key()
-        self._wanted = list(modules)
-        if self.spare is not None and self.spare.key == key and self.spare.alive():
-            self.tasks.spawn(self.preload(modules), "preloading the spare worker")
-            return
-        if self._starting is not None and not self._starting.done():
-            if self._starting_key == key:
-                return  # it preloads self._wanted once ready
-            self._starting.cancel()  # started with settings that changed since
-        self._starting_key = key
-        env = recipe.env(dict(os.environ))
-        self._starting = self.tasks.spawn(
-            self._start(key, env, cwd, recipe.reserve()), "starting a spare worker"
-        )
-
-    async def _start(
-        self,
-        key: WorkerKey,
-        env: dict[str, str],
-        cwd: str,
-        reserved: tuple[str, Path] | None,
-    ) -> None:
-        old, self.spare = self.spare, None
-        if old is not None:
-            await old.close(graceful=False)
-        worker = None
-        try:
-            worker = await WorkerProcess.spawn(key, env, cwd, reserved)
-            self._starting_worker = worker
-            await worker.wait_ready()
-        except BaseException as e:  # cancelled by close(), or the start failed
-            if worker is not None:
-                # killed, reaped, and its unused Score-P directory removed
-                await worker.close(graceful=False)
-            if not isinstance(e, Exception):
-                raise
-            log.warning("could not start a spare profiling worker: %s", e)
-            return
-        finally:
-            self._starting_worker = None
-        self.spare = worker
-        await self.preload(self._wanted)
-
-    async def preload(self, modules: list[str]) -> None:
-        spare = self.spare
-        if spare is None or not modules:
-            return
-        todo = [m for m in modules if m not in spare.preloaded]
-        if not todo:
-            return
-        spare.preloaded.update(todo)
-        try:
-            await spare.send(msg.Preload(todo))
-        except ChannelClosed:
-            self.spare = None
-
-    def pause(self) -> None:
-        """Stop the spare (ready, starting or preloading) while the kernel runs a cell."""
-        for worker in (self.spare, self._starting_worker):
-            if worker is not None:
-                worker.pause()
-
-    def resume(self) -> None:
-        for worker in (self.spare, self._starting_worker):
-            if worker is not None:
-                worker.resume()
-
-    def describe(self) -> str:
-        """What %scorep shows of the spare: its state and what it costs."""
-        worker = self.spare or self._starting_worker
-        if worker is None:
-            return "Spare worker: none running"
-        state = "starting" if worker is self._starting_worker else "ready"
-        if worker.paused:
-            state += ", paused while a cell runs"
-        usage = worker.usage()
-        cost = f", {usage[0] / 2**20:.0f} MB resident, {usage[1]:.1f} s CPU so far" if usage else ""
-        preloaded = ", ".join(sorted(worker.preloaded)[:8]) or "nothing yet"
-        return f"Spare worker: pid {worker.pid} ({state}{cost}); preloaded: {preloaded}"
-
-    async def close(self) -> None:
-        if self._starting is not None:
-            self._starting.cancel()
-            await asyncio.wait([self._starting])
-            self._starting = None
-        if self.spare is not None:
-            await self.spare.close(graceful=False)
-            self.spare = None
+        return getattr(pool, name)
+    raise AttributeError(name)

@@ -5,6 +5,8 @@ Started by the kernel (``worker.client``) as either
     python -m scorep_kernel.worker --fd N                        (builtin backend)
     python -m scorep <binding args> <this file> --fd N           (Score-P backend)
 
+or forked from the builtin backend's spare template (``--template``, worker.template).
+
 where N is the worker's end of a private socketpair. The worker waits (with the modules
 the notebook uses already imported) until the kernel sends a run, then executes the run's
 cells in a headless IPython shell, sending outputs as they happen and the namespace after
@@ -397,6 +399,22 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("usage: python -m scorep_kernel.worker --fd N (started by the kernel)")
     fd = int(argv[argv.index("--fd") + 1])
     parent = int(os.environ.pop("SCOREP_KERNEL_PARENT_PID", "0") or 0) or os.getppid()
+    if "--template" in argv:  # the builtin backend's spare template (worker.template)
+        from scorep_kernel.worker.template import serve_template
+
+        child = serve_template(fd, int(argv[argv.index("--template") + 1]), parent)
+        if child is None:
+            return
+        run(child.fd, child.parent)  # a forked worker: from here on, as any other
+        return
+    backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
+    run(fd, parent, backend, "--no-python-instrumenter" not in argv)
+
+
+def run(fd: int, parent: int, backend: str = "builtin", instrument: bool = True) -> None:
+    """Serve the kernel on socket ``fd`` until the run ends; ``parent`` is the process
+    whose end ends this one (the kernel, or the template this worker was forked from).
+    Everything with a thread starts here, never in a template (it forks)."""
     sock = socket.socket(fileno=fd)
     channel = BlockingChannel(sock)
     assert sys.__stderr__ is not None  # the kernel starts the worker with stderr piped
@@ -406,8 +424,6 @@ def main(argv: list[str] | None = None) -> None:
     start_flusher()
     _continue_when_the_kernel_dies()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
-    instrument = "--no-python-instrumenter" not in argv
     import getpass
 
     builtins.input = make_input(channel, password=False)

@@ -303,6 +303,34 @@ class InterruptCell(Message):
     signal: the kernel cannot signal a rank on another host)."""
 
 
+# --- the spare template (worker.template, kernel side worker.forking) ----------------------
+#
+# A template for the builtin backend runs no cells: it takes Preload like a spare, and for
+# each Fork (its socket and pipes come along on a side socket, SCM_RIGHTS) it forks a child
+# that becomes an ordinary worker (then: Ready ... on the child's own socket).
+
+
+@dataclass(frozen=True)
+class Fork(Message):
+    """Fork a worker: it runs in ``cwd`` with ``env`` as its os.environ."""
+
+    cwd: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Forked(Message):
+    pid: int
+
+
+@dataclass(frozen=True)
+class Exited(Message):
+    """A forked worker ended; ``returncode`` as Popen has it (negative: the signal)."""
+
+    pid: int
+    returncode: int
+
+
 KERNEL_TO_WORKER: tuple[type[Message], ...] = (
     Preload,
     StartRun,
@@ -315,6 +343,7 @@ KERNEL_TO_WORKER: tuple[type[Message], ...] = (
     ClockProbe,
     InterruptCell,
     SampleNode,
+    Fork,
 )
 WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     Ready,
@@ -334,6 +363,8 @@ WORKER_TO_KERNEL: tuple[type[Message], ...] = (
     RankHello,
     ClockReply,
     NodeSamples,
+    Forked,
+    Exited,
 )
 
 M = TypeVar("M", bound=Message)

@@ -1,0 +1,227 @@
+"""Builtin spares forked from a preloaded template (worker.template, worker.forking): the
+next profiled cells run in forks of it, a forked worker's death and interrupt read as a
+fresh worker's, the template goes with the kernel, and it can be turned off; Score-P
+workers never come from it."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from test_kernel_harness import KernelHandle
+
+from scorep_kernel.measure.detect import detect_scorep
+from scorep_kernel.settings import KernelSettings, SettingsError
+
+pytestmark = pytest.mark.timeout(180)
+BUILTIN_SUB = {"scorep": {"profile": True, "backend": "builtin", "isolation": "subprocess"}}
+PARENT = "import os\nprint('parent', os.getppid(), flush=True)\n"
+
+
+def until(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def shown(kernel: KernelHandle) -> tuple[int | None, int | None]:
+    """(pid of the ready spare, pid of the template) as %scorep names them."""
+    out = kernel.run("%scorep").stdout()
+    spare = re.search(r"Spare worker: pid (\d+) \(ready", out)
+    template = re.search(r"Spare template: pid (\d+) \(ready", out)
+    return (int(spare[1]) if spare else None), (int(template[1]) if template else None)
+
+
+def ready_spare(kernel: KernelHandle) -> tuple[int, int | None]:
+    seen: list = []
+
+    def named() -> bool:
+        seen[:] = shown(kernel)
+        return seen[0] is not None
+
+    assert until(named), "no spare worker"
+    return seen[0], seen[1]
+
+
+def parent_of_cell(result) -> int:
+    assert result.status == "ok", result.reply
+    return int(re.search(r"parent (\d+)", result.stdout())[1])
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture
+def kernel(tmp_path: Path):
+    k = KernelHandle(tmp_path)
+    yield k
+    k.shutdown()
+
+
+def test_profiled_cells_after_the_first_run_in_forks_of_the_template(kernel):
+    first = kernel.run(PARENT + "a = 1", BUILTIN_SUB)
+    kernel_pid = kernel.value("__import__('os').getpid()")
+    assert parent_of_cell(first) == kernel_pid  # fresh: the kernel's child
+    spare, template = ready_spare(kernel)
+    assert template is not None
+    assert psutil.Process(spare).ppid() == template
+    # back to back: the second takes the spare, the third the fork made right after it
+    second = kernel.run(PARENT + "b = a + 1", BUILTIN_SUB)
+    third = kernel.run(PARENT + "c = b + 1", BUILTIN_SUB)
+    assert parent_of_cell(second) == template
+    assert parent_of_cell(third) == template
+    assert "worker_fresh" not in third.manifest()["timings"]
+    assert kernel.value("c") == 3
+    # what the notebook imports is imported in the template, so in its forks
+    kernel.run("import wave")
+    assert until(lambda: "wave" in kernel.run("%scorep").stdout().split("Spare template")[1])
+    fourth = kernel.run(PARENT + "import sys\nhad = 'wave' in sys.modules", BUILTIN_SUB)
+    assert parent_of_cell(fourth) == template
+    assert kernel.value("had") is True
+
+
+def test_a_forked_worker_killed_mid_cell_reads_as_a_fresh_one(kernel):
+    assert kernel.run("import os, signal\nvalue = 'before'", BUILTIN_SUB).status == "ok"
+    spare, template = ready_spare(kernel)
+    assert template is not None
+    code = "value = 'changed'\nnew_name = 1\nos.kill(os.getpid(), signal.SIGKILL)"
+    result = kernel.run(code, BUILTIN_SUB)
+    assert result.status == "error"
+    assert result.reply["ename"] == "ProfilingProcessDied"
+    assert "SIGKILL" in result.reply["evalue"] and "out of memory" in result.reply["evalue"]
+    assert "variables are unchanged" in result.reply["evalue"]
+    assert result.manifest()["status"] == "crashed"
+    assert kernel.value("value") == "before"
+    assert kernel.value("'new_name' in globals()") is False
+    assert until(lambda: gone(spare)), "the template reaps its child"
+    again = kernel.run(PARENT + "after = value + '!'", BUILTIN_SUB)
+    assert parent_of_cell(again) == template
+    assert kernel.value("after") == "before!"
+
+
+def test_interrupt_stops_a_forked_worker_and_keeps_partial_state(kernel):
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    _, template = ready_spare(kernel)
+    msg_id = kernel.send(
+        PARENT + "import time\npartial = 'reached'\nprint('asleep', flush=True)\n"
+        "time.sleep(600)\npartial = 'finished'", BUILTIN_SUB,
+    )  # fmt: skip
+    kernel.wait_output(msg_id, "asleep")
+    kernel.km.interrupt_kernel()
+    result = kernel.collect(msg_id, timeout=120)
+    assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"
+    assert int(re.search(r"parent (\d+)", result.stdout())[1]) == template
+    assert result.manifest()["status"] == "interrupted"
+    assert kernel.value("partial") == "reached"
+
+
+def test_a_dead_template_costs_no_cell(kernel):
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    spare, template = ready_spare(kernel)
+    assert template is not None
+    psutil.Process(template).kill()
+    assert until(lambda: gone(template))
+    assert until(lambda: gone(spare)), "its children end with it"
+    result = kernel.run(PARENT + "y = x + 1", BUILTIN_SUB)
+    assert result.status == "ok", result.reply
+    assert kernel.value("y") == 2
+    # a new template comes with the next spare
+    _, again = ready_spare(kernel)
+    assert again is not None and again != template
+
+
+def test_shutdown_leaves_no_template_and_no_fork(tmp_path):
+    kernel = KernelHandle(tmp_path)
+    try:
+        assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+        spare, template = ready_spare(kernel)
+    finally:
+        kernel.shutdown()
+    assert template is not None
+    assert until(lambda: gone(template) and gone(spare))
+
+
+def test_spare_template_off_starts_spares_fresh(tmp_path):
+    kernel = KernelHandle(tmp_path, env={"SCOREP_KERNEL_SPARE_TEMPLATE": "0"})
+    try:
+        assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+        spare, template = ready_spare(kernel)
+        assert template is None
+        kernel_pid = kernel.value("__import__('os').getpid()")
+        assert psutil.Process(spare).ppid() == kernel_pid
+        assert parent_of_cell(kernel.run(PARENT + "y = 2", BUILTIN_SUB)) == kernel_pid
+        # and on again with %scorep
+        assert kernel.run("%scorep spare_template=true").status == "ok"
+        assert kernel.run("z = 3", BUILTIN_SUB).status == "ok"
+
+        def templated() -> bool:
+            spare, template = shown(kernel)
+            return template is not None and spare is not None
+
+        assert until(templated)
+        assert "spare template on" in kernel.run("%scorep").stdout()
+    finally:
+        kernel.shutdown()
+
+
+SCOREP = detect_scorep()
+
+
+@pytest.mark.skipif(not SCOREP["available"], reason=SCOREP["message"])
+def test_scorep_workers_never_come_from_the_template(kernel):
+    scorep = {"scorep": {"profile": True, "backend": "scorep"}}
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    ready_spare(kernel)  # a template for the builtin backend
+    kernel_pid = kernel.value("__import__('os').getpid()")
+    first = kernel.run(PARENT + "y = 2", scorep, timeout=120)
+    assert parent_of_cell(first) == kernel_pid
+    spare, template = ready_spare(kernel)
+    assert template is None  # not wanted for Score-P spares
+    assert psutil.Process(spare).ppid() == kernel_pid
+    assert parent_of_cell(kernel.run(PARENT + "z = 3", scorep, timeout=120)) == kernel_pid
+
+
+def test_the_setting_and_its_variable():
+    assert KernelSettings.from_environ({}).spare_template is True
+    off = KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_TEMPLATE": "false"})
+    assert off.spare_template is False
+    bad = KernelSettings.from_environ({"SCOREP_KERNEL_SPARE_TEMPLATE": "maybe"})
+    assert bad.spare_template is True and "SCOREP_KERNEL_SPARE_TEMPLATE" in bad.environ_problem
+    settings = KernelSettings()
+    assert settings.update_from_line("spare_template=off") == ["spare_template=False"]
+    assert settings.spare_template is False
+    with pytest.raises(SettingsError, match="true or false"):
+        settings.update_from_line("spare_template=sometimes")
+
+
+def test_without_a_spare_the_run_forks_one_at_once(kernel):
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    spare, template = ready_spare(kernel)
+    psutil.Process(spare).kill()
+    assert until(lambda: gone(spare))
+    result = kernel.run(PARENT + "y = x + 1", BUILTIN_SUB)
+    assert parent_of_cell(result) == template
+    assert "worker_forked" in result.manifest()["timings"]
+
+
+def test_forks_draw_their_own_random_numbers(kernel):
+    draw = "import numpy\nnumpy_draw = float(numpy.random.random())"
+    # numpy.random imported here is imported in the template too (then forks share its
+    # state unless reseeded)
+    assert kernel.run(draw, BUILTIN_SUB).status == "ok"
+    assert until(lambda: "numpy.random" in kernel.run("%scorep").stdout().split("template")[-1])
+    draws = []
+    for _ in range(2):
+        assert kernel.run(PARENT + draw, BUILTIN_SUB).status == "ok"
+        draws.append(kernel.value("numpy_draw"))
+    assert draws[0] != draws[1]

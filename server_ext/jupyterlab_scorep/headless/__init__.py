@@ -3,11 +3,13 @@ through nbclient, sending each cell's metadata as JupyterLab does, and ``jupyter
 report`` prints an experiment in the terminal. docs/HEADLESS.md is the user's guide.
 
     cells.py             which cells are profiled, and the metadata each execute_request carries
-    client.py            the nbclient NotebookClient that sends it
-    execute.py           one run: kernel, cells, progress lines, Ctrl-C, timeouts
+    notebook_client.py   the nbclient NotebookClient that sends it
+    execute.py           one run: kernel, cells, Ctrl-C, timeouts
+    progress_lines.py    the line printed per cell
+    run_results.py       what the run leaves in scorep-summary.json: cells, experiments
     experiments.py       an experiment's call tree and summary, read without a server
-    summary.py           scorep-summary.json (its JSON Schema) and the final table
-    gate.py              --baseline: each profiled cell against its baseline run (compare.py)
+    run_summary.py       scorep-summary.json (its JSON Schema) and the final table
+    gate.py              --baseline: each profiled cell against its baseline run (compare*.py)
     report.py            ``jupyter scorep report``: text, JSON or Markdown
     papermill_engine.py  ``papermill --engine scorep``
     app.py               the command line

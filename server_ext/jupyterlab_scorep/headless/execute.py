@@ -14,12 +14,11 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
-import shutil
 import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +32,8 @@ from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
 from .notebook_client import ScorePNotebookClient
+from .progress_lines import ProgressLines
+from .run_results import CellRun, RunResults
 
 DEFAULT_KERNEL = "scorep-python"
 
@@ -61,19 +62,6 @@ class RunOptions:
     color: bool | None = None  # None: when the output is a terminal
 
 
-@dataclass
-class CellRun:
-    """What happened to one code cell."""
-
-    code: cellsel.CodeCell
-    toggled: bool
-    status: str = hs.CELL_NOT_RUN
-    wall_s: float | None = None
-    execution_count: int | None = None
-    error: dict[str, Any] | None = None
-    experiment_paths: list[str] = field(default_factory=list)
-
-
 def session_name(notebook: Path) -> str:
     """The notebook as JPY_SESSION_NAME gives it to the kernel (the manifests' ``notebook``):
     relative to the working directory when it lies below it, as a server root would see it."""
@@ -84,7 +72,7 @@ def session_name(notebook: Path) -> str:
         return str(path)
 
 
-class Runner:
+class Runner(RunResults):
     """Runs one notebook; ``await run()`` gives the summary (a dict per SCHEMA)."""
 
     def __init__(self, opts: RunOptions, out: TextIO | None = None):
@@ -104,6 +92,9 @@ class Runner:
         self.start_ns = time.time_ns()
         self._ipc_dir: tempfile.TemporaryDirectory | None = None
         self.prepare()
+        self.progress = ProgressLines(
+            self.out, color=bool(self.color), tty=self.tty, cells=len(self.code)
+        )
 
     # --- setup ---------------------------------------------------------------------
 
@@ -145,65 +136,6 @@ class Runner:
         self.cells = [CellRun(c, cellsel.is_toggled(c, self.profiling)) for c in self.code]
         self.session = session_name(path)
 
-    def options_record(self) -> dict[str, Any]:
-        o = self.opts
-        return {
-            "profile": self.profiling.mode,
-            "cells": o.cells,
-            "backend": o.backend,
-            "isolation": o.isolation,
-            "experiment_dir": str(o.experiment_dir) if o.experiment_dir else None,
-            "timeout_s": o.timeout,
-            "allow_errors": o.allow_errors,
-            "lab_settings": self.profiling.lab_settings,
-        }
-
-    # --- output --------------------------------------------------------------------
-
-    def say(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
-
-    def _paint(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
-
-    @staticmethod
-    def _colour(status: str) -> str:
-        return {"ok": "32", "error": "31", "died": "31"}.get(status, "33")
-
-    def _line(self, c: CellRun, status: str | None, profiled: str, width: int = 0) -> str:
-        """``[3/6] profiled ok          1.02 s  first line of source``; ``width`` > 0 cuts it
-        to one screen line (before the status is painted)."""
-        n = len(self.code)
-        number = f"[{c.code.number}/{n}]".ljust(len(f"[{n}/{n}]"))
-        word = (status or "running").ljust(11)
-        wall = hs.fmt_seconds(c.wall_s) if status is not None else ""
-        head = f"{number} {profiled.ljust(8)} {word} {wall.rjust(8)}  "
-        line = (head + cellsel.first_line(c.code.cell.source)).rstrip()
-        if width and len(line) > width:
-            line = line[: max(width - 1, len(head))] + "…"
-        if status is not None and self.color:
-            line = line.replace(word, self._paint(word, self._colour(status)), 1)
-        return line
-
-    def progress_start(self, c: CellRun) -> None:
-        if self.tty:  # rewritten in place when the cell ends
-            line = self._line(c, None, "profile" if c.toggled else "", self._width())
-            print(line, end="", file=self.out, flush=True)
-
-    def progress_end(self, c: CellRun) -> None:
-        profiled = "profiled" if c.experiment_paths else ""
-        if self.tty:
-            self.say("\r\x1b[K" + self._line(c, c.status, profiled, self._width()))
-        else:
-            self.say(self._line(c, c.status, profiled))
-        if c.error and c.status == hs.CELL_ERROR:
-            tb = c.error["traceback"]
-            self.say("\n".join("    " + line for line in tb.splitlines()))
-
-    @staticmethod
-    def _width() -> int:
-        return shutil.get_terminal_size().columns - 1
-
     # --- signals -------------------------------------------------------------------
 
     def on_signal(self, signum: int) -> None:
@@ -212,11 +144,11 @@ class Runner:
         if self._signals == 1:
             self.stop_reason = "interrupted"
             msg = f"\n{name}: stopping after the running cell (interrupting it); again to stop at once."
-            self.say(msg)
+            self.progress.say(msg)
             if self._cell_task is not None and self.client is not None and self.client.km:
                 self._interrupting = asyncio.ensure_future(self._interrupt_kernel())
         else:
-            self.say(f"\n{name} again: stopping at once.")
+            self.progress.say(f"\n{name} again: stopping at once.")
             if self._cell_task is not None:
                 self._cell_task.cancel()
 
@@ -225,7 +157,7 @@ class Runner:
             assert self.client is not None and self.client.km is not None
             await ensure_async(self.client.km.interrupt_kernel())
         except Exception as e:
-            self.say(f"(could not interrupt the kernel: {e})")
+            self.progress.say(f"(could not interrupt the kernel: {e})")
 
     # --- the run -------------------------------------------------------------------
 
@@ -260,13 +192,15 @@ class Runner:
             "all": "all profiled (--all)",
             "cells": f"{toggled} chosen (--cells)",
         }[self.profiling.mode]
-        self.say(
+        self.progress.say(
             f"{self.opts.notebook}: {len(self.code)} code cells, {what}; kernel "
             f"{self.opts.kernel}, experiments in {self.experiment_dir}"
         )
         spec = (self.nb.metadata.get("kernelspec") or {}).get("name")
         if spec and spec != self.opts.kernel:
-            self.say(f"(the notebook names the kernel {spec!r}; it runs on {self.opts.kernel!r})")
+            self.progress.say(
+                f"(the notebook names the kernel {spec!r}; it runs on {self.opts.kernel!r})"
+            )
 
     async def start_kernel(self) -> None:
         opts = self.opts
@@ -320,7 +254,7 @@ class Runner:
                 c.status = hs.CELL_SKIPPED
                 continue
             self.client.timed_out = False
-            self.progress_start(c)
+            self.progress.start(c)
             t = time.monotonic()
             self._cell_task = asyncio.ensure_future(
                 self.client.async_execute_cell(c.code.cell, c.code.index)
@@ -339,7 +273,7 @@ class Runner:
             c.execution_count = c.code.cell.get("execution_count")
             c.experiment_paths = list(dict.fromkeys(b["path"] for b in exps.bundles(c.code.cell)))
             c.status, c.error = self.cell_outcome(c, died, cancelled)
-            self.progress_end(c)
+            self.progress.end(c)
             if c.status == hs.CELL_DIED:
                 return hs.RUN_DIED, f"the kernel died while cell [{c.code.number}] ran"
             if c.status == hs.CELL_TIMEOUT:
@@ -402,123 +336,9 @@ class Runner:
             if self.client.km is not None:
                 await self.client._async_cleanup_kernel()
         except Exception as e:
-            self.say(f"(the kernel did not shut down cleanly: {e})")
+            self.progress.say(f"(the kernel did not shut down cleanly: {e})")
         if self._ipc_dir is not None:
             self._ipc_dir.cleanup()
-
-    # --- results -------------------------------------------------------------------
-
-    def collect_files(self) -> dict[Path, dict[str, Any]]:
-        self.find_unshown()
-        paths = [Path(p) for c in self.cells for p in c.experiment_paths]
-        # the kernel is gone: whatever is still pending stays so
-        return exps.wait_for_files(paths, 0)
-
-    def find_unshown(self) -> None:
-        """A cell stopped at once (a second Ctrl-C) or killed with the kernel showed no
-        bundle, but its experiment may be on disk: found by its cell id among this run's."""
-        lost = [
-            c
-            for c in self.cells
-            if not c.experiment_paths
-            and c.status in (hs.CELL_INTERRUPTED, hs.CELL_DIED)
-            and c.code.cell.get("id")
-        ]
-        if not lost:
-            return
-        parents = {self.experiment_dir}
-        for c in self.cells:
-            parents.update(Path(p).parent for p in c.experiment_paths)
-        found = [
-            (path, m)
-            for parent in parents
-            for path, m in ex.list_experiments(parent)
-            if (m.get("start_ns") or 0) >= self.start_ns
-        ]
-        for c in lost:
-            for path, m in found:
-                if any(r.get("cell_id") == c.code.cell.id for r in m.get("cells") or []):
-                    c.experiment_paths = [str(path)]
-                    break
-
-    def experiment_record(self, path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
-        if not manifest:
-            return None
-        rec: dict[str, Any] = {
-            "id": manifest["id"],
-            "path": hs.experiment_ref(path, self.summary_path.parent),
-            "backend": manifest.get("backend"),
-            "isolation": manifest.get("isolation"),
-            "status": manifest.get("status"),
-            "files_status": manifest.get("files_status"),
-            "wall_s": manifest.get("wall_s"),
-            "events": (manifest.get("measurement") or {}).get("events"),
-            "run": manifest.get("run"),
-            "top_regions": [],
-            "notes": [],
-        }
-        try:
-            tree = exps.load_tree(path, manifest)
-        except exps.NoCallTree as e:
-            rec["notes"].append(str(e))
-        else:
-            from .. import summary as server_summary
-
-            rec["top_regions"] = server_summary.top_regions(tree, self.opts.top)
-        return rec
-
-    def build_summary(
-        self,
-        start: _dt.datetime,
-        wall_s: float,
-        status: str,
-        message: str,
-        manifests: dict[Path, dict[str, Any]],
-    ) -> dict[str, Any]:
-        records: dict[str, dict[str, Any] | None] = {}
-        cells = []
-        for c in self.cells:
-            exp = None
-            if c.experiment_paths:
-                path = Path(c.experiment_paths[-1])
-                if str(path) not in records:
-                    records[str(path)] = self.experiment_record(path, manifests.get(path, {}))
-                exp = records[str(path)]
-            cells.append(
-                {
-                    "number": c.code.number,
-                    "index": c.code.index,
-                    "cell_id": c.code.cell.get("id"),
-                    "source_sha256": ex.source_hash(c.code.cell.source),
-                    "first_line": cellsel.first_line(c.code.cell.source, 200),
-                    "toggled": c.toggled,
-                    "profiled": exp is not None,
-                    "status": c.status,
-                    "wall_s": None if c.wall_s is None else round(c.wall_s, 6),
-                    "execution_count": c.execution_count,
-                    "error": c.error,
-                    "experiment": exp,
-                }
-            )
-        data: dict[str, Any] = {
-            "schema": hs.SCHEMA_ID,
-            "version": hs.SUMMARY_VERSION,
-            "notebook": self.session,
-            "output": str(self.opts.output) if self.opts.output else None,
-            "kernel": self.opts.kernel,
-            "cwd": str(self.cwd),
-            "experiment_dir": str(self.experiment_dir),
-            "options": self.options_record(),
-            "start": start.isoformat(),
-            "end": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "wall_s": round(wall_s, 6),
-            "status": status,
-            "exit_code": hs.EXIT_CODES[status],
-            "cells": cells,
-        }
-        if message:
-            data["message"] = message
-        return data
 
     def write_notebook(self) -> None:
         if self.opts.output is None:

@@ -9,8 +9,8 @@ summary leave it out, so their roots are the run's cells and threads, as in the 
 derived from the trace, under either backend. The program region's own time is the
 measured process outside the cells (its start-up, the namespace's transfer, its exit), not
 the run's (compare.py reports it as ``outside_s``). Names and groups follow the contract
-as in the trace reader (``otf2_read.region_label``, ``region_group``): a cell reads "cell
-[n]" under both backends.
+as in the trace reader (``otf2_definitions.region_label``, ``region_group``): a cell
+reads "cell [n]" under both backends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
-from .otf2_read import FLUSH_REGION_NAME, OFF_REGION_NAME, region_group, region_label
+from .otf2_definitions import FLUSH_REGION_NAME, OFF_REGION_NAME, region_group, region_label
 
 # Larger trees keep their heaviest nodes (by inclusive time); ``truncated`` says so.
 MAX_NODES = 5000

@@ -1,5 +1,6 @@
-"""Read an OTF2 archive fast: definitions through the public ``otf2`` API, events through
-C callbacks registered directly on the package's bundled libotf2.
+"""Read an OTF2 archive fast: definitions through the public ``otf2`` API
+(``otf2_definitions``), events through C callbacks registered directly on the package's
+bundled libotf2.
 
 The public event iterator builds a Python object per event (~180k events/s here). This
 module registers ctypes CFUNCTYPE callbacks for Enter, Leave and Metric on one local event
@@ -38,11 +39,10 @@ import ctypes
 import os
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from .otf2_definitions import Definitions, read_definitions
 
 
 class TraceReadError(Exception):
@@ -59,21 +59,6 @@ class LocationEvents:
     metric_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     program_begin: int | None = None  # time of a ProgramBegin record on this location
     synthetic: int = 0  # Enter/Leave events made here from flushes and on/off records
-
-
-@dataclass
-class Definitions:
-    timer_resolution: int
-    global_offset: int
-    trace_length: int
-    realtime_timestamp: int | None  # ns since the epoch at global_offset, when recorded
-    regions: dict[int, dict[str, Any]]
-    locations: list[dict[str, Any]]  # [{ref, name, group, kind, events}]
-    metric_members: dict[int, dict[str, Any]]  # member ref -> {name, unit, description}
-    metric_classes: dict[int, list[int]]  # metric class/instance ref -> member refs
-    # Score-P's artificial regions, when defined: what flushes and "recording off" become
-    flush_region: int | None = None
-    off_region: int | None = None
 
 
 _VP = ctypes.c_void_p
@@ -102,9 +87,6 @@ _PROGRAM_BEGIN = ctypes.CFUNCTYPE(
     ctypes.c_int, _U64, _U64, _U64, _VP, _VP, ctypes.c_uint32, ctypes.c_uint32, _VP
 )
 MEASUREMENT_OFF = 2  # OTF2_MEASUREMENT_OFF (ON is 1)
-# Score-P's names for its artificial regions (SCOREP_Definitions ... "MEASUREMENT OFF")
-FLUSH_REGION_NAME = "TRACE BUFFER FLUSH"
-OFF_REGION_NAME = "MEASUREMENT OFF"
 _lib = None
 
 
@@ -139,122 +121,6 @@ def _library():
 def _error_text(code: int) -> str:
     text = _library().OTF2_Error_GetDescription(code)
     return text.decode("utf-8", "replace") if text else f"error code {code}"
-
-
-def _enum_name(value: Any) -> str:
-    return str(value).rsplit(".", 1)[-1].lower()
-
-
-def region_group(name: str, role: str, group: str | None, source_file: str = "") -> str:
-    """The group a viewer colours a region by (the contract's naming rule): "cell" for a
-    cell, the imported top-level package for an import, else the region's group as
-    recorded, else the module part of its name, else its source file."""
-    if role == ex.ROLE_CELL:
-        return "cell"
-    module = ex.region_module(name)
-    if role == ex.ROLE_IMPORT and module == ex.IMPORT_MODULE:
-        return name.split(":", 1)[1].split(".", 1)[0] or ex.IMPORT_MODULE
-    return group or module or source_file or ""
-
-
-def region_label(name: str, role: str) -> str:
-    """The name shown: a cell's region reads "cell [n]" under either backend (Score-P's
-    bindings write ":cell [n]"); other names as recorded."""
-    if role == ex.ROLE_CELL:
-        return ex.cell_region_label(name) or name
-    return name
-
-
-def _region_info(region: Any, group: str | None) -> dict[str, Any]:
-    name = region.name or ""
-    paradigm, otf2_role = _enum_name(region.paradigm), _enum_name(region.region_role)
-    role = ex.decode_region_role(region.description, otf2_role, name)
-    return {
-        "name": region_label(name, role),
-        "group": region_group(name, role, group, region.source_file or ""),
-        "file": region.source_file or "",
-        "line": int(region.begin_line_number or 0),
-        "role": role,
-        "otf2_role": otf2_role,
-        "paradigm": paradigm,
-    }
-
-
-def _metric_scale(member: Any) -> float:
-    exponent = int(getattr(member, "exponent", 0) or 0)
-    if not exponent:
-        return 1.0
-    base = 2 if _enum_name(getattr(member, "base", "")) == "binary" else 10
-    return float(base) ** exponent
-
-
-def _artificial_region(regions: dict[int, dict[str, Any]], name: str) -> int | None:
-    for ref, info in regions.items():
-        if info["name"] == name and info["role"] == ex.ROLE_ARTIFICIAL:
-            return ref
-    return None
-
-
-def _region_groups(defs: Any) -> dict[int, str]:
-    """Region -> name of its REGIONS group (Score-P's region group: the module)."""
-    out: dict[int, str] = {}
-    for group in getattr(defs, "groups", ()):
-        if _enum_name(getattr(group, "group_type", "")) != "regions":
-            continue
-        for member in getattr(group, "members", ()):
-            out.setdefault(id(member), group.name)
-    return out
-
-
-def read_definitions(trace: Any) -> Definitions:
-    """Definitions from an open ``otf2.reader.Reader`` (public API only)."""
-    defs = trace.definitions
-    clock = defs.clock_properties
-    groups = _region_groups(defs)
-    regions = {i: _region_info(r, groups.get(id(r))) for i, r in enumerate(defs.regions)}
-    locations = []
-    for i, loc in enumerate(defs.locations):
-        group = loc.group
-        locations.append(
-            {
-                "ref": i,
-                "name": loc.name or f"Location {i}",
-                "group": getattr(group, "name", "") or "",
-                "kind": {"cpu_thread": "thread", "gpu": "gpu", "metric": "metric"}.get(
-                    _enum_name(loc.type), _enum_name(loc.type)
-                ),
-                "events": int(loc.number_of_events or 0),
-            }
-        )
-    members = {
-        i: {
-            "name": m.name,
-            "unit": m.unit or "",
-            "description": m.description or "",
-            # values are recorded in units of base**exponent of ``unit``: Score-P's
-            # ru_utime in µs of "s" (10**-6), ru_maxrss in KiB of "Bytes" (2**10)
-            "scale": _metric_scale(m),
-        }
-        for i, m in enumerate(defs.metric_members)
-    }
-    member_index = {id(m): i for i, m in enumerate(defs.metric_members)}
-    classes: dict[int, list[int]] = {}
-    for i, metric in enumerate(defs.metrics):
-        cls = getattr(metric, "metric_class", metric)  # MetricInstance -> its class
-        classes[i] = [member_index.get(id(m), -1) for m in getattr(cls, "members", ())]
-    realtime = clock.realtime_timestamp
-    return Definitions(
-        timer_resolution=int(clock.timer_resolution),
-        global_offset=int(clock.global_offset),
-        trace_length=int(clock.trace_length),
-        realtime_timestamp=None if realtime >= 2**64 - 1 else int(realtime),
-        regions=regions,
-        locations=locations,
-        metric_members=members,
-        metric_classes=classes,
-        flush_region=_artificial_region(regions, FLUSH_REGION_NAME),
-        off_region=_artificial_region(regions, OFF_REGION_NAME),
-    )
 
 
 def _check_anchor(anchor: str) -> None:

@@ -41,7 +41,7 @@ round trips, the shortest wins) at the run's start and end, and its times are ma
 linearly between the two. System metrics: ``mpi.metrics``.
 
 Its parts, one module each: ``mpi_launcher`` (the launcher's process), ``mpi_rank_links``
-(the ranks' connections), ``mpi_clocks``, ``mpi_cell`` (one cell on every rank) and
+(the ranks' connections), ``mpi_clocks``, ``mpi_cell_on_ranks`` (one cell on every rank) and
 ``mpi_run_end`` (stopping the measurement, the manifest, the files).
 """
 
@@ -61,7 +61,7 @@ from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import RunFailed
-from scorep_kernel.runs.mpi_cell import NO_MPI4PY, CellOnRanks, mpi4py_installed
+from scorep_kernel.runs.mpi_cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_installed
 from scorep_kernel.runs.mpi_rank_links import Rank, RanksFailed, quiet_send
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.worker import protocol as msg

@@ -225,3 +225,15 @@ def test_forks_draw_their_own_random_numbers(kernel):
         assert kernel.run(PARENT + draw, BUILTIN_SUB).status == "ok"
         draws.append(kernel.value("numpy_draw"))
     assert draws[0] != draws[1]
+
+
+def test_a_killed_kernel_leaves_no_template_and_no_fork(kernel):
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    spare, template = ready_spare(kernel)
+    assert template is not None
+    kernel_proc = psutil.Process(kernel.value("__import__('os').getpid()"))
+    # a cell runs: the template and the spare are paused (SIGSTOP) when the kernel dies
+    kernel.send("import time\ntime.sleep(600)")
+    assert until(lambda: psutil.Process(template).status() == psutil.STATUS_STOPPED)
+    kernel_proc.kill()
+    assert until(lambda: gone(template) and gone(spare))

@@ -1,8 +1,10 @@
 """The kernel's side of the spare template (builtin backend, see worker.template): start
 it, keep it preloaded, and fork workers from it in milliseconds instead of starting an
-interpreter and importing the notebook's modules again (fork ~20 ms vs a fresh spare with
-torch ~4 s of CPU; a profiled run 1 s after the previous one waited +3.3 s for it,
-/tmp/spare_probe.py 1).
+interpreter and importing the notebook's modules again (fork ~10 ms, Ready ~60 ms after
+the request, vs a fresh spare with torch ~4 s of CPU; a profiled run 1 s after the
+previous one waited +3.3 s for it, /tmp/spare_probe.py 1; now 1.9-2.5 s per run instead
+of 7.4-9.2 s on a loaded 2-core machine, and paper_overhead.py's paired subprocess
+overhead 0.53 s instead of 3.7 s).
 
 A forked worker is a WorkerProcess like any other; its ``proc`` is a ForkedProc, which
 gives what WorkerProcess uses of a Popen (pid, stdout, stderr, poll). The template, not the

@@ -8,10 +8,11 @@ binding arguments, interpreter); a profiled cell whose key differs gets a fresh 
 the old spare is discarded.
 
 For the builtin backend the spare is forked from a template (worker.template,
-worker.forking) that stays preloaded: making the next spare takes ~20 ms instead of an
+worker.forking) that stays preloaded: making the next spare takes ~60 ms instead of an
 interpreter start and the imports again (~4 s of CPU with torch), which a profiled cell
 soon after the last one used to wait for (+3.3 s per run at 1 s between runs,
-/tmp/spare_probe.py 1). It costs a second idle process, mostly pages its forks share
+/tmp/spare_probe.py 1; benchmarks/paper_overhead.py's paired subprocess overhead: 0.53 s
+with the template, 3.7 s without, one round each on a shared 2-core machine). It costs a second idle process, mostly pages its forks share
 (copy-on-write); ``SCOREP_KERNEL_SPARE_TEMPLATE=0`` or ``%scorep spare_template=false``
 turns it off. Score-P workers always start fresh: Score-P's measurement state cannot be
 forked. Should the template fail, spares start fresh again (logged), and no cell fails.

@@ -4,8 +4,10 @@ notebook uses (Preload, like a spare) and forks ordinary workers from itself on 
 Why: a spare made fresh costs an interpreter start and the notebook's imports, ~4 s of CPU
 with torch (0.4 s + ``import torch`` 2-4 s here); a profiled cell that comes sooner waits
 for it (+3.3 s per profiled run at 1 s between runs, /tmp/spare_probe.py 1). A fork of a
-warm template takes ~20 ms (copy-on-write), so the next spare is ready at once. Score-P
-workers never come from here: Score-P's measurement state cannot be forked.
+warm template with torch takes ~10 ms (copy-on-write) and the child says Ready ~60 ms
+after the request (a fresh worker: ~0.5 s before any import), so the next spare is ready
+at once. Score-P workers never come from here: Score-P's measurement state cannot be
+forked.
 
 The kernel's side is ``worker.forking``. Per Fork the kernel sends, on a side socket
 (SCM_RIGHTS), the child's channel socket and the write ends of its stdout and stderr
@@ -13,7 +15,8 @@ pipes; the template forks and answers Forked(pid). The child takes its own sessi
 the pipes on 1 and 2, drops the template's sockets and signal handling, and returns to
 ``entry.main``, which runs it as any worker (``entry.run``: the flusher and parent-watch
 threads start only there, so the template stays single-threaded in Python: a fork keeps
-only the calling thread). The template reaps its children and reports each exit
+only the calling thread; native pools such as OpenBLAS's, started by ``import numpy``,
+handle a fork themselves, pthread_atfork). The template reaps its children and reports each exit
 (Exited, sent before the reap so the kernel never misses a status). It ends when the
 kernel does (PR_SET_PDEATHSIG wakes it if it is paused) and its children then end too.
 """

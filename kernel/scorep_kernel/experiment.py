@@ -20,8 +20,8 @@ Manifest fields written when a run ends, besides those of ``new_manifest``: ``en
 (additive, optional): ``{phase: seconds}``, where the profiled cells' time in the kernel
 went, summed over the run's cells, the phases one after another (so they add up to the
 cells' time from execute_request to the run's end). Phases: ``kernel_dispatch``,
-``worker_spare_ready`` | ``worker_spare_starting`` | ``worker_fresh`` (getting a worker
-process), ``start_run_wait`` (the worker finishing its preload imports), ``measure_start``,
+``worker_spare_ready`` | ``worker_spare_starting`` | ``worker_forked`` (from the spare
+template, no spare at hand) | ``worker_fresh`` (getting a worker process), ``start_run_wait`` (the worker finishing its preload imports), ``measure_start``,
 ``pack`` / ``unpack`` / ``apply`` (the namespace, in the kernel), ``to_worker``,
 ``worker_unpack``, ``worker_apply``, ``cell``, ``worker_pack`` (in the worker),
 ``messages`` (the rest of the round trips), ``tracer_stop``, ``recording_build``,

@@ -140,6 +140,29 @@ def test_a_dead_template_costs_no_cell(kernel):
     assert again is not None and again != template
 
 
+def test_a_template_closed_mid_run_does_not_end_the_run(kernel):
+    """A multi-cell run holds a forked worker across cells; turning the template off (or a
+    switch to Score-P) between them closes the template, which must not end that run."""
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    _, template = ready_spare(kernel)
+    assert template is not None
+    run = {"scorep": {**BUILTIN_SUB["scorep"], "run": "two"}}
+    first = kernel.run(PARENT + "print('pid', os.getpid())\ny = x + 1", run)
+    assert parent_of_cell(first) == template
+    worker = int(re.search(r"pid (\d+)", first.stdout())[1])
+    assert kernel.run("%scorep spare_template=false").status == "ok"
+    assert until(lambda: gone(template)), "the template is closed"
+    assert until(lambda: psutil.Process(worker).ppid() != template), "the worker orphaned"
+    # the worker watches its parent every second: a worker that ended with its template
+    # would be gone during this cell's sleep
+    last = kernel.run(
+        "import time\ntime.sleep(2.5)\nz = y + 1", {"scorep": {**run["scorep"], "last": True}}
+    )
+    assert last.status == "ok", last.reply
+    assert last.manifest()["status"] == "ok"
+    assert kernel.value("z") == 3
+
+
 def test_shutdown_leaves_no_template_and_no_fork(tmp_path):
     kernel = KernelHandle(tmp_path)
     try:

@@ -158,6 +158,7 @@ class Worker:
 
     def start_run(self, start: msg.StartRun) -> None:
         self.run_started = True
+        _in_run.set()
         # Score-P's variables belong to this process; the kernel's environment, applied
         # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
         os.environ.update(start.env)
@@ -358,16 +359,32 @@ _RELEASING = (msg.StateReceived, msg.Cell, msg.FinishRun, msg.Shutdown)
 
 
 _writing_files = threading.Event()
+_in_run = threading.Event()  # a run took this worker (a spare until then)
 
 
-def _watch_parent(parent: int) -> None:
+def _watch_parent(parent: int, kernel: int | None = None) -> None:
     # A worker must not outlive its kernel, even when the kernel was killed mid-cell; but
-    # once the run is over it finishes writing the experiment, kernel or not.
+    # once the run is over it finishes writing the experiment, kernel or not. A worker
+    # forked from the spare template (``parent``) that a run took outlives the template
+    # (closed mid-run by a setting), not the kernel; a spare ends with its template.
     while True:
         time.sleep(1.0)
-        if os.getppid() != parent and not _writing_files.is_set():
-            _remove_unused_experiment()
-            os._exit(70)
+        if os.getppid() == parent or _writing_files.is_set():
+            continue
+        if kernel is not None and _in_run.is_set() and _alive(kernel):
+            continue
+        _remove_unused_experiment()
+        os._exit(70)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process has the number now
+        return False
+    return True
 
 
 def _continue_when_the_kernel_dies() -> None:
@@ -405,15 +422,22 @@ def main(argv: list[str] | None = None) -> None:
         child = serve_template(fd, int(argv[argv.index("--template") + 1]), parent)
         if child is None:
             return
-        run(child.fd, child.parent)  # a forked worker: from here on, as any other
+        run(child.fd, child.parent, kernel=child.kernel)  # from here on, as any worker
         return
     backend = argv[argv.index("--backend") + 1] if "--backend" in argv else "builtin"
     run(fd, parent, backend, "--no-python-instrumenter" not in argv)
 
 
-def run(fd: int, parent: int, backend: str = "builtin", instrument: bool = True) -> None:
+def run(
+    fd: int,
+    parent: int,
+    backend: str = "builtin",
+    instrument: bool = True,
+    kernel: int | None = None,
+) -> None:
     """Serve the kernel on socket ``fd`` until the run ends; ``parent`` is the process
-    whose end ends this one (the kernel, or the template this worker was forked from).
+    whose end ends this one (the kernel), or the template this worker was forked from, when
+    ``kernel`` too is gone.
     Everything with a thread starts here, never in a template (it forks)."""
     sock = socket.socket(fileno=fd)
     channel = BlockingChannel(sock)
@@ -423,7 +447,7 @@ def run(fd: int, parent: int, backend: str = "builtin", instrument: bool = True)
     sys.stderr = ForwardingStream("stderr", channel, 2)
     start_flusher()
     _continue_when_the_kernel_dies()
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent, kernel), daemon=True).start()
     import getpass
 
     builtins.input = make_input(channel, password=False)

@@ -80,8 +80,8 @@ class ForkedProc:
         stat = _proc_stat(self.pid)
         if stat is None or stat[1] != self._started:
             # Reaped: the template reported it first, and the report is on its way, unless
-            # the template died (then this worker ended itself, ORPHANED, and init reaped
-            # it: its status is lost).
+            # the template died before it (then init reaped it: its status is lost, and
+            # ORPHANED stands for it).
             now = time.monotonic()
             self._gone_since = self._gone_since or now
             if not self.template.alive() or now - self._gone_since > 5.0:
@@ -221,7 +221,8 @@ class Template:
                 f"preloaded: {preloaded}")  # fmt: skip
 
     async def close(self) -> None:
-        """Its children end with it (PR_SET_PDEATHSIG and their parent watch)."""
+        """Its spares end with it (their parent watch); a worker a run took lives on
+        until its run ends (entry._watch_parent)."""
         await self.worker.close(graceful=True)
         self.side.close()
         if self._reader is not None:

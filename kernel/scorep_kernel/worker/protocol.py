@@ -234,7 +234,7 @@ class FilesDone(Message):
 # --- MPI ranks (runs.mpi_run <-> worker.mpi_rank) -----------------------------------------
 #
 # A rank of an MPI cell connects back over TCP (a socketpair does not cross the launcher)
-# and proves itself with the run's token before any message is read (mpi_run.py); then
+# and proves itself with the run's token before any message is read (runs.mpi_rank_links); then
 # the order is: RankHello, Ready, and per cell RankSetup before each Cell; ClockProbe /
 # ClockReply any time (answered by the rank's reader thread, also while a cell runs), and
 # InterruptCell while a cell runs.

@@ -18,7 +18,9 @@ threads start only there, so the template stays single-threaded in Python: a for
 only the calling thread; native pools such as OpenBLAS's, started by ``import numpy``,
 handle a fork themselves, pthread_atfork). The template reaps its children and reports each exit
 (Exited, sent before the reap so the kernel never misses a status). It ends when the
-kernel does (PR_SET_PDEATHSIG wakes it if it is paused) and its children then end too.
+kernel does (PR_SET_PDEATHSIG wakes it if it is paused); a spare forked from it ends with
+it, but a worker a run took outlives it while the kernel lives (a template closed mid-run,
+e.g. by ``%scorep spare_template=false`` during a multi-cell run, must not end the run).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class Child:
     """What a forked child runs as a worker (returned into ``entry.main``)."""
 
     fd: int
-    parent: int
+    parent: int  # the template
+    kernel: int  # what a worker a run took outlives the template for (entry._watch_parent)
 
 
 def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
@@ -80,7 +83,7 @@ def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
         if isinstance(message, msg.Preload):
             _preload(channel, message.modules)
         elif isinstance(message, msg.Fork):
-            child = _fork(channel, side, message, own)
+            child = _fork(channel, side, message, own, kernel_pid)
             if child is not None:
                 return child
         else:
@@ -117,7 +120,7 @@ def _report_exits(channel: BlockingChannel) -> None:
 
 
 def _fork(
-    channel: BlockingChannel, side: socket.socket, request: msg.Fork, own: tuple
+    channel: BlockingChannel, side: socket.socket, request: msg.Fork, own: tuple, kernel_pid: int
 ) -> Child | None:
     _, fds, _, _ = socket.recv_fds(side, 16, 3)
     if len(fds) != 3:
@@ -132,7 +135,7 @@ def _fork(
     template_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
-        return _become_worker(sock_fd, out_fd, err_fd, request, template_pid, own)
+        return _become_worker(sock_fd, out_fd, err_fd, request, (template_pid, kernel_pid), own)
     for fd in fds:
         os.close(fd)
     channel.send(msg.Forked(pid))
@@ -140,7 +143,7 @@ def _fork(
 
 
 def _become_worker(
-    sock_fd: int, out_fd: int, err_fd: int, request: msg.Fork, template_pid: int, own: tuple
+    sock_fd: int, out_fd: int, err_fd: int, request: msg.Fork, parents: tuple[int, int], own: tuple
 ) -> Child:
     try:
         # Its own session, as a fresh worker (Popen start_new_session): the kernel signals
@@ -169,7 +172,7 @@ def _become_worker(
     except BaseException as e:  # never back into the template's loop
         os.write(2, f"spare template: the forked worker could not start: {e!r}\n".encode())
         os._exit(71)
-    return Child(sock_fd, template_pid)
+    return Child(sock_fd, *parents)
 
 
 def _reseed() -> None:

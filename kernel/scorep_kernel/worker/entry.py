@@ -21,7 +21,6 @@ import dataclasses
 import faulthandler
 import importlib
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -34,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.state import Packet, transfer
+from scorep_kernel.worker import lifeline
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.import_watch import ImportWatch
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
@@ -158,7 +157,7 @@ class Worker:
 
     def start_run(self, start: msg.StartRun) -> None:
         self.run_started = True
-        _in_run.set()
+        lifeline.in_run.set()
         # Score-P's variables belong to this process; the kernel's environment, applied
         # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
         os.environ.update(start.env)
@@ -310,7 +309,7 @@ class Worker:
         self.stopped = (recording, report)
 
     def finish_run(self) -> None:
-        _writing_files.set()
+        lifeline.writing_files.set()
         if self.measurement is None:
             self._tell(msg.RunStopped(measured=self.scorep is not None))
             self._tell(msg.FilesDone("exit"))
@@ -358,58 +357,6 @@ def _imported_since(before: set[str]) -> list[str]:
 _RELEASING = (msg.StateReceived, msg.Cell, msg.FinishRun, msg.Shutdown)
 
 
-_writing_files = threading.Event()
-_in_run = threading.Event()  # a run took this worker (a spare until then)
-
-
-def _watch_parent(parent: int, kernel: int | None = None) -> None:
-    # A worker must not outlive its kernel, even when the kernel was killed mid-cell; but
-    # once the run is over it finishes writing the experiment, kernel or not. A worker
-    # forked from the spare template (``parent``) that a run took outlives the template
-    # (closed mid-run by a setting), not the kernel; a spare ends with its template.
-    while True:
-        time.sleep(1.0)
-        if os.getppid() == parent or _writing_files.is_set():
-            continue
-        if kernel is not None and _in_run.is_set() and _alive(kernel):
-            continue
-        _remove_unused_experiment()
-        os._exit(70)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process has the number now
-        return False
-    return True
-
-
-def _continue_when_the_kernel_dies() -> None:
-    """The kernel pauses a spare (SIGSTOP) while it runs a cell; should the kernel die
-    then, Linux sends this process SIGCONT (PR_SET_PDEATHSIG), and _watch_parent ends it."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGCONT), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # no prctl: the watch thread still ends an orphan
-        pass
-
-
-def _remove_unused_experiment() -> None:
-    """Score-P made this process's experiment directory at its start; when no run took it
-    (no manifest in it), leave nothing behind. (Score-P does not finalize after os._exit,
-    so nothing writes there afterwards; the kernel does the same for a spare it closes.)"""
-    path = os.environ.get("SCOREP_EXPERIMENT_DIRECTORY")
-    if path and os.path.isdir(path) and not os.path.exists(os.path.join(path, MANIFEST)):
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--fd" not in argv:
@@ -446,8 +393,8 @@ def run(
     sys.stdout = ForwardingStream("stdout", channel, 1)
     sys.stderr = ForwardingStream("stderr", channel, 2)
     start_flusher()
-    _continue_when_the_kernel_dies()
-    threading.Thread(target=_watch_parent, args=(parent, kernel), daemon=True).start()
+    lifeline.continue_when_the_kernel_dies()
+    threading.Thread(target=lifeline.watch_parent, args=(parent, kernel), daemon=True).start()
     import getpass
 
     builtins.input = make_input(channel, password=False)
@@ -465,7 +412,7 @@ def run(
     if worker.scorep is not None and not worker.run_started:
         # A Score-P worker no run took (a spare of a kernel that went away): nothing to
         # write, so no Score-P finalization either (it would fill the directory it made).
-        _remove_unused_experiment()
+        lifeline.remove_unused_experiment()
         os._exit(0)
 
 

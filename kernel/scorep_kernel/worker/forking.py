@@ -32,7 +32,7 @@ from scorep_kernel.worker.protocol import ChannelClosed
 
 log = logging.getLogger("scorep_kernel")
 
-# How a forked worker orphaned by its template's death ends (entry._watch_parent), for a
+# How a forked worker orphaned by its template's death ends (lifeline.watch_parent), for a
 # status nobody reported.
 ORPHANED = 70
 # Forked comes once the template has done the Preloads sent before (imports: seconds).
@@ -222,7 +222,7 @@ class Template:
 
     async def close(self) -> None:
         """Its spares end with it (their parent watch); a worker a run took lives on
-        until its run ends (entry._watch_parent)."""
+        until its run ends (lifeline.watch_parent)."""
         await self.worker.close(graceful=True)
         self.side.close()
         if self._reader is not None:

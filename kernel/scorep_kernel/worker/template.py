@@ -46,16 +46,16 @@ class Child:
 
     fd: int
     parent: int  # the template
-    kernel: int  # what a worker a run took outlives the template for (entry._watch_parent)
+    kernel: int  # what a worker a run took outlives the template for (lifeline.watch_parent)
 
 
 def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
     """Serve the kernel; returns None when the template ends, a Child in each fork."""
-    from scorep_kernel.worker.entry import _continue_when_the_kernel_dies
+    from scorep_kernel.worker.lifeline import continue_when_the_kernel_dies
 
     channel = BlockingChannel(socket.socket(fileno=fd))
     side = socket.socket(fileno=side_fd)
-    _continue_when_the_kernel_dies()
+    continue_when_the_kernel_dies()
     for name in _WORKER_MODULES:
         importlib.import_module(name)
     # SIGCHLD wakes the select below (a pipe written by the signal machinery; no thread)

@@ -323,14 +323,18 @@ class Worker:
         if recording is None:
             self._tell(msg.FilesDone("failed", [report.error or "the measurement failed"]))
             return
-        errors: list[str] = []
-        status = "ready"
+        self._tell(self.write_recording(recording))
+
+    def write_recording(self, recording: Any) -> msg.FilesDone:
+        """The experiment's files from the run's recording (an MPI rank writes its share)."""
+        assert self.measurement is not None
         try:
             self.measurement.write_files(recording, background=False)
         except Exception as e:
-            status = "failed"
-            errors.append(f"writing the experiment files failed: {type(e).__name__}: {e}")
-        self._tell(msg.FilesDone(status, errors))
+            return msg.FilesDone(
+                "failed", [f"writing the experiment files failed: {type(e).__name__}: {e}"]
+            )
+        return msg.FilesDone("ready", [])
 
     def _tell(self, message: msg.Message) -> None:
         # After the run the kernel may be gone (shut down); the files are written anyway.

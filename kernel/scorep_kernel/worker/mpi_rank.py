@@ -35,7 +35,6 @@ Then it is the subprocess worker with these differences:
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import faulthandler
 import os
 import pickle
@@ -248,18 +247,12 @@ class RankWorker(Worker):
     def finish_run(self) -> None:
         _finishing.set()
         self.send_node_samples()
-        if self.measurement is None:  # Score-P writes its files as the processes end
-            super().finish_run()
-            return
-        self.stop_measurement()
-        assert self.stopped is not None
-        recording, report = self.stopped
-        self._tell(
-            dataclasses.replace(report, stamps={**report.stamps, "received": self.received_at})
-        )
-        if recording is None:
-            self._tell(msg.FilesDone("failed", [report.error or "the measurement failed"]))
-            return
+        # Score-P writes its files as the processes end (no measurement here); the
+        # builtin's recording is this rank's file, merged by the kernel (write_recording)
+        super().finish_run()
+
+    def write_recording(self, recording: Any) -> msg.FilesDone:
+        assert self.measurement is not None
         path = rank_file(self.measurement.exp_dir, self.rank)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,9 +265,8 @@ class RankWorker(Worker):
                 )
             os.replace(tmp, path)
         except Exception as e:
-            self._tell(msg.FilesDone("failed", [f"rank {self.rank}: {type(e).__name__}: {e}"]))
-            return
-        self._tell(msg.FilesDone("ready"))
+            return msg.FilesDone("failed", [f"rank {self.rank}: {type(e).__name__}: {e}"])
+        return msg.FilesDone("ready")
 
 
 def _ticker_class() -> Any:

@@ -12,6 +12,7 @@ recorder on the same fib), events/s, bytes per event, and the metric sampler's C
 from __future__ import annotations
 
 import gc
+import statistics
 import sys
 import tempfile
 import time
@@ -117,7 +118,8 @@ def pure_python_recorder(code):
 
 def interleaved(source: str, name: str, with_python: bool):
     """Each round runs every variant once, so load from other processes on this shared
-    machine hits all of them alike; the best round of each counts."""
+    machine hits all of them alike; a slowdown is taken per round (variant / untraced of
+    the same round) and the median over rounds counts, its range printed beside."""
     code, filename = compiled(source, name)
     base, mine, viz, py = [], [], [], []
     for _ in range(ROUNDS):
@@ -126,7 +128,13 @@ def interleaved(source: str, name: str, with_python: bool):
         viz.append(viztracer(code))
         if with_python:
             py.append(pure_python_recorder(code))
-    return min(base), min(mine), min(viz), (min(py) if py else None)
+    return base, mine, viz, py
+
+
+def slowdown(times: list[float], base: list[float]) -> tuple[float, str]:
+    """Median over rounds of time / untraced time of the same round, and the range."""
+    ratios = [t / b for t, b in zip(times, base)]
+    return statistics.median(ratios), f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def main() -> None:
@@ -136,41 +144,49 @@ def main() -> None:
     )
     for label, source in (("fib(25)", FIB), ("numpy loop", NUMPY)):
         key = label.split("(")[0].replace(" ", "_")
-        base, (o_trace, o_stop, o_events), (v_trace, v_parse, v_events), py = interleaved(
-            source, key, with_python=label == "fib(25)"
-        )
-        print(f"\n{label}: untraced {base:.4f} s (best of {ROUNDS} interleaved rounds)")
+        base, mine, viz, py = interleaved(source, key, with_python=label == "fib(25)")
+        o_events, v_events = mine[0][2], viz[0][2]
+        o_trace, o_trace_range = slowdown([m[0] for m in mine], base)
+        o_until, o_until_range = slowdown([m[0] + m[1] for m in mine], base)
+        v_trace, v_trace_range = slowdown([v[0] for v in viz], base)
+        v_until, v_until_range = slowdown([v[0] + v[1] for v in viz], base)
+        rate = statistics.median(m[2] / m[0] for m in mine) / 1e6
         print(
-            f"  ours      tracing {o_trace:.4f} s ({o_trace / base:.1f}x), stop() {o_stop:.4f} s, "
-            f"until data {(o_trace + o_stop) / base:.1f}x, {o_events:,} events kept, "
-            f"{o_events / o_trace / 1e6:.2f} M events/s"
+            f"\n{label}: untraced {statistics.median(base):.4f} s (median of {ROUNDS} "
+            "interleaved rounds; slowdowns: median of the rounds' ratios, range)"
         )
         print(
-            f"  viztracer tracing {v_trace:.4f} s ({v_trace / base:.1f}x), parse() {v_parse:.4f} s, "
-            f"until data {(v_trace + v_parse) / base:.1f}x, {v_events:,} events"
+            f"  ours      tracing {o_trace:.1f}x ({o_trace_range}), until data {o_until:.1f}x "
+            f"({o_until_range}), {o_events:,} events kept, {rate:.2f} M events/s"
+        )
+        print(
+            f"  viztracer tracing {v_trace:.1f}x ({v_trace_range}), until data incl. parse() "
+            f"{v_until:.1f}x ({v_until_range}), {v_events:,} events"
         )
         if label == "fib(25)":
-            p_trace, p_events = py
+            p_trace, p_range = slowdown([p[0] for p in py], base)
             print(
-                f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.4f} s "
-                f"({p_trace / base:.1f}x), {p_events:,} events, no filtering or read-out"
+                f"  pure-Python setprofile recorder (engine alternative): tracing {p_trace:.1f}x "
+                f"({p_range}), {py[0][1]:,} events, no filtering or read-out"
             )
             report(
                 "tracer slowdown fib(25), tracing only",
-                round(o_trace / base, 2),
+                round(o_trace, 2),
                 "x",
                 peer="VizTracer tracing only",
-                peer_value=round(v_trace / base, 2),
-                note=f"pure-Python recorder {p_trace / base:.1f}x",
+                peer_value=round(v_trace, 2),
+                note=f"ranges over {ROUNDS} rounds: ours {o_trace_range}, VizTracer "
+                f"{v_trace_range}; pure-Python recorder {p_trace:.1f}x",
             )
         report(
             f"tracer slowdown {label}, until data in hand",
-            round((o_trace + o_stop) / base, 2),
+            round(o_until, 2),
             "x",
             peer="VizTracer incl. parse()",
-            peer_value=round((v_trace + v_parse) / base, 2),
+            peer_value=round(v_until, 2),
             target="<= VizTracer's",
-            met=(o_trace + o_stop) <= (v_trace + v_parse),
+            met=o_until <= v_until,
+            note=f"ranges over {ROUNDS} rounds: ours {o_until_range}, VizTracer {v_until_range}",
         )
 
     # C functions on (c_functions=True): what recording builtins would cost by default.
@@ -185,17 +201,17 @@ def main() -> None:
             with m.cell("bench", code_filename=filename):
                 exec(code, {"__name__": "__main__"})
             runs.append((time.perf_counter() - t0, m.stop().event_count))
-    c_trace, c_events = min(runs)
-    base_c = min(bases)
+    c_slow, c_range = slowdown([r[0] for r in runs], bases)
+    c_events = runs[0][1]
     print(
         f"\nnumpy loop with C functions recorded (c_functions=True, off by default): "
-        f"{c_trace / base_c:.1f}x, {c_events:,} events"
+        f"{c_slow:.1f}x ({c_range}), {c_events:,} events"
     )
     report(
         "tracer slowdown numpy loop, C functions recorded (off by default)",
-        round(c_trace / base_c, 2),
+        round(c_slow, 2),
         "x",
-        note=f"c_functions=True, {c_events:,} events",
+        note=f"c_functions=True, {c_events:,} events; range over {ROUNDS} rounds {c_range}",
     )
 
     # import sympy (pure Python, heavy) in a fresh interpreter: one region under our
@@ -221,15 +237,15 @@ def main() -> None:
         "    v.stop(); n = 2 * v.parse()\n"
         "print(dt, n)\n"
     ).replace("{kernel_dir!r}", repr(str(HERE.parent / "kernel")))
-    res: dict = {}
-    for _ in range(ROUNDS):  # interleaved, best of each
+    runs_by_mode: dict[str, list[tuple[float, int]]] = {}
+    for _ in range(ROUNDS):  # interleaved; the median of each
         for mode in ("plain", "ours", "viz"):
             out = subprocess.run(
                 [sys.executable, "-c", script, mode], capture_output=True, text=True
             )
             dt, n = out.stdout.split()
-            if mode not in res or float(dt) < res[mode][0]:
-                res[mode] = (float(dt), int(n))
+            runs_by_mode.setdefault(mode, []).append((float(dt), int(n)))
+    res = {mode: sorted(r)[len(r) // 2] for mode, r in runs_by_mode.items()}
     print(
         f"import sympy (fresh interpreter): plain {res['plain'][0]:.3f} s; ours "
         f"{res['ours'][0]:.3f} s, {res['ours'][1]} events (cell + one import:sympy region); VizTracer "

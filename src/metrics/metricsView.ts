@@ -1,7 +1,8 @@
 /**
  * System metrics (CPU, memory, I/O, network, GPU) as canvas charts on the timeline's time axis.
- * Each chart follows the timeline's view; the data for the view is fetched debounced with
- * width = plot px, so the server returns at most one bucket (mean, min, max) per pixel.
+ * Each chart follows the timeline's view; the data for the view is fetched (one request in flight,
+ * the newest view next) with width = plot px, so the server returns at most one bucket (mean,
+ * min, max) per pixel.
  */
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';

@@ -172,8 +172,9 @@ def test_interrupt_stops_every_rank(kernel):
         "else:\n    comm.Recv(np.zeros(1), source=0)\n"
     )
     msg_id = kernel.send(code, mpi_meta(2))
-    kernel.wait_output(msg_id, "[rank 1] pid")
-    time.sleep(0.5)  # rank 0's line too
+    for line in ("[rank 0] pid", "[rank 1] pid"):  # both ranks in their cell
+        if not any(line in m["content"].get("text", "") for _, m in kernel._early.get(msg_id, [])):
+            kernel.wait_output(msg_id, line)
     kernel.km.interrupt_kernel()
     result = kernel.collect(msg_id, timeout=60)
     assert result.status == "error" and result.reply["ename"] == "KeyboardInterrupt"

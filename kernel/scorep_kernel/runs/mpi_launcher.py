@@ -14,6 +14,8 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs.base import RunBase
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from scorep_kernel.runs.mpi_rank_links import Rank
 
 log = logging.getLogger("scorep_kernel")
+# How much longer than the launcher the ranks may take to end once stopped (a bound, not a
+# wait: the usual case is milliseconds).
+RANK_EXIT_WAIT_S = 10.0
 
 
 class MpiLauncher(RunBase):
@@ -124,11 +129,26 @@ class MpiLauncher(RunBase):
         deadline = loop.time() + timeout
         while self.proc is not None and self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
+        await self._ranks_gone(deadline + RANK_EXIT_WAIT_S)
         for task in self._pipes:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(task), 0.5)
         await self._close_server()
         return self.proc.poll() if self.proc else None
+
+    async def _ranks_gone(self, deadline: float) -> None:
+        """Wait (bounded) until this host's ranks have ended. A SIGKILL is sent, not done:
+        a rank still tearing down (its pages, MPI's shared memory) runs on for a moment,
+        orphaned once the launcher is dead, and nothing tells the kernel when it is gone;
+        a reply saying every rank was stopped while one still ran was seen under load."""
+        loop = asyncio.get_running_loop()
+        pids = [rank.hello.pid for rank in self.ranks.values() if rank.local]
+        while pids and loop.time() < deadline:
+            pids = [pid for pid in pids if _running(pid)]
+            if pids:
+                await asyncio.sleep(0.02)
+        if pids:
+            log.warning("MPI ranks still running after being stopped: pids %s", pids)
 
     async def _close_server(self) -> None:
         if self.server is not None:
@@ -143,6 +163,13 @@ class MpiLauncher(RunBase):
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
         return await self._reap()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # gone (or not ours to see)
+        return False
 
 
 def exit_status(code: int | None) -> str:

@@ -133,7 +133,7 @@ class Measurement:
         self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._check_cap)
         self._sampler.start()
         try:
-            self._offset_ns = _clock_offset()
+            self._offset_ns = clock_offset()
             self._pair0 = self._tracer.clock_pair()
             self._start_perf = time.perf_counter_ns()
             self._start_tid = threading.get_native_id()
@@ -402,7 +402,7 @@ class Measurement:
         return since is None
 
 
-def _clock_offset() -> int:
+def clock_offset() -> int:
     """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""
     best: tuple[int, int] | None = None
     for _ in range(5):

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from scorep_kernel.measure.session import clock_offset
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed
 
@@ -73,13 +74,5 @@ def clock_map(ranks: dict[int, Rank]) -> dict[int, dict[str, float]]:
 
 
 def epoch_offset() -> int:
-    """time.time_ns() - time.perf_counter_ns(), the least jittery of a few readings."""
-    best: tuple[int, int] | None = None
-    for _ in range(5):
-        a = time.perf_counter_ns()
-        w = time.time_ns()
-        b = time.perf_counter_ns()
-        if best is None or b - a < best[0]:
-            best = (b - a, w - (a + b) // 2)
-    assert best is not None
-    return best[1]
+    """time.time_ns() - time.perf_counter_ns() (the measurement session reads it so too)."""
+    return clock_offset()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import faulthandler
-import importlib
 import os
 import signal
 import socket
@@ -36,7 +35,7 @@ if __package__ in (None, ""):  # run as a script by `python -m scorep <file>`
 from scorep_kernel.state import Packet, transfer
 from scorep_kernel.worker import lifeline
 from scorep_kernel.worker import protocol as msg
-from scorep_kernel.worker.import_watch import ImportWatch
+from scorep_kernel.worker.import_watch import ImportWatch, import_all
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 from scorep_kernel.worker.shell import (
     ForwardingStream,
@@ -145,15 +144,7 @@ class Worker:
         return transfer.pack(namespace)
 
     def preload(self, modules: list[str]) -> None:
-        failed = []
-        for name in modules:
-            if name in sys.modules:
-                continue
-            try:
-                importlib.import_module(name)
-            except BaseException:  # a module that fails here fails again in the cell
-                failed.append(name)
-        self.channel.send(msg.Preloaded(modules, failed))
+        self.channel.send(msg.Preloaded(modules, import_all(modules)))
 
     def start_run(self, start: msg.StartRun) -> None:
         self.run_started = True

@@ -12,6 +12,7 @@ packages, once each, while a cell runs, and finds nothing itself.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -38,3 +39,17 @@ class ImportWatch:
                 except OSError:  # the kernel is gone; the import goes on
                     pass
         return None  # the other finders find it
+
+
+def import_all(modules: list[str]) -> list[str]:
+    """Import what a spare or the template is asked to preload; the names that failed (a
+    module that fails here fails again in the cell, where the user sees why)."""
+    failed = []
+    for name in modules:
+        if name in sys.modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            failed.append(name)
+    return failed

@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass
 
 from scorep_kernel.worker import protocol as msg
+from scorep_kernel.worker.import_watch import import_all
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 
 # Imported here once, so that a forked worker has them already: what every worker loads.
@@ -91,15 +92,7 @@ def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
 
 
 def _preload(channel: BlockingChannel, modules: list[str]) -> None:
-    failed = []
-    for name in modules:
-        if name in sys.modules:
-            continue
-        try:
-            importlib.import_module(name)
-        except BaseException:  # a module that fails here fails again in the cell
-            failed.append(name)
-    channel.send(msg.Preloaded(modules, failed))
+    channel.send(msg.Preloaded(modules, import_all(modules)))
 
 
 def _report_exits(channel: BlockingChannel) -> None:

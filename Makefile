@@ -38,8 +38,12 @@ help:
 	@echo "make setup  only set up: .venv, Python and npm dependencies, the built extension"
 	@echo "make clean  remove what setup made"
 
+# The native OTF2 scanner the server loads (server_ext/native/; the editable install builds
+# it too, this rebuilds it when its source changes).
+SCANNER := server_ext/jupyterlab_scorep/libotf2_scan.so
+
 setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps \
-	$(STAMPS)/scorep
+	$(STAMPS)/scorep $(SCANNER)
 
 $(STAMPS):
 	@mkdir -p $@
@@ -83,6 +87,10 @@ $(STAMPS)/node-deps: package.json $(wildcard yarn.lock) $(STAMPS)/builder
 $(STAMPS)/python: pyproject.toml $(wildcard kernel/kernelspec/scorep-python/*) $(STAMPS)/node-deps
 	@echo "==> Installing jupyterlab-scorep (editable) with its dev and test extras"
 	$(BIN)/pip install -q -e ".[dev,test]"
+	@touch $@
+
+$(SCANNER): server_ext/native/otf2_scan.c server_ext/native/build_scanner.py $(STAMPS)/python
+	$(BIN)/python server_ext/native/build_scanner.py
 	@touch $@
 
 $(STAMPS)/build: $(FRONTEND_SOURCES) $(STAMPS)/python
@@ -159,4 +167,5 @@ bench: setup
 
 clean:
 	rm -rf $(STAMPS) $(VENV) .wheel-check node_modules ui-tests/node_modules lib tsconfig.tsbuildinfo \
-	  server_ext/jupyterlab_scorep/labextension server_ext/jupyterlab_scorep/_version.py
+	  server_ext/jupyterlab_scorep/labextension server_ext/jupyterlab_scorep/_version.py \
+	  $(SCANNER) build/native

@@ -98,6 +98,7 @@ def main() -> None:
         "share/jupyter/kernels/scorep-python/kernel.json",
         "etc/jupyter/jupyter_server_config.d/jupyterlab_scorep.json",
         "scorep_kernel/worker/entry.py",
+        "jupyterlab_scorep/libotf2_scan.so",  # the native OTF2 scanner (hatch_build.py)
     ):
         require(names, inside, what=f"{wheel.name} holds {inside}")
     step(f"installing {wheel.name} into a clean venv")
@@ -119,6 +120,14 @@ def main() -> None:
     if "scorep-python" not in specs:
         sys.exit(f"check_wheel: kernel spec scorep-python not found: {sorted(specs)}")
     print(f"    ok: kernel spec scorep-python at {specs['scorep-python']['resource_dir']}")
+    step("the native OTF2 scanner loads")
+    run(
+        py,
+        "-c",
+        "from jupyterlab_scorep import otf2_scan; assert otf2_scan.available()",
+        cwd=outside,
+    )
+    print("    ok: jupyterlab_scorep.otf2_scan.available()")
     step("a profiled cell in the installed kernel")
     run(py, "-c", PROFILED_CELL, cwd=outside)
     shutil.rmtree(outside, ignore_errors=True)

@@ -20,11 +20,12 @@ result is verified against the chunk headers' event numbers; anything the decode
 not know how to read exactly returns None, and the caller reads that location with the
 ctypes reader.
 
-Records that change what is drawn and that the ctypes reader handles specially
-(BufferFlush, MeasurementOnOff, Metric) also return None: those locations are read there.
-ProgramBegin's time is kept; other records (attribute lists, thread and process records)
-change nothing drawn and are stepped over, as libotf2 steps over records without a
-registered callback.
+Only the builtin writer's records are read here (timestamps, Enter, Leave, the end
+markers): a file with any other record on its walk returns None and is read by the
+native scanner (otf2_scan, which steps over records it does not draw as libotf2 does) or
+the ctypes reader. (Counting events alone does not catch a foreign record: an unknown
+record type where an Enter was keeps the count and shifts the walk; the fuzz test in
+test_otf2_decode.py found that.)
 """
 
 from __future__ import annotations
@@ -37,10 +38,9 @@ CHUNK_HEADER, LITTLE_ENDIAN, HEADER_SIZE = 0x03, 0x42, 18
 END_OF_CHUNK, END_OF_BUFFER, END_OF_FILE = 0x00, 0x01, 0x02
 TIMESTAMP, ATTRIBUTE_LIST = 0x05, 0x06
 ENTER, LEAVE = 0x0C, 0x0D
-BUFFER_FLUSH, MEASUREMENT_ON_OFF, METRIC = 0x0A, 0x0B, 0x1F
-PROGRAM_BEGIN = 0x53
-# Records the ctypes reader turns into something drawn: read those locations there.
-HANDLED_ELSEWHERE = (BUFFER_FLUSH, MEASUREMENT_ON_OFF, METRIC)
+# The records this decoder reads; a walk that meets any other returns None.
+_READ_HERE = np.zeros(256, bool)
+_READ_HERE[[END_OF_CHUNK, END_OF_BUFFER, END_OF_FILE, TIMESTAMP, ENTER, LEAVE]] = True
 SEGMENT = 96  # bytes per speculative cursor: ~8 records of ~12 bytes
 UINT32_MAX = 0xFFFFFFFF
 # the value bytes a compressed uint32's count byte stands for (5: 0xFF, UINT32_MAX)
@@ -62,18 +62,24 @@ def decode(data: bytes | np.ndarray, chunk_size: int) -> DecodedEvents | None:
     if n < HEADER_SIZE or chunk_size <= HEADER_SIZE:
         return None
     chunk_starts = np.arange(0, n, chunk_size, dtype=np.int64)
+    if chunk_starts[-1] + HEADER_SIZE > n:
+        return None  # cut inside a chunk header
     if not (
         (buf[chunk_starts] == CHUNK_HEADER).all() and (buf[chunk_starts + 1] == LITTLE_ENDIAN).all()
     ):
         return None
-    if chunk_starts[-1] + HEADER_SIZE > n:
-        return None
     chunk_ends = np.minimum(chunk_starts + chunk_size, n)
+    if chunk_ends[-1] - chunk_starts[-1] < HEADER_SIZE + 2:
+        return None  # a file ends with END_OF_FILE, END_OF_BUFFER after a header at least
     starts = _record_starts(buf, chunk_starts, chunk_ends)
     if starts is None:
         return None
     types = buf[starts]
-    if np.isin(types, HANDLED_ELSEWHERE).any():
+    if not _READ_HERE[types].all():
+        return None
+    # One end marker per chunk (END_OF_CHUNK, or END_OF_FILE in the last, whose
+    # END_OF_BUFFER the walk jumps over): a zero read as a record elsewhere is damage.
+    if int(np.count_nonzero(types <= END_OF_FILE)) != len(chunk_starts):
         return None
     # The chunk headers count the events (every record but timestamps, attribute lists
     # and the end markers): a walk that lost its way cannot match them.
@@ -212,10 +218,6 @@ def _events(buf: np.ndarray, starts: np.ndarray, types: np.ndarray) -> DecodedEv
     # The time of each record: that of the last timestamp at or before it.
     ts_index = np.cumsum(is_ts) - 1
     el = (types == ENTER) | (types == LEAVE)
-    program_begin = None
-    pb = np.flatnonzero(types == PROGRAM_BEGIN)
-    if len(pb) and ts_index[pb[0]] >= 0:
-        program_begin = int(ts_values[ts_index[pb[0]]])
     idx = ts_index[el]
     if len(idx) and idx[0] < 0:
         return DecodedEvents(np.zeros(0, np.int64), np.zeros(0, np.int64), None)  # no time
@@ -228,4 +230,4 @@ def _events(buf: np.ndarray, starts: np.ndarray, types: np.ndarray) -> DecodedEv
     count_is_max = count == 0xFF
     regions[count_is_max] = UINT32_MAX
     signed = np.where(types[el] == ENTER, regions, ~regions)
-    return DecodedEvents(times, signed, program_begin)
+    return DecodedEvents(times, signed, None)  # ProgramBegin is not read here

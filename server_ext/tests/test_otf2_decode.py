@@ -1,26 +1,43 @@
-"""The numpy event decoder reads exactly what libotf2 reads (otf2_read's ctypes reader, which
-the public reader checks in test_otf2_read.py), or says it cannot and leaves the file to
-the ctypes reader: across chunks, region refs of every compressed size, events without
-their own timestamp, and damaged or foreign files."""
+"""The fast event readers (the native scanner, otf2_scan, and the numpy decoder,
+otf2_decode) read exactly what libotf2 reads (otf2_read's ctypes reader, which the public
+reader checks in test_otf2_read.py), or say they cannot and leave the file to the ctypes
+reader: across chunks, region refs of every compressed size, events without their own
+timestamp, and damaged or foreign files. Every test runs with both."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from synthetic_trace import write_experiment
 
-from jupyterlab_scorep import otf2_decode, otf2_read
+from jupyterlab_scorep import otf2_decode, otf2_read, otf2_scan
 
 CHUNK = 1024 * 1024  # the writer's event chunk size (the archive's anchor says so too)
+Decode = Callable[[np.ndarray, int], "otf2_decode.DecodedEvents | None"]
 
 
-def both(exp: Path) -> list[tuple[otf2_read.LocationEvents, otf2_decode.DecodedEvents | None]]:
-    _defs, events = otf2_read.read_trace(str(exp / "traces.otf2"))
+@pytest.fixture(params=["native", "numpy"])
+def decode(request) -> Decode:
+    if request.param == "numpy":
+        return otf2_decode.decode
+    # `make setup` and the wheel build it (a source install without a compiler has none,
+    # and the server uses numpy there; here it must be built)
+    assert otf2_scan.available(), "libotf2_scan.so is not built: run `make setup`"
+    return otf2_scan.scan
+
+
+def both(
+    exp: Path, decode: Decode
+) -> list[tuple[otf2_read.LocationEvents, otf2_decode.DecodedEvents | None]]:
+    _defs, events = otf2_read.read_trace(str(exp / "traces.otf2"), decoder="callbacks")
     decoded = [
-        otf2_decode.decode(np.fromfile(exp / "traces" / f"{ev.ref}.evt", np.uint8), CHUNK)
-        for ev in events
+        decode(np.fromfile(exp / "traces" / f"{ev.ref}.evt", np.uint8), CHUNK) for ev in events
     ]
     return list(zip(events, decoded))
 
@@ -32,8 +49,8 @@ def large(tmp_path_factory) -> Path:
     return write_experiment(tmp_path_factory.mktemp("decode") / "run", 400_000, metrics=True)
 
 
-def test_the_decoder_reads_what_libotf2_reads(large):
-    pairs = both(large)
+def test_the_decoder_reads_what_libotf2_reads(large, decode):
+    pairs = both(large, decode)
     decoded_threads = [(ev, d) for ev, d in pairs if len(ev.times)]
     assert len(decoded_threads) >= 2
     for ev, d in decoded_threads:
@@ -48,7 +65,7 @@ def test_the_decoder_reads_what_libotf2_reads(large):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_decoder_is_the_inverse_of_the_writers_encoder(seed):
+def test_the_decoder_is_the_inverse_of_the_writers_encoder(seed, decode):
     """The builtin writer's fast encoder writes libotf2's very bytes (the kernel's engine
     test checks that); on its output, with small chunks, refs of every compressed size
     (0, 1-3 bytes) and runs of equal times, the decoder gives back what was encoded."""
@@ -62,19 +79,19 @@ def test_the_decoder_is_the_inverse_of_the_writers_encoder(seed):
     chunk = 4096 + 512 * seed
     data = encode(times, refs, kinds, chunk_size=chunk)
     assert len(data) > 20 * chunk
-    d = otf2_decode.decode(data, chunk)
+    d = decode(data, chunk)
     assert d is not None
     np.testing.assert_array_equal(d.times, times)
     np.testing.assert_array_equal(d.signed_regions, np.where(kinds == 1, refs, ~refs))
 
 
-def test_a_location_with_metric_records_goes_to_the_ctypes_reader(large):
-    pairs = both(large)
+def test_a_location_with_metric_records_goes_to_the_ctypes_reader(large, decode):
+    pairs = both(large, decode)
     metric_locations = [d for ev, d in pairs if len(ev.metric_times)]
     assert metric_locations and all(d is None for d in metric_locations)
 
 
-def test_events_that_share_a_timestamp(tmp_path):
+def test_events_that_share_a_timestamp(tmp_path, decode):
     # the writer writes a timestamp only when time moves on: equal times share one
     from scorep_kernel.formats.otf2_writer import write_otf2
     from scorep_kernel.formats.recording import Recording, Region, ThreadEvents
@@ -95,23 +112,94 @@ def test_events_that_share_a_timestamp(tmp_path):
         end_ns=50,
     )
     write_otf2(rec, tmp_path)
-    ((ev, d),) = [(ev, d) for ev, d in both(tmp_path) if len(ev.times)]
+    ((ev, d),) = [(ev, d) for ev, d in both(tmp_path, decode) if len(ev.times)]
     assert d is not None
     np.testing.assert_array_equal(d.times, ev.times)
     np.testing.assert_array_equal(d.signed_regions, ev.signed_regions)
     assert len(np.unique(d.times)) == 4
 
 
-def test_damaged_or_foreign_files_are_left_to_the_ctypes_reader(large):
+def test_damaged_or_foreign_files_are_left_to_the_ctypes_reader(large, decode):
     data = np.fromfile(
         max((large / "traces").glob("*.evt"), key=lambda p: p.stat().st_size), np.uint8
     )
     rng = np.random.default_rng(0)
-    assert otf2_decode.decode(rng.integers(0, 256, 100_000, dtype=np.uint8), CHUNK) is None
-    assert otf2_decode.decode(data[:10], CHUNK) is None  # shorter than a chunk header
+    assert decode(rng.integers(0, 256, 100_000, dtype=np.uint8), CHUNK) is None
+    assert decode(data[:10], CHUNK) is None  # shorter than a chunk header
     cut = data[: CHUNK + 5000].copy()  # the file stops inside its second chunk
-    assert otf2_decode.decode(cut, CHUNK) is None
+    assert decode(cut, CHUNK) is None
     flipped = data.copy()
     flipped[CHUNK + 1000 : CHUNK + 1040] = 0x1F  # metric records where events were
-    assert otf2_decode.decode(flipped, CHUNK) is None
-    assert otf2_decode.decode(data, CHUNK // 2) is None  # the wrong chunk size
+    assert decode(flipped, CHUNK) is None
+    assert decode(data, CHUNK // 2) is None  # the wrong chunk size
+
+
+def test_records_it_does_not_draw_are_stepped_over_as_libotf2_does(tmp_path, decode):
+    """A file from the public otf2 writer with what the builtin writer never writes: a
+    ProgramBegin long enough for the 0xFF length form (120 arguments), an attribute list
+    before an Enter, a ProgramEnd. The scanner reads it as libotf2 does, ProgramBegin's
+    time included; the numpy decoder may leave it to the ctypes reader, never misread it."""
+    import otf2
+    from otf2.enums import Type
+
+    anchor = tmp_path / "traces.otf2"
+    with otf2.writer.open(str(tmp_path), timer_resolution=1_000_000_000) as trace:
+        root = trace.definitions.system_tree_node("root")
+        group = trace.definitions.location_group("process", system_tree_parent=root)
+        location = trace.definitions.location("Master thread", group=group)
+        count = trace.definitions.attribute("count", "a count", Type.UINT64)
+        f, g = trace.definitions.region("f"), trace.definitions.region("g")
+        writer = trace.event_writer_from_location(location)
+        writer.program_begin(10, "python3", [f"arg{i}" for i in range(120)])
+        writer.enter(20, f, attributes={count: 7})
+        writer.enter(30, g)
+        writer.leave(30, g)
+        writer.leave(40, f)
+        writer.program_end(50, 0)
+    data = np.fromfile(tmp_path / "traces" / "0.evt", np.uint8)
+    assert list(data[27:29]) == [0x53, 0xFF]  # after a timestamp: ProgramBegin, long length
+    _defs, (expected,) = otf2_read.read_trace(str(anchor), decoder="callbacks")
+    d = decode(data, CHUNK)
+    if d is None:
+        assert decode is otf2_decode.decode, "the native scanner must read this file"
+        return
+    np.testing.assert_array_equal(d.times, expected.times)
+    np.testing.assert_array_equal(d.signed_regions, expected.signed_regions)
+    assert d.program_begin == expected.program_begin == 10
+
+
+@functools.cache
+def _small_file() -> np.ndarray:
+    """~3000 events in 4 KiB chunks, from the writer's encoder."""
+    from scorep_kernel.formats._otf2_encode import encode
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    refs = rng.integers(0, 1 << 17, n) >> rng.integers(0, 17, n)
+    return encode(np.cumsum(rng.integers(0, 3, n)) + 1, refs, rng.integers(0, 2, n), 4096)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=6
+    ),
+    # anywhere, or just after a chunk's start (inside or right after its header)
+    cut=st.one_of(st.none(), st.floats(0, 1), st.tuples(st.integers(0, 10), st.integers(0, 24))),
+)
+def test_damaged_bytes_never_crash_and_both_readers_agree(edits, cut):
+    """The scanner is C reading untrusted files: bytes changed anywhere and files cut
+    anywhere must give None or events, never a crash or a read past the buffer; where
+    both readers read a damaged file, they read the same events."""
+    data = _small_file().copy()
+    for where, value in edits:
+        data[int(where * len(data))] = value
+    if isinstance(cut, float):
+        data = data[: int(cut * len(data))].copy()
+    elif cut is not None:
+        data = data[: cut[0] * 4096 + cut[1]].copy()
+    native = otf2_scan.scan(data, 4096)
+    numpy_read = otf2_decode.decode(data, 4096)
+    if native is not None and numpy_read is not None:
+        np.testing.assert_array_equal(native.times, numpy_read.times)
+        np.testing.assert_array_equal(native.signed_regions, numpy_read.signed_regions)

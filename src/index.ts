@@ -21,7 +21,13 @@ import {
   IUserSettings,
   readUserSettings
 } from './cellSettings';
-import { markCell, refreshBeforeRun } from './toggle';
+import { NoticeSender } from './profiledCellsNotice';
+import {
+  kernelIsScorep,
+  markCell,
+  METADATA_KEY,
+  refreshBeforeRun
+} from './toggle';
 
 const PLUGIN_ID = 'jupyterlab-scorep:plugin';
 
@@ -69,9 +75,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.activeCellChanged.connect(refreshToggle);
     tracker.currentChanged.connect(refreshToggle);
     tracker.widgetAdded.connect((_, panel) =>
-      watchNotebook(panel, refreshToggle)
+      watchNotebook(panel, refreshToggle, () => settings)
     );
-    tracker.forEach(panel => watchNotebook(panel, refreshToggle));
+    tracker.forEach(panel =>
+      watchNotebook(panel, refreshToggle, () => settings)
+    );
 
     // The kernel reads the JupyterLab settings from the cell metadata (`lab_settings`):
     // refresh them right before a run.
@@ -101,8 +109,31 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-/** Keep the profiled mark of every cell of a notebook in sync with its metadata. */
-function watchNotebook(panel: NotebookPanel, refreshToggle: () => void): void {
+/**
+ * Keep the profiled mark of every cell of a notebook in sync with its metadata, and tell a
+ * Score-P kernel which profiled cells the notebook holds (profiledCellsNotice): when the
+ * kernel is ready and whenever a cell's metadata changes.
+ */
+function watchNotebook(
+  panel: NotebookPanel,
+  refreshToggle: () => void,
+  settings: () => IUserSettings | null
+): void {
+  const notices = new NoticeSender(
+    () => (kernelIsScorep(panel) ? panel.sessionContext.session?.kernel : null),
+    () =>
+      Array.from(panel.content.model?.cells ?? [])
+        .filter(cell => cell.type === 'code')
+        .map(cell => cell.getMetadata(METADATA_KEY)),
+    settings
+  );
+  panel.sessionContext.statusChanged.connect((_, status) => {
+    if (status === 'starting' || status === 'restarting') {
+      notices.reset(); // a fresh kernel knows nothing yet
+    } else if (status === 'idle') {
+      void notices.update();
+    }
+  });
   const watched = new WeakSet<Cell>();
   const scan = () => {
     for (const cell of panel.content.widgets) {
@@ -113,6 +144,7 @@ function watchNotebook(panel: NotebookPanel, refreshToggle: () => void): void {
           if (panel.content.activeCell === cell) {
             refreshToggle();
           }
+          void notices.update();
         });
       }
       markCell(cell);

@@ -29,6 +29,8 @@ from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
 from scorep_kernel.mpi.config import parse_mpi_magic
+from scorep_kernel.profiled_cells_notice import Expectation, read_notice
+from scorep_kernel.profiled_cells_notice import register as register_notice
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
@@ -110,8 +112,12 @@ class ScorePKernel(IPythonKernel):
         self._after_reply: list[Any] = []
         self.side = KernelSideOf(self, super().do_execute)
         self.cell_output = self.side.output
+        # What the spare is made for before any subprocess run: from JupyterLab's notice
+        # that the notebook holds cells profiled in a subprocess (profiled_cells_notice).
+        self.expected_recipe: WorkerRecipe | None = None
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
+        register_notice(self.comm_manager, self._on_profiled_cells_notice)
 
     def start(self) -> None:
         super().start()
@@ -354,14 +360,28 @@ class ScorePKernel(IPythonKernel):
 
     # --- spare worker ----------------------------------------------------------------
 
+    def _on_profiled_cells_notice(self, data: object) -> Expectation:
+        """JupyterLab says which profiled cells the notebook holds (comm open, between
+        cells): where one will run in a subprocess, the spare is prepared now, so that
+        the first such cell does not pay an interpreter start and the notebook's imports."""
+        expectation = read_notice(data, self.scorep_settings, self.availability)
+        settings = expectation.settings
+        if settings is not None and self.pool.last_recipe is None:
+            recipe = WorkerRecipe(settings.backend, experiment_parent=settings.experiment_parent)
+            if self.expected_recipe is None or self.expected_recipe.key() != recipe.key():
+                self.expected_recipe = recipe
+                self._prepare_spare()
+        return expectation
+
     def _prepare_spare(self) -> None:
         """After every cell (and at the start with spare_worker=always): keep a spare worker
         ready for the next profiled cell, with the modules the namespace uses imported. It
-        is made as the last subprocess run's worker was, else as the kernel's settings make
-        one. Until the notebook first profiles in a subprocess, nothing is done here (not
+        is made as the last subprocess run's worker was, else as JupyterLab's notice of the
+        notebook's profiled cells says, else as the kernel's settings make one. Until the
+        notebook first profiles in a subprocess or says it will, nothing is done here (not
         even the namespace walk): ordinary cells pay nothing."""
         mode = self.scorep_settings.spare_worker
-        recipe = self.pool.last_recipe
+        recipe = self.pool.last_recipe or self.expected_recipe
         if mode == "off" or (recipe is None and mode != "always"):
             return
         if self.active_run is not None and self.active_run.holds_worker:

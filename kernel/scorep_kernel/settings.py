@@ -31,8 +31,9 @@ _INT_KEYS = ("max_depth", "event_cap")
 _LIST_KEYS = ("include", "exclude")
 
 
-# The spare worker: "on" keeps one ready once the notebook has used subprocess isolation
-# (a notebook that never does pays nothing), "always" from the kernel's start, "off" never.
+# The spare worker: "on" keeps one ready once the notebook has used subprocess isolation or
+# JupyterLab said it holds cells that will (profiled_cells_notice; a notebook that never
+# does pays nothing), "always" from the kernel's start, "off" never.
 SPARE_CHOICES = ("on", "always", "off")
 _SPARE_WORDS = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}
 

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,19 @@ class KernelHandle:
             return ast.literal_eval(text)
         except (ValueError, SyntaxError):
             return text
+
+    def notice(self, data: Any, timeout: float = 30.0) -> dict[str, Any]:
+        """Open the jupyterlab-scorep comm with ``data`` as JupyterLab does
+        (profiled_cells_notice) and return the kernel's answer on it."""
+        comm_id = uuid.uuid4().hex
+        content = {"comm_id": comm_id, "target_name": "jupyterlab-scorep", "data": data}
+        msg = self.kc.session.msg("comm_open", content)
+        self.kc.shell_channel.send(msg)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id:
+                return m["content"]["data"]
 
     def shutdown(self) -> None:
         try:

@@ -144,6 +144,32 @@ test.describe('Score-P cell toggle', () => {
     ).toBeHidden();
   });
 
+  test('a toggled cell has the kernel prepare its spare before it runs', async ({
+    page
+  }) => {
+    // JupyterLab tells the kernel which cells are profiled (the jupyterlab-scorep comm):
+    // the spare worker starts before the first profiled cell runs
+    await page.notebook.createNew('notice.ipynb', { kernel: 'scorep-python' });
+    await page.notebook.setCell(0, 'code', '%scorep');
+    await page.notebook.runCell(0);
+    expect(await page.notebook.getCellTextOutput(0)).toEqual([
+      expect.stringContaining('Spare worker: none running')
+    ]);
+    await page.notebook.addCell('code', 'x = 1');
+    await page.notebook.selectCells(1);
+    await page.locator(TOGGLE).first().click();
+    expect(await cellMetadata(page, 1)).toEqual({ profile: true });
+    await expect
+      .poll(
+        async () => {
+          await page.notebook.runCell(0);
+          return ((await page.notebook.getCellTextOutput(0)) ?? []).join('');
+        },
+        { timeout: 60_000 }
+      )
+      .toMatch(/Spare worker: pid \d+ \((starting|ready)/);
+  });
+
   test('settings reach the cell metadata', async ({ page }) => {
     // the settings editor lists the plugin with its fields
     await page.evaluate(async () => {

@@ -1,0 +1,104 @@
+/**
+ * Tell the kernel which profiled cells a notebook holds, before any of them runs, so it can
+ * prepare its spare worker while the user still reads or types (the `jupyterlab-scorep`
+ * comm; the kernel's side and the why: kernel/scorep_kernel/profiled_cells_notice.py;
+ * docs/API.md, "Kernel comm"). Sent when a Score-P kernel is ready and whenever the
+ * notebook's profiled cells change; a notice the kernel already has is not sent again.
+ */
+import type { Kernel } from '@jupyterlab/services';
+import type { JSONObject } from '@lumino/coreutils';
+import {
+  IScorepMetadata,
+  IUserSettings,
+  isProfiled,
+  refreshedMetadata
+} from './cellSettings';
+
+export const NOTICE_TARGET = 'jupyterlab-scorep';
+export const NOTICE_VERSION = 1;
+
+/** Frontend → kernel: the comm's open message. */
+export interface IProfiledCellsNotice {
+  version: typeof NOTICE_VERSION;
+  /** the `scorep` metadata of each profiled cell, with the current JupyterLab settings */
+  profiled_cells: IScorepMetadata[];
+}
+
+/** Kernel → frontend: its one message on the comm, before it closes it. */
+export interface INoticeReply {
+  version: typeof NOTICE_VERSION;
+  spare: 'preparing' | 'not needed' | 'off';
+  why: string;
+}
+
+/**
+ * The notice for these cells' metadata (cells that are not profiled are left out), or
+ * null when none is profiled: a notebook without profiled cells tells the kernel nothing.
+ */
+export function noticeFor(
+  cells: ReadonlyArray<unknown>,
+  settings: IUserSettings | null
+): IProfiledCellsNotice | null {
+  const profiled = cells
+    .filter(isProfiled)
+    .map(meta => refreshedMetadata(meta as IScorepMetadata, settings));
+  return profiled.length
+    ? { version: NOTICE_VERSION, profiled_cells: profiled }
+    : null;
+}
+
+/** Send a notice; resolves with the kernel's answer (null if the comm closed without one). */
+export function sendNotice(
+  kernel: Kernel.IKernelConnection,
+  notice: IProfiledCellsNotice
+): Promise<INoticeReply | null> {
+  const comm = kernel.createComm(NOTICE_TARGET);
+  return new Promise(resolve => {
+    comm.onMsg = msg => resolve(msg.content.data as unknown as INoticeReply);
+    comm.onClose = () => {
+      resolve(null); // no-op when the answer came first
+      comm.dispose();
+    };
+    comm.open(notice as unknown as JSONObject);
+  });
+}
+
+/**
+ * Sends a notebook's notices: `update` is called when the kernel may have changed or the
+ * cells did; it sends only what this kernel has not been told yet. `reset` after a kernel
+ * restart (same kernel id, empty kernel).
+ */
+export class NoticeSender {
+  private told = '';
+
+  constructor(
+    private readonly kernel: () => Kernel.IKernelConnection | null | undefined,
+    private readonly cells: () => ReadonlyArray<unknown>,
+    private readonly settings: () => IUserSettings | null
+  ) {}
+
+  update(): Promise<INoticeReply | null> {
+    const kernel = this.kernel();
+    const notice = noticeFor(this.cells(), this.settings());
+    if (!kernel || !notice) {
+      return Promise.resolve(null);
+    }
+    const key = `${kernel.id}|${JSON.stringify(notice)}`;
+    if (key === this.told) {
+      return Promise.resolve(null);
+    }
+    this.told = key;
+    return sendNotice(kernel, notice).catch(reason => {
+      this.told = ''; // try again on the next change
+      console.warn(
+        'jupyterlab-scorep: the kernel did not take the notice.',
+        reason
+      );
+      return null;
+    });
+  }
+
+  reset(): void {
+    this.told = '';
+  }
+}

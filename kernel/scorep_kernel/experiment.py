@@ -30,8 +30,9 @@ template, no spare at hand) | ``worker_fresh`` (getting a worker process), ``sta
 The format stays version 1 and changes only additively: new keys and new files may
 appear; readers ignore what they do not know.
 
-The server imports this module and nothing else from ``scorep_kernel``; keep it free of
-kernel imports (standard library only at import time; numpy is imported inside the
+The server imports this module and nothing else from ``scorep_kernel`` (but for
+``jupyter scorep run``, which sends the kernel ``profiled_cells_notice``'s message and
+imports that module for its contract alone); keep it free of kernel imports (standard library only at import time; numpy is imported inside the
 metrics functions that need it).
 """
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from scorep_kernel.cell_metadata import parse_cell_metadata
-from scorep_kernel.settings import Availability, CellSettings, KernelSettings, SettingsError
+if TYPE_CHECKING:  # the kernel's modules are imported where read: `jupyter scorep run`
+    # (server side) imports this module for the contract alone, as it does experiment.py
+    from scorep_kernel.settings import Availability, CellSettings, KernelSettings
 
 TARGET = "jupyterlab-scorep"
 VERSION = 1
@@ -60,6 +61,9 @@ class Expectation:
 def read_notice(
     data: object, kernel_settings: KernelSettings, availability: Availability
 ) -> Expectation:
+    from scorep_kernel.cell_metadata import parse_cell_metadata
+    from scorep_kernel.settings import SettingsError
+
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return Expectation("not needed", f"not a version-{VERSION} notice: {data!r:.80}")
     cells = data.get("profiled_cells")
@@ -85,6 +89,13 @@ def read_notice(
     if errors:
         why += f" ({len(errors)} with settings that cannot run: {errors[0]})"
     return Expectation("not needed", why)
+
+
+def notice_for(scorep_metadata: list[Any]) -> Notice | None:
+    """The notice for these cells' ``scorep`` metadata (the profiled ones), or None when
+    none is profiled: what JupyterLab sends, for a Python sender (``jupyter scorep run``)."""
+    profiled = [m for m in scorep_metadata if isinstance(m, dict) and m.get("profile") is True]
+    return {"version": VERSION, "profiled_cells": profiled[:MAX_CELLS]} if profiled else None
 
 
 def reply(expectation: Expectation) -> NoticeReply:

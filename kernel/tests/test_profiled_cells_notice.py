@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from test_kernel_harness import KernelHandle
-from test_spare_worker import kernel_process, spare, until, workers
+from test_spare_worker import kernel_process, spare, workers
 
 from scorep_kernel.profiled_cells_notice import read_notice
 from scorep_kernel.settings import Availability, KernelSettings
@@ -44,7 +44,11 @@ def test_the_first_subprocess_cell_finds_the_spare_the_notice_prepared(kernel):
 
 def test_no_spare_for_a_notebook_that_profiles_only_in_process(kernel):
     answer = kernel.notice({"version": 1, "profiled_cells": [BUILTIN_IN, {"profile": False}]})
-    assert answer == {"version": 1, "spare": "not needed", "why": "no profiled cell runs in a subprocess"}
+    assert answer == {
+        "version": 1,
+        "spare": "not needed",
+        "why": "no profiled cell runs in a subprocess",
+    }
     assert kernel.run("x = 1").status == "ok"
     assert workers(kernel_process(kernel)) == []
     assert "none running" in kernel.run("%scorep").stdout()

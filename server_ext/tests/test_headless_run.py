@@ -257,3 +257,20 @@ def test_papermill_engine_profiles_a_parameterised_notebook(tmp_path):
         tree.visits[i].sum() for i, node in enumerate(tree.nodes) if node["name"] == "__main__:tick"
     )
     assert visits == 7  # papermill's parameter reached the profiled cell
+
+
+def test_the_kernel_is_told_of_the_profiled_cells_before_the_first_runs(tmp_path):
+    """As JupyterLab does when a kernel is ready, `jupyter scorep run` sends the kernel the
+    notebook's profiled cells (profiled_cells_notice): the first cell profiled in a
+    subprocess, after an unprofiled one, takes a spare prepared for it, not a fresh worker."""
+    sub = {"scorep": {"profile": True, "backend": "builtin", "isolation": "subprocess"}}
+    nb = notebook(
+        tmp_path / "notice.ipynb",
+        [("setup", "import json\nx = json.loads('[1, 2]')", None), ("profiled", "y = sum(x)", sub)],
+    )
+    out = run(["run", nb.name], cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    (exp,) = experiment_dirs(tmp_path / "scorep-experiments")
+    timings = manifest(exp)["timings"]
+    assert "worker_fresh" not in timings, timings
+    assert {"worker_spare_ready", "worker_spare_starting", "worker_forked"} & set(timings), timings

@@ -31,11 +31,11 @@ from scorep_kernel import experiment as ex
 from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
-from .notebook_client import ScorePNotebookClient
+from .notebook_client import SCOREP_KERNEL, ScorePNotebookClient
 from .progress_lines import ProgressLines
 from .run_results import CellRun, RunResults
 
-DEFAULT_KERNEL = "scorep-python"
+DEFAULT_KERNEL = SCOREP_KERNEL
 
 
 class UsageError(Exception):

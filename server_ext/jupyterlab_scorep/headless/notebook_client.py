@@ -11,6 +11,7 @@ NotebookClient and papermill's subclass alike.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from nbclient import NotebookClient
 from nbclient.util import run_sync
 
 from .cells import CodeCell, Profiling, code_cells, request_metadata
+
+SCOREP_KERNEL = "scorep-python"  # the kernel spec that knows the notice's comm target
 
 
 def _execute_with_metadata(
@@ -60,7 +63,27 @@ class SendsCellMetadata:
     async def async_start_new_kernel_client(self) -> Any:
         kc = await super().async_start_new_kernel_client()  # type: ignore[misc]
         kc.execute = functools.partial(_execute_with_metadata, kc, self._scorep_metadata)
+        self._send_profiled_cells_notice(kc)
         return kc
+
+    def _send_profiled_cells_notice(self, kc: Any) -> None:
+        """Tell the Score-P kernel which cells will be profiled, as JupyterLab does when a
+        kernel is ready (profiled_cells_notice): it prepares its spare worker before the
+        first cell profiled in a subprocess. Fire and forget: the kernel answers on iopub,
+        which nbclient leaves alone (not a cell's message). Other kernels are told nothing
+        (ipykernel would log an unknown comm target)."""
+        from scorep_kernel.profiled_cells_notice import TARGET, notice_for
+
+        if getattr(self, "kernel_name", None) != SCOREP_KERNEL:
+            return
+        nb = self.nb  # type: ignore[attr-defined]
+        metadata = [
+            request_metadata(c, self.scorep_profiling).get("scorep") for c in code_cells(nb)
+        ]
+        notice = notice_for(metadata)
+        if notice is not None:
+            content = {"comm_id": uuid.uuid4().hex, "target_name": TARGET, "data": notice}
+            kc.shell_channel.send(kc.session.msg("comm_open", content))
 
     def scorep_code_cell(self, cell_index: int) -> CodeCell | None:
         if self._scorep_cells is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -66,6 +67,19 @@ class Kernel:
         c = reply["content"]
         err = f"{c.get('ename')}: {c.get('evalue')}" if c["status"] == "error" else ""
         return CellResult(c["status"], seconds, outputs, err)
+
+    def notice(self, profiled_cells: list[dict], timeout: float = 60) -> dict:
+        """What JupyterLab sends a Score-P kernel once it is ready (profiled_cells_notice):
+        the notebook's profiled cells. Returns the kernel's answer."""
+        from scorep_kernel.profiled_cells_notice import TARGET, notice_for
+
+        comm_id = uuid.uuid4().hex
+        content = {"comm_id": comm_id, "target_name": TARGET, "data": notice_for(profiled_cells)}
+        self.kc.shell_channel.send(self.kc.session.msg("comm_open", content))
+        while True:
+            m = self.kc.get_iopub_msg(timeout=timeout)
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id:
+                return m["content"]["data"]
 
     def close(self) -> None:
         self.kc.stop_channels()

@@ -79,6 +79,8 @@ class Kernel:
         while True:
             m = self.kc.get_iopub_msg(timeout=timeout)
             if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id:
+                close = self.kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}})
+                self.kc.shell_channel.send(close)
                 return m["content"]["data"]
 
     def close(self) -> None:

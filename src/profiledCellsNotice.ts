@@ -5,8 +5,8 @@
  * docs/API.md, "Kernel comm"). Sent when a Score-P kernel is ready and whenever the
  * notebook's profiled cells change; a notice the kernel already has is not sent again.
  */
-import type { Kernel } from '@jupyterlab/services';
-import type { JSONObject } from '@lumino/coreutils';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { JSONObject, UUID } from '@lumino/coreutils';
 import {
   IScorepMetadata,
   IUserSettings,
@@ -47,19 +47,61 @@ export function noticeFor(
     : null;
 }
 
-/** Send a notice; resolves with the kernel's answer (null if the comm closed without one). */
+/**
+ * Send a notice; resolves with the kernel's answer (null if none came before the kernel
+ * was idle again). The comm is opened and closed with plain shell messages, not through
+ * `kernel.createComm`: JupyterLab would start a kernel subshell (a thread) for the comm's
+ * target, and that thread would show in cells profiled in the kernel while it lives.
+ */
 export function sendNotice(
   kernel: Kernel.IKernelConnection,
   notice: IProfiledCellsNotice
 ): Promise<INoticeReply | null> {
-  const comm = kernel.createComm(NOTICE_TARGET);
+  const commId = UUID.uuid4();
   return new Promise(resolve => {
-    comm.onMsg = msg => resolve(msg.content.data as unknown as INoticeReply);
-    comm.onClose = () => {
-      resolve(null); // no-op when the answer came first
-      comm.dispose();
+    let answer: INoticeReply | null = null;
+    const onIopub = (
+      _: Kernel.IKernelConnection,
+      msg: KernelMessage.IIOPubMessage
+    ) => {
+      if (
+        msg.header.msg_type === 'comm_msg' &&
+        (msg.content as KernelMessage.ICommMsgMsg['content']).comm_id === commId
+      ) {
+        answer = (msg.content as KernelMessage.ICommMsgMsg['content'])
+          .data as unknown as INoticeReply;
+      }
     };
-    comm.open(notice as unknown as JSONObject);
+    kernel.iopubMessage.connect(onIopub);
+    const done = () => {
+      kernel.iopubMessage.disconnect(onIopub);
+      if (!kernel.isDisposed) {
+        // the kernel keeps the comm until told: close it (no answer comes back)
+        const close = KernelMessage.createMessage({
+          msgType: 'comm_close',
+          channel: 'shell',
+          session: kernel.clientId,
+          username: kernel.username,
+          content: { comm_id: commId, data: {} }
+        });
+        kernel.sendShellMessage(close, false, true);
+      }
+      resolve(answer);
+    };
+    // no reply to a comm_open: its future is done when the kernel is idle again, after
+    // the answer was published
+    const open = KernelMessage.createMessage({
+      msgType: 'comm_open',
+      channel: 'shell',
+      session: kernel.clientId,
+      username: kernel.username,
+      content: {
+        comm_id: commId,
+        target_name: NOTICE_TARGET,
+        data: notice as unknown as JSONObject
+      }
+    });
+    kernel.sendShellMessage(open, false, true).done.then(done, done);
   });
 }
 

@@ -13,9 +13,14 @@ Frontend → kernel, the comm's open message (nothing else is sent on it)::
 
     {"version": 1, "profiled_cells": [<a cell's "scorep" metadata>, ...]}
 
-Kernel → frontend, one message, then the kernel closes the comm::
+Kernel → frontend, one message on the comm::
 
     {"version": 1, "spare": "preparing" | "not needed" | "off", "why": "<words>"}
+
+The sender then closes the comm (comm_close; or right after the open when it does not
+wait for the answer: the kernel takes shell messages in order). JupyterLab sends both as
+plain shell messages rather than through ``kernel.createComm``, which would start a kernel
+subshell (a thread, shown in cells profiled in the kernel) for the comm's target.
 
 A malformed message gets ``"spare": "not needed"`` with the reason in ``why``; it never
 fails the kernel.
@@ -103,7 +108,7 @@ def reply(expectation: Expectation) -> NoticeReply:
 
 
 def register(comm_manager: Any, on_notice: Callable[[object], Expectation]) -> None:
-    """Answer each notice with ``on_notice``'s verdict and close the comm."""
+    """Answer each notice with ``on_notice``'s verdict (the sender closes the comm)."""
 
     def opened(comm: Any, open_msg: dict[str, Any]) -> None:
         data = open_msg.get("content", {}).get("data")
@@ -112,6 +117,5 @@ def register(comm_manager: Any, on_notice: Callable[[object], Expectation]) -> N
         except Exception as e:  # a notice is a hint: it never fails the kernel
             expectation = Expectation("not needed", f"{type(e).__name__}: {e}")
         comm.send(reply(expectation))
-        comm.close()
 
     comm_manager.register_target(TARGET, opened)

@@ -176,6 +176,8 @@ class KernelHandle:
         while True:
             m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
             if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id:
+                close = self.kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}})
+                self.kc.shell_channel.send(close)
                 return m["content"]["data"]
 
     def shutdown(self) -> None:

@@ -31,6 +31,8 @@ def test_the_first_subprocess_cell_finds_the_spare_the_notice_prepared(kernel):
     assert workers(proc) == []  # nothing before the notice
     answer = kernel.notice({"version": 1, "profiled_cells": [BUILTIN_IN, BUILTIN_SUB]})
     assert answer["spare"] == "preparing" and "subprocess" in answer["why"]
+    # the sender closed the comm: nothing of it is left in the kernel
+    assert kernel.value("len(get_ipython().kernel.comm_manager.comms)") == 0
     ready = spare(kernel)
     # the first profiled cell runs in that very process, with the notebook's state
     result = kernel.run("import os\npid = os.getpid()\nn = len(rows)", {"scorep": BUILTIN_SUB})

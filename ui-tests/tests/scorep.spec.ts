@@ -168,6 +168,15 @@ test.describe('Score-P cell toggle', () => {
         { timeout: 60_000 }
       )
       .toMatch(/Spare worker: pid \d+ \((starting|ready)/);
+    // sent as plain shell messages, not over a kernel subshell: no subshell thread (it
+    // would show in cells profiled in the kernel) is left
+    await page.notebook.setCell(
+      0,
+      'code',
+      'import threading\nprint(sorted(t.name for t in threading.enumerate() if t.name.startswith("subshell")))'
+    );
+    await page.notebook.runCell(0);
+    expect(await page.notebook.getCellTextOutput(0)).toEqual(['[]\n']);
   });
 
   test('settings reach the cell metadata', async ({ page }) => {

@@ -82,8 +82,11 @@ class SendsCellMetadata:
         ]
         notice = notice_for(metadata)
         if notice is not None:
-            content = {"comm_id": uuid.uuid4().hex, "target_name": TARGET, "data": notice}
+            comm_id = uuid.uuid4().hex
+            content = {"comm_id": comm_id, "target_name": TARGET, "data": notice}
             kc.shell_channel.send(kc.session.msg("comm_open", content))
+            # the kernel takes shell messages in order: it has answered before this
+            kc.shell_channel.send(kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
 
     def scorep_code_cell(self, cell_index: int) -> CodeCell | None:
         if self._scorep_cells is None:

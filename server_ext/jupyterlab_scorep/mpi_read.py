@@ -25,7 +25,7 @@ import ctypes
 import re
 from typing import Any
 
-from .otf2_read import TraceReadError, _check_anchor, _error_text, _library
+from .otf2_read import TraceReadError, _check_anchor, _error_text, _library, read_local_events
 
 _U8, _U32, _U64, _VP = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
 _SEND = ctypes.CFUNCTYPE(ctypes.c_int, _U64, _U64, _U64, _VP, _VP, _U32, _U32, _U32, _U64)
@@ -117,7 +117,7 @@ def read_traffic(anchor: str) -> dict[str, Any]:
         collectives = [[0, 0, 0] for _ in range(n)]
         unmatched = 0
         raw = ctypes.cast(handle, _VP)
-        lib = _bind()
+        _bind()  # the MPI callbacks' argtypes, once
         for loc in defs.locations:
             me = rank_of_location.get(loc._ref)
             if me is None:
@@ -153,22 +153,10 @@ def read_traffic(anchor: str) -> dict[str, Any]:
 
             callbacks = (_SEND(on_send), _ISEND(on_isend), _SEND(on_recv), _ISEND(on_irecv),
                          _COLL_END(on_coll))  # fmt: skip
-            evt_reader = lib.OTF2_Reader_GetEvtReader(raw, loc._ref)
-            if not evt_reader:
+            names = ("MpiSend", "MpiIsend", "MpiRecv", "MpiIrecv", "MpiCollectiveEnd")
+            code = read_local_events(raw, loc._ref, dict(zip(names, callbacks)))
+            if code is None:
                 continue
-            cbs = lib.OTF2_EvtReaderCallbacks_New()
-            try:
-                lib.OTF2_EvtReaderCallbacks_SetMpiSendCallback(cbs, callbacks[0])
-                lib.OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cbs, callbacks[1])
-                lib.OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cbs, callbacks[2])
-                lib.OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cbs, callbacks[3])
-                lib.OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cbs, callbacks[4])
-                lib.OTF2_Reader_RegisterEvtCallbacks(raw, evt_reader, cbs, None)
-                count = _U64()
-                code = lib.OTF2_Reader_ReadAllLocalEvents(raw, evt_reader, ctypes.byref(count))
-            finally:
-                lib.OTF2_EvtReaderCallbacks_Delete(cbs)
-                lib.OTF2_Reader_CloseEvtReader(raw, evt_reader)
             if code != 0:
                 raise TraceReadError(
                     f"the events of location {loc._ref} cannot be read ({_error_text(code)})"

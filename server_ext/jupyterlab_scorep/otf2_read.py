@@ -43,7 +43,7 @@ import ctypes
 import os
 from array import array
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -124,6 +124,27 @@ def _library():
         lib.OTF2_Error_GetDescription.restype = ctypes.c_char_p
         _lib = lib
     return _lib
+
+
+def read_local_events(reader: ctypes.c_void_p, ref: int, callbacks: dict[str, Any]) -> int | None:
+    """Read location ``ref``'s events through ``callbacks`` ({"Enter": CFUNCTYPE object,
+    ...}: OTF2_EvtReaderCallbacks_Set<name>Callback each); libotf2's return code. None
+    when the location has no event reader (its event file is missing). The caller keeps
+    the callback objects alive until this returns."""
+    lib = _library()
+    evt_reader = lib.OTF2_Reader_GetEvtReader(reader, ref)
+    if not evt_reader:
+        return None
+    cbs = lib.OTF2_EvtReaderCallbacks_New()
+    try:
+        for name, callback in callbacks.items():
+            getattr(lib, f"OTF2_EvtReaderCallbacks_Set{name}Callback")(cbs, callback)
+        lib.OTF2_Reader_RegisterEvtCallbacks(reader, evt_reader, cbs, None)
+        count = _U64()
+        return int(lib.OTF2_Reader_ReadAllLocalEvents(reader, evt_reader, ctypes.byref(count)))
+    finally:
+        lib.OTF2_EvtReaderCallbacks_Delete(cbs)
+        lib.OTF2_Reader_CloseEvtReader(reader, evt_reader)
 
 
 def _error_text(code: int) -> str:
@@ -241,7 +262,6 @@ _EMPTY_DEFS_SIZE = 20
 def _read_location(
     reader: ctypes.c_void_p, ref: int, expected: int, defs: Definitions
 ) -> LocationEvents:
-    lib = _library()
     metric_classes = defs.metric_classes
     scales = {ref: m["scale"] for ref, m in defs.metric_members.items() if m["scale"] != 1.0}
     times, regions = array("q"), array("q")
@@ -301,23 +321,10 @@ def _read_location(
         _ON_OFF(on_switch),
         _PROGRAM_BEGIN(on_program),
     )
-    evt_reader = lib.OTF2_Reader_GetEvtReader(reader, ref)
-    if not evt_reader:
+    names = ("Enter", "Leave", "Metric", "BufferFlush", "MeasurementOnOff", "ProgramBegin")
+    code = read_local_events(reader, ref, dict(zip(names, callbacks)))
+    if code is None:
         raise TraceReadError(f"no event reader for location {ref}: its event file is missing")
-    cbs = lib.OTF2_EvtReaderCallbacks_New()
-    try:
-        lib.OTF2_EvtReaderCallbacks_SetEnterCallback(cbs, callbacks[0])
-        lib.OTF2_EvtReaderCallbacks_SetLeaveCallback(cbs, callbacks[1])
-        lib.OTF2_EvtReaderCallbacks_SetMetricCallback(cbs, callbacks[2])
-        lib.OTF2_EvtReaderCallbacks_SetBufferFlushCallback(cbs, callbacks[3])
-        lib.OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cbs, callbacks[4])
-        lib.OTF2_EvtReaderCallbacks_SetProgramBeginCallback(cbs, callbacks[5])
-        lib.OTF2_Reader_RegisterEvtCallbacks(reader, evt_reader, cbs, None)
-        count = _U64()
-        code = lib.OTF2_Reader_ReadAllLocalEvents(reader, evt_reader, ctypes.byref(count))
-    finally:
-        lib.OTF2_EvtReaderCallbacks_Delete(cbs)
-        lib.OTF2_Reader_CloseEvtReader(reader, evt_reader)
     if code != 0:
         raise TraceReadError(
             f"the events of location {ref} end early after {len(times):,} of "

@@ -42,7 +42,6 @@ from otf2.enums import (
     LocationType,
     Paradigm,
     ParadigmClass,
-    RegionFlag,
     RegionRole,
     SystemTreeDomain,
 )
@@ -58,6 +57,7 @@ from .otf2_writer import (
     REGION_ROLES,
     TIMER_RESOLUTION,
     _ClockedWriter,
+    define_region,
 )
 from .recording import Region, ThreadEvents
 
@@ -246,19 +246,8 @@ def write_otf2_ranks(
             else:
                 role, paradigm = writer_role(REGION_ROLES, index, r)
             used.add(paradigm)
-            region_defs.append(
-                defs.region(
-                    r.name,
-                    canonical_name=r.name,
-                    description=experiment.encode_region_role(r.role),
-                    region_role=role,
-                    paradigm=paradigm,
-                    region_flags=RegionFlag.NONE,
-                    source_file=r.file or ("MPI" if paradigm == Paradigm.MPI else None),
-                    begin_line_number=int(r.line),
-                    end_line_number=0,
-                )
-            )
+            source = r.file or ("MPI" if paradigm == Paradigm.MPI else None)
+            region_defs.append(define_region(defs, r, role, paradigm, source))
         paradigm_names = {**PARADIGM_NAMES, Paradigm.MPI: "MPI"}
         used.add(Paradigm.MPI)
         for paradigm in sorted(used, key=lambda p: p.value):

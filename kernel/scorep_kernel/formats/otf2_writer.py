@@ -93,6 +93,7 @@ from .recording import (
     ROLE_USER,
     MetricSamples,
     Recording,
+    Region,
 )
 
 ENGINES = ("fast", "ctypes", "highlevel")
@@ -159,19 +160,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
     for index, r in enumerate(recording.regions):
         role, paradigm = writer_role(REGION_ROLES, index, r)
         used_paradigms.add(paradigm)
-        regions.append(
-            defs.region(
-                r.name,
-                canonical_name=r.name,
-                description=experiment.encode_region_role(r.role),
-                region_role=role,
-                paradigm=paradigm,
-                region_flags=RegionFlag.NONE,
-                source_file=r.file or None,
-                begin_line_number=int(r.line),
-                end_line_number=0,
-            )
-        )
+        regions.append(define_region(defs, r, role, paradigm, r.file or None))
     for paradigm in sorted(used_paradigms, key=lambda p: p.value):
         defs.paradigm(paradigm, PARADIGM_NAMES[paradigm], ParadigmClass.PROCESS)
     by_group: dict[str, list] = {}
@@ -352,6 +341,22 @@ def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Def
                 writer.metric(ts, metric_class, row[lo:hi])
                 total += 1
     return total
+
+
+def define_region(defs: Any, r: Region, role: Any, paradigm: Any, source_file: str | None) -> Any:
+    """One region definition as every archive we write spells it (the role in words in
+    its description, experiment.encode_region_role)."""
+    return defs.region(
+        r.name,
+        canonical_name=r.name,
+        description=experiment.encode_region_role(r.role),
+        region_role=role,
+        paradigm=paradigm,
+        region_flags=RegionFlag.NONE,
+        source_file=source_file,
+        begin_line_number=int(r.line),
+        end_line_number=0,
+    )
 
 
 def write_otf2(recording: Recording, exp_dir, *, engine: str = "fast") -> dict:

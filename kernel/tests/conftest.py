@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import types
+from pathlib import Path
 
 import numpy as np
 import otf2
@@ -306,3 +307,14 @@ def readback() -> types.SimpleNamespace:
         otf2_print_events=otf2_print_events,
         otf2_print_definitions=otf2_print_definitions,
     )
+
+
+@pytest.fixture
+def kernel(tmp_path: Path):
+    """A fresh Score-P kernel for one test (a module whose tests share one kernel defines
+    its own ``kernel`` fixture, which takes precedence)."""
+    from test_kernel_harness import KernelHandle
+
+    k = KernelHandle(tmp_path)
+    yield k
+    k.shutdown()

@@ -4,10 +4,7 @@ the first such cell runs; otherwise nothing starts, and a bad notice costs nothi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from test_kernel_harness import KernelHandle
 from test_spare_worker import kernel_process, spare, workers
 
 from scorep_kernel.profiled_cells_notice import read_notice
@@ -16,13 +13,6 @@ from scorep_kernel.settings import Availability, KernelSettings
 pytestmark = pytest.mark.timeout(180)
 BUILTIN_SUB = {"profile": True, "backend": "builtin", "isolation": "subprocess"}
 BUILTIN_IN = {"profile": True, "backend": "builtin", "isolation": "inprocess"}
-
-
-@pytest.fixture
-def kernel(tmp_path: Path):
-    k = KernelHandle(tmp_path)
-    yield k
-    k.shutdown()
 
 
 def test_the_first_subprocess_cell_finds_the_spare_the_notice_prepared(kernel):

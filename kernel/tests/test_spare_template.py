@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -59,13 +58,6 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-@pytest.fixture
-def kernel(tmp_path: Path):
-    k = KernelHandle(tmp_path)
-    yield k
-    k.shutdown()
 
 
 def test_profiled_cells_after_the_first_run_in_forks_of_the_template(kernel):

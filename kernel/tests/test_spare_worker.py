@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -49,13 +48,6 @@ def until(condition, timeout: float = 60.0) -> bool:
             return False
         time.sleep(0.05)
     return True
-
-
-@pytest.fixture
-def kernel(tmp_path: Path):
-    k = KernelHandle(tmp_path)
-    yield k
-    k.shutdown()
 
 
 def test_no_spare_until_the_notebook_profiles_in_a_subprocess(kernel):

@@ -62,6 +62,19 @@ export function currentTheme(doc: Document = document): ThemeKind {
   return doc.body?.dataset?.jpThemeLight === 'false' ? 'dark' : 'light';
 }
 
+/**
+ * Call `redraw` whenever JupyterLab changes its theme (light/dark or another theme: the CSS
+ * variables canvases read change with it). Disconnect the observer on dispose.
+ */
+export function observeTheme(redraw: () => void): MutationObserver {
+  const observer = new MutationObserver(redraw);
+  observer.observe(document.body, {
+    attributes: true,
+    attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
+  });
+  return observer;
+}
+
 /** A JupyterLab CSS variable's computed value (canvas cannot use var() directly). */
 export function cssVar(
   name: string,

@@ -5,10 +5,21 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
-import { cssVar, currentTheme, groupColor, hiDpiContext } from '../colors';
+import {
+  cssVar,
+  currentTheme,
+  groupColor,
+  hiDpiContext,
+  observeTheme
+} from '../colors';
 import { el } from '../dom';
 import { formatValue, yMax } from '../metrics/format';
-import { MetricsLoader, metricsWindow } from '../metrics/metricsView';
+import {
+  IMetricRow,
+  MetricsLoader,
+  metricRow,
+  metricsWindow
+} from '../metrics/metricsView';
 import { WindowFetcher } from '../timeline/fetcher';
 import type { IView } from '../timeline/projection';
 import { toRun } from './sharedAxis';
@@ -57,26 +68,16 @@ export class MetricsOverlay extends Widget {
     this.a = side(loadA, offsetA);
     this.b = side(loadB, offsetB);
     for (const [key, title] of GROUPS) {
-      const row = el('div', 'jp-scorep-metric-row');
-      row.dataset.group = key;
-      row.hidden = true;
-      const label = el('div', 'jp-scorep-metric-label', title);
-      const canvas = el('canvas', 'jp-scorep-metric-canvas');
-      canvas.setAttribute('role', 'img');
-      row.append(label, canvas);
-      this.node.appendChild(row);
-      this.rows.set(key, { row, canvas, label });
+      const row = metricRow(key, title);
+      this.node.appendChild(row.row);
+      this.rows.set(key, row);
     }
     this.notes = el('div', 'jp-scorep-metrics-notes');
     if (!loadA || !loadB) {
       this.notes.textContent = `Run ${loadA ? 'B' : 'A'} has no metric samples.`;
     }
     this.node.appendChild(this.notes);
-    this.themeObserver = new MutationObserver(() => this.render());
-    this.themeObserver.observe(document.body, {
-      attributes: true,
-      attributeFilter: ['data-jp-theme-light']
-    });
+    this.themeObserver = observeTheme(() => this.render());
   }
 
   /** Follow the timelines: `view` on the shared axis, `width` the plot's px. */
@@ -192,10 +193,7 @@ export class MetricsOverlay extends Widget {
   private readonly b: ISide;
   private view: IView = { t0: 0, t1: 1 };
   private width = 0;
-  private readonly rows = new Map<
-    string,
-    { row: HTMLDivElement; canvas: HTMLCanvasElement; label: HTMLDivElement }
-  >();
+  private readonly rows = new Map<string, IMetricRow>();
   private readonly notes: HTMLDivElement;
   private readonly themeObserver: MutationObserver;
 }

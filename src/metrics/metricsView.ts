@@ -6,7 +6,13 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
-import { cssVar, currentTheme, groupColor, hiDpiContext } from '../colors';
+import {
+  cssVar,
+  currentTheme,
+  groupColor,
+  hiDpiContext,
+  observeTheme
+} from '../colors';
 import { el } from '../dom';
 import type { IView } from '../timeline/projection';
 import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
@@ -43,24 +49,12 @@ export class MetricsView extends Widget {
       }
     );
     for (const g of GROUPS) {
-      const row = el('div', 'jp-scorep-metric-row');
-      row.dataset.group = g.key;
-      row.hidden = true;
-      const label = el('div', 'jp-scorep-metric-label', g.title);
-      const canvas = el('canvas', 'jp-scorep-metric-canvas');
-      canvas.setAttribute('role', 'img');
-      canvas.setAttribute('aria-label', `${g.title} over time`);
-      row.appendChild(label);
-      row.appendChild(canvas);
-      this.node.appendChild(row);
-      this.rows.set(g.key, { row, canvas, label });
+      const row = metricRow(g.key, g.title);
+      this.node.appendChild(row.row);
+      this.rows.set(g.key, row);
     }
     this.node.appendChild(this.notes);
-    this.themeObserver = new MutationObserver(() => this.render());
-    this.themeObserver.observe(document.body, {
-      attributes: true,
-      attributeFilter: ['data-jp-theme-light']
-    });
+    this.themeObserver = observeTheme(() => this.render());
   }
 
   /** Follow the timeline: redraw now with what we have, fetch the new window shortly. */
@@ -179,10 +173,7 @@ export class MetricsView extends Widget {
   private data: IMetrics | null = null;
   private view: IView = { t0: 0, t1: 1 };
   private width = 0;
-  private readonly rows = new Map<
-    string,
-    { row: HTMLDivElement; canvas: HTMLCanvasElement; label: HTMLDivElement }
-  >();
+  private readonly rows = new Map<string, IMetricRow>();
   private readonly notes: HTMLDivElement;
   private readonly fetcher: WindowFetcher<IMetrics>;
   private readonly themeObserver: MutationObserver;
@@ -193,6 +184,25 @@ export class MetricsView extends Widget {
  * the sampling interval still has the samples around it and the lines run through the chart
  * instead of leaving it empty. The width grows with the window to keep one point per pixel.
  */
+/** One metric group's row: its label and its canvas (hidden until it has data). */
+export interface IMetricRow {
+  row: HTMLDivElement;
+  canvas: HTMLCanvasElement;
+  label: HTMLDivElement;
+}
+
+export function metricRow(key: string, title: string): IMetricRow {
+  const row = el('div', 'jp-scorep-metric-row');
+  row.dataset.group = key;
+  row.hidden = true;
+  const label = el('div', 'jp-scorep-metric-label', title);
+  const canvas = el('canvas', 'jp-scorep-metric-canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', `${title} over time`);
+  row.append(label, canvas);
+  return { row, canvas, label };
+}
+
 export function metricsWindow(
   view: IView,
   width: number,

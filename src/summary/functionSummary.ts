@@ -6,7 +6,7 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IFunctionStat, ISummary } from '../api';
-import { currentTheme, groupColor } from '../colors';
+import { currentTheme, groupColor, observeTheme } from '../colors';
 import { el } from '../dom';
 import { formatSeconds } from '../timeaxis';
 import {
@@ -106,11 +106,7 @@ export class FunctionSummaryView extends Widget {
       this.status.textContent =
         'No functions were measured (the run has no call tree).';
     }
-    this.themeObserver = new MutationObserver(() => this.render());
-    this.themeObserver.observe(document.body, {
-      attributes: true,
-      attributeFilter: ['data-jp-theme-light']
-    });
+    this.themeObserver = observeTheme(() => this.render());
     this.setMetric('excl');
   }
 

@@ -8,7 +8,7 @@
 import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import type { ITimeline, ITraceLocation } from '../api';
-import { currentTheme, hiDpiContext } from '../colors';
+import { currentTheme, hiDpiContext, observeTheme } from '../colors';
 import { el } from '../dom';
 import {
   clampView,
@@ -102,11 +102,7 @@ export class TimelineView extends Widget {
     this.canvas.addEventListener('dblclick', () => this.resetView());
     this.resizeObserver = new ResizeObserver(() => this.handleResize());
     this.resizeObserver.observe(this.node);
-    this.themeObserver = new MutationObserver(() => this.scheduleDraw());
-    this.themeObserver.observe(document.body, {
-      attributes: true,
-      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
-    });
+    this.themeObserver = observeTheme(() => this.scheduleDraw());
   }
 
   /** The visible window, ns since the run's start. */

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 
+from _jupyter_server import jupyter_server
 from _report import report
 from _server_tracegen import DATA, cached_experiment
 
@@ -192,54 +189,15 @@ def tree_cpu(pid: int) -> float:
 
 def one_server(a, b) -> tuple[float, float, float]:
     """The first and the repeated answer through a real jupyter server."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = "bench-" + os.urandom(8).hex()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.open_browser=False",
-            f"--ServerApp.root_dir={a.parent}",
-            "--ServerApp.log_level=WARN",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    headers = {"Authorization": f"token {token}"}
-
-    def get(route: str, timeout: float = 120) -> float:
-        t = time.perf_counter()
-        with urllib.request.urlopen(
-            urllib.request.Request(f"http://127.0.0.1:{port}/scorep/api/{route}", headers=headers),
-            timeout=timeout,
-        ) as r:
-            r.read()
-        return (time.perf_counter() - t) * 1e3
-
-    try:
-        for _ in range(150):  # wait for it to listen
-            try:
-                get("version", 2)
-                break
-            except OSError:
-                time.sleep(0.2)
-        get("experiments")  # a server that has answered before, as one in use has
+    with jupyter_server(a.parent) as server:
+        server.get("experiments")  # a server that has answered before, as one in use has
         settle(server.pid)
         q = urllib.parse.urlencode({"a": a.name, "b": b.name})
         cpu0 = tree_cpu(server.pid)
-        first = get(f"compare?{q}")
+        first = server.get(f"compare?{q}")
         cpu = (tree_cpu(server.pid) - cpu0) * 1e3
-        warm = statistics.median(get(f"compare?{q}") for _ in range(REPEATS))
+        warm = statistics.median(server.get(f"compare?{q}") for _ in range(REPEATS))
         return first, cpu, warm
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,12 @@ without precomputed levels does), on the same windows.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 
 import numpy as np
+from _jupyter_server import jupyter_server
 from _report import report
 from _server_tracegen import cached_experiment
 
@@ -127,63 +124,18 @@ def main() -> None:
 
 def over_http(exp, windows):
     """The same windows through a real jupyter server (auth, handler, JSON, HTTP)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = "bench-" + os.urandom(8).hex()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.open_browser=False",
-            f"--ServerApp.root_dir={exp.parent}",
-            "--ServerApp.log_level=WARN",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/scorep/api/timeline?"
-    headers = {"Authorization": f"token {token}"}
-    try:
-        for _ in range(100):  # wait for it to listen
-            try:
-                urllib.request.urlopen(
-                    urllib.request.Request(
-                        f"http://127.0.0.1:{port}/scorep/api/version", headers=headers
-                    ),
-                    timeout=2,
-                )
-                break
-            except OSError:
-                time.sleep(0.2)
-        import psutil
+    import psutil
 
+    with jupyter_server(exp.parent) as server:
         proc = psutil.Process(server.pid)
-        urllib.request.urlopen(
-            urllib.request.Request(  # load the index once
-                base + urllib.parse.urlencode({"path": exp.name, "width": 10}), headers=headers
-            ),
-            timeout=120,
-        ).read()
+        server.get("timeline?" + urllib.parse.urlencode({"path": exp.name, "width": 10}))  # load
         cpu0 = sum(proc.cpu_times()[:2])
         times = []
         for t0, t1 in windows:
             q = urllib.parse.urlencode({"path": exp.name, "t0": t0, "t1": t1, "width": WIDTH})
-            t = time.perf_counter()
-            with urllib.request.urlopen(
-                urllib.request.Request(base + q, headers=headers), timeout=60
-            ) as r:
-                r.read()
-            times.append(time.perf_counter() - t)
+            times.append(server.get("timeline?" + q, timeout=60) / 1e3)
         cpu_ms = (sum(proc.cpu_times()[:2]) - cpu0) / len(windows) * 1e3
         return np.percentile(times, 50) * 1e3, np.percentile(times, 95) * 1e3, cpu_ms
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -20,7 +20,7 @@ from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs.base import RunBase
 from scorep_kernel.runs.faults import signal_name
-from scorep_kernel.worker.client import scorep_arguments
+from scorep_kernel.worker.client import read_pipes, scorep_arguments
 
 if TYPE_CHECKING:
     from scorep_kernel.runs.mpi_rank_links import Rank
@@ -57,30 +57,19 @@ class MpiLauncher(RunBase):
         return [python, "-m", "scorep_kernel.worker.mpi_rank"]
 
     def _start_pipes(self) -> None:
-        assert self.proc is not None and self.proc.stdout and self.proc.stderr
-        loop = asyncio.get_running_loop()
-        for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
-            os.set_blocking(pipe.fileno(), False)
-            self._pipes.append(loop.create_task(self._read_pipe(name, pipe)))
+        assert self.proc is not None
+        self._pipes.extend(read_pipes(self.proc, self._on_pipe_text))
 
-    async def _read_pipe(self, name: str, pipe: Any) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                return
-            text = data.decode("utf-8", errors="replace")
-            lines = text.splitlines()
-            if name == "stderr":
-                self.launcher_tail.extend(line for line in lines if line.strip())
-            self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
-            if self.relaying:
-                # native output of the ranks (C code, subprocesses) and the launcher's own
-                self.side.output.stream(name, text)
-            else:
-                log.info("MPI launcher %s: %s", name, text.rstrip())
+    def _on_pipe_text(self, name: str, text: str) -> None:
+        lines = text.splitlines()
+        if name == "stderr":
+            self.launcher_tail.extend(line for line in lines if line.strip())
+        self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
+        if self.relaying:
+            # native output of the ranks (C code, subprocesses) and the launcher's own
+            self.side.output.stream(name, text)
+        else:
+            log.info("MPI launcher %s: %s", name, text.rstrip())
 
     async def _launcher_exit(self) -> int | None:
         while self.proc is not None and self.proc.poll() is None:  # noqa: ASYNC110 (a Popen)

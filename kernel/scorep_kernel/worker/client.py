@@ -36,6 +36,30 @@ WORKER_FILE = str(Path(__file__).with_name("entry.py"))
 _KERNEL_DIR = str(Path(__file__).resolve().parents[2])
 
 
+def read_pipes(proc: Any, on_text: Callable[[str, str], None]) -> list[asyncio.Task]:
+    """Read a child's piped stdout and stderr on the event loop as they come: ``on_text``
+    gets ("stdout" | "stderr", decoded text) per chunk of up to 64 KiB. The tasks end at
+    the pipes' end (await them to let the last output arrive)."""
+    loop = asyncio.get_running_loop()
+    tasks = []
+    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        assert pipe is not None, "the child is started with stdout and stderr piped"
+        os.set_blocking(pipe.fileno(), False)
+        tasks.append(loop.create_task(_read_pipe(name, pipe, on_text)))
+    return tasks
+
+
+async def _read_pipe(name: str, pipe: Any, on_text: Callable[[str, str], None]) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    while True:
+        data = await reader.read(65536)
+        if not data:
+            return
+        on_text(name, data.decode("utf-8", errors="replace"))
+
+
 @dataclass(frozen=True)
 class WorkerKey:
     backend: str  # "scorep" | "builtin"
@@ -155,29 +179,17 @@ class WorkerProcess:
         return worker
 
     def _start_pipes(self) -> None:
-        loop = asyncio.get_running_loop()
-        for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
-            assert pipe is not None, "the worker is started with stdout and stderr piped"
-            os.set_blocking(pipe.fileno(), False)
-            self._pipe_tasks.append(loop.create_task(self._read_pipe(name, pipe)))
+        self._pipe_tasks = read_pipes(self.proc, self._on_pipe_text)
 
-    async def _read_pipe(self, name: str, pipe: Any) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                return
-            text = data.decode("utf-8", errors="replace")
-            if name == "stderr":
-                lines = text.splitlines()
-                self.stderr_tail.extend(lines[-20:])
-                self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
-            if self.on_native_output is not None:
-                self.on_native_output(name, text)
-            else:
-                log.debug("worker %s %s: %s", self.pid, name, text.rstrip())
+    def _on_pipe_text(self, name: str, text: str) -> None:
+        if name == "stderr":
+            lines = text.splitlines()
+            self.stderr_tail.extend(lines[-20:])
+            self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
+        if self.on_native_output is not None:
+            self.on_native_output(name, text)
+        else:
+            log.debug("worker %s %s: %s", self.pid, name, text.rstrip())
 
     async def _read_messages(self) -> None:
         while True:

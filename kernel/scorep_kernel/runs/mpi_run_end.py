@@ -207,16 +207,7 @@ class MpiRunEnd(RankLinks):
 
     def _note_scorep_files(self, code: int | None) -> None:
         assert self.exp_dir is not None
-        files = {
-            name: filename
-            for name, filename in (
-                ("otf2", experiment.OTF2_ANCHOR),
-                ("cubex", experiment.CUBEX),
-                ("scorep_config", scorep_backend.CONFIG_FILE),
-                ("scorep_manifest", scorep_backend.MANIFEST_MD),
-            )
-            if (self.exp_dir / filename).exists()
-        }
+        files = scorep_backend.written_files(self.exp_dir)
         errors = []
         ready = "otf2" in files or "cubex" in files
         if not ready:

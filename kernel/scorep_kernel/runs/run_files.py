@@ -70,16 +70,7 @@ async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
 
 def _note_scorep_files(run: SubprocessRun, code: int | None, errors: list[str]) -> None:
     assert run.exp_dir is not None and run.worker is not None
-    files = {
-        name: filename
-        for name, filename in (
-            ("otf2", experiment.OTF2_ANCHOR),
-            ("cubex", experiment.CUBEX),
-            ("scorep_config", scorep_backend.CONFIG_FILE),
-            ("scorep_manifest", scorep_backend.MANIFEST_MD),
-        )
-        if (run.exp_dir / filename).exists()
-    }
+    files = scorep_backend.written_files(run.exp_dir)
     status = (
         experiment.FILES_READY if "otf2" in files or "cubex" in files else experiment.FILES_FAILED
     )

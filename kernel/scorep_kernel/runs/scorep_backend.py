@@ -38,6 +38,21 @@ def worker_env(base: Mapping[str, str], user: Mapping[str, str]) -> dict[str, st
     return {**DEFAULTS, **base, **user}
 
 
+def written_files(exp_dir: Path) -> dict[str, str]:
+    """The files a Score-P run left in its experiment directory, as the manifest's
+    ``files`` names them ({"otf2": "traces.otf2", ...}); Score-P writes them at exit."""
+    return {
+        name: filename
+        for name, filename in (
+            ("otf2", experiment.OTF2_ANCHOR),
+            ("cubex", experiment.CUBEX),
+            ("scorep_config", CONFIG_FILE),
+            ("scorep_manifest", MANIFEST_MD),
+        )
+        if (exp_dir / filename).exists()
+    }
+
+
 def make_parent(exp_dir: Path) -> None:
     """Score-P creates only the last level of SCOREP_EXPERIMENT_DIRECTORY."""
     try:

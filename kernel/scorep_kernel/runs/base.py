@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from scorep_kernel import experiment
 from scorep_kernel.runs.display import experiment_bundle
 from scorep_kernel.settings import CellSettings, SettingsError
+from scorep_kernel.worker import protocol as msg
 
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
@@ -92,6 +93,20 @@ class CellRequest:
     last: bool = True  # the run ends with this cell
     # ipykernel's do_execute arguments, for running the cell the stock way
     stock_args: dict[str, Any] = field(default_factory=dict)
+
+
+def cell_message(request: CellRequest, count: int, state: bytes, shell: Any) -> msg.Cell:
+    """The worker protocol's Cell for this request: what a worker (or an MPI rank) runs
+    as ``cell [count]``, with the namespace ``state`` and the kernel's traceback colours."""
+    return msg.Cell(
+        code=request.code,
+        label=f"cell [{count}]",
+        execution_count=count,
+        cell_id=request.cell_id,
+        state=state,
+        colors=getattr(shell, "colors", None),
+        last=request.last,
+    )
 
 
 def error_reply(ename: str, evalue: str, traceback: list[str], execution_count: int) -> dict:

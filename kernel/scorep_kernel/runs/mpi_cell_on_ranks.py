@@ -16,7 +16,7 @@ from typing import Any
 
 from scorep_kernel import experiment, state
 from scorep_kernel.mpi import common
-from scorep_kernel.runs.base import CellRequest, error_reply
+from scorep_kernel.runs.base import CellRequest, cell_message, error_reply
 from scorep_kernel.runs.faults import UNCHANGED
 from scorep_kernel.runs.mpi_rank_links import RanksFailed, quiet_send, ranks_words
 from scorep_kernel.runs.mpi_run_end import MpiRunEnd
@@ -163,15 +163,7 @@ class CellOnRanks(MpiRunEnd):
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
         in_band = not all(r.local for r in self.ranks.values())
-        cell = msg.Cell(
-            code=request.code,
-            label=f"cell [{count}]",
-            execution_count=count,
-            cell_id=request.cell_id,
-            state=packet.header,
-            colors=getattr(shell, "colors", None),
-            last=request.last,
-        )
+        cell = cell_message(request, count, packet.header, shell)
         setup = msg.RankSetup(list(self.mpi.gather), in_band)
         for rank in self.ranks.values():
             rank.done = None

@@ -15,6 +15,7 @@ from scorep_kernel.runs.base import (
     CellRequest,
     RunBase,
     RunFailed,
+    cell_message,
     error_reply,
 )
 from scorep_kernel.runs.faults import UNCHANGED, describe_exit
@@ -244,17 +245,7 @@ class SubprocessRun(RunBase):
         try:
             self.in_cell = True
             sent = time.monotonic()
-            await self.worker.send(
-                msg.Cell(
-                    code=request.code,
-                    label=f"cell [{count}]",
-                    execution_count=count,
-                    cell_id=request.cell_id,
-                    state=packet.header,
-                    colors=getattr(shell, "colors", None),
-                    last=request.last,
-                )
-            )
+            await self.worker.send(cell_message(request, count, packet.header, shell))
             done = await self.relay.until_done()
             self._add_stamps(sent, done.stamps, (
                 ("received", "to_worker"),

@@ -155,14 +155,20 @@ test.describe('A cell measured by Score-P', () => {
       tab.locator('td[data-col="per_visit"]'),
       tab.locator('.jp-scorep-filter-status')
     ];
+    // The wall time's text ("865 ms", "1.21 s") sets where the facts after it stand: give
+    // it one width while the screenshots are taken (a mask alone keeps the text's width).
+    const oneWidth =
+      '.jp-scorep-fact-wall b { display: inline-block; width: 4.5em; overflow: hidden; }';
     await panel.scrollIntoViewIfNeeded();
     await expect(facts).toHaveScreenshot('scorep-facts-light.png', {
-      mask: timed
+      mask: timed,
+      style: oneWidth
     });
     await expect(tab).toHaveScreenshot('scorep-tab-light.png', { mask: timed });
     await page.theme.setDarkTheme();
     await expect(facts).toHaveScreenshot('scorep-facts-dark.png', {
-      mask: timed
+      mask: timed,
+      style: oneWidth
     });
     await expect(tab).toHaveScreenshot('scorep-tab-dark.png', { mask: timed });
     await panel.screenshot({

@@ -39,7 +39,8 @@ SETTING_KEYS: dict[str, str] = {
     "mpi": 'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
 }
 KEYS: dict[str, str] = {
-    "profile": "true: profile this cell (the toolbar toggle sets it)",
+    "profile": "true: profile this cell (the toolbar toggle sets it); false: not even under "
+    "%scorep profile=all",
     "run": "a name shared by the cells of one multi-cell run",
     "last": "true: this cell ends its multi-cell run",
     "lab_settings": "the JupyterLab settings the user chose, written before each run",
@@ -49,7 +50,8 @@ KEYS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class CellMetadata:
-    profile: bool = False
+    # True/False: the cell's own choice; None: the cell does not say (%scorep profile decides)
+    profile: bool | None = None
     run: str | None = None
     last: bool = False
     # the settings for this cell, lab_settings under the cell's own keys
@@ -116,8 +118,8 @@ def parse_cell_metadata(cell_meta: Mapping[str, Any] | None) -> CellMetadata:
             f"the cell metadata {where} has the unknown key {unknown[0]!r}; its keys are "
             f"{', '.join(KEYS)}. {_fix(where)}"
         )
-    profile = meta.get("profile", False)
-    if not isinstance(profile, bool):
+    profile = meta.get("profile")
+    if profile is not None and not isinstance(profile, bool):
         raise SettingsError(
             f"{where}.profile must be true or false, not {profile!r}. {_fix(where)}"
         )

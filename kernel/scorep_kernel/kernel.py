@@ -27,6 +27,7 @@ from ipykernel.ipkernel import IPythonKernel
 from scorep_kernel import __version__
 from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.cell_metadata import parse_cell_metadata
+from scorep_kernel.frontend_metadata import FrontendWatch, profiles_by_default
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
 from scorep_kernel.mpi.config import parse_mpi_magic
 from scorep_kernel.profiled_cells_notice import Expectation, read_notice
@@ -115,6 +116,8 @@ class ScorePKernel(IPythonKernel):
         # What the spare is made for before any subprocess run: from JupyterLab's notice
         # that the notebook holds cells profiled in a subprocess (profiled_cells_notice).
         self.expected_recipe: WorkerRecipe | None = None
+        # Whether the frontend sends cell metadata; the note when it sends none
+        self.frontend = FrontendWatch()
         if self.shell is not None:
             self.shell.register_magic_function(self._scorep_magic, "line", "scorep")
         register_notice(self.comm_manager, self._on_profiled_cells_notice)
@@ -153,6 +156,7 @@ class ScorePKernel(IPythonKernel):
             self._availability = None
             print(self.scorep_settings.describe(self.availability))
             print(self.pool.describe())
+            print(self.frontend.describe())
 
     def _set_spare_template(self) -> None:
         on = self.scorep_settings.spare_template
@@ -223,11 +227,20 @@ class ScorePKernel(IPythonKernel):
         return count
 
     async def _dispatch(self, code: str, args: dict[str, Any]) -> dict[str, Any]:
+        silent, history = bool(args.get("silent")), bool(args.get("store_history"))
+        self.frontend.observe(args.get("cell_meta"), silent, history)
+        note = self.frontend.note(code, self.scorep_settings.profile_chosen)
+        if note:
+            self.cell_output.stream("stdout", note)
         meta = parse_cell_metadata(args.get("cell_meta"))
         magic = parse_cell_magic(code)
         last = meta.last
         run_id = meta.run
         profiled = meta.profile
+        if profiled is None:  # the cell does not say: %scorep profile (or the environment)
+            profiled = self.scorep_settings.profile == "all" and profiles_by_default(
+                code, silent, history
+            )
         own: dict[str, Any] = {}  # settings a magic line gives the cell (%%scorep_mpi)
         if magic is not None:
             if magic.name == "scorep_mpi":

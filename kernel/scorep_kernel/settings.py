@@ -3,7 +3,8 @@
 Kernel-wide: ``SCOREP_KERNEL_BACKEND`` (auto | scorep | builtin), ``SCOREP_KERNEL_ISOLATION``
 (subprocess | inprocess), ``SCOREP_KERNEL_SPARE_WORKER`` (see ``spare_choice``),
 ``SCOREP_KERNEL_SPARE_TEMPLATE`` (true | false: builtin spares forked from a preloaded
-template, worker.pool), changed with ``%scorep key=value ...`` (which wins over the environment). Per
+template, worker.pool), ``SCOREP_KERNEL_PROFILE`` (none | all: which cells are profiled
+when the cell does not say, frontend_metadata), changed with ``%scorep key=value ...`` (which wins over the environment). Per
 cell, the ``scorep`` metadata (checked by ``cell_metadata``) overrides them for that cell.
 Default isolation: scorep -> subprocess, builtin -> inprocess.
 """
@@ -36,6 +37,11 @@ _LIST_KEYS = ("include", "exclude")
 # does pays nothing), "always" from the kernel's start, "off" never.
 SPARE_CHOICES = ("on", "always", "off")
 _SPARE_WORDS = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}
+
+
+# Which cells are profiled when the cell's metadata does not say (its "profile" key):
+# "none", the toggled and marked ones only; "all", every cell (frontend_metadata).
+PROFILE_CHOICES = ("none", "all")
 
 
 def spare_choice(key: str, value: Any) -> str:
@@ -151,6 +157,9 @@ class KernelSettings:
     experiment_dir: str | None = None  # %scorep experiment_dir=...: parent of run directories
     spare_worker: str = "on"  # SPARE_CHOICES
     spare_template: bool = True  # builtin spares forked from a template (worker.pool)
+    profile: str = "none"  # PROFILE_CHOICES
+    # profile chosen in the environment or with %scorep (the no-metadata note is left out)
+    profile_chosen: bool = False
     # A SCOREP_KERNEL_* variable that could not be used (it is ignored); %scorep shows it.
     environ_problem: str | None = None
 
@@ -171,6 +180,13 @@ class KernelSettings:
         if spare:
             try:
                 settings.spare_worker = spare_choice("SCOREP_KERNEL_SPARE_WORKER", spare)
+            except SettingsError as e:
+                settings.environ_problem = f"{e} (the variable is ignored)"
+        profile = environ.get("SCOREP_KERNEL_PROFILE", "").strip().lower()
+        if profile:
+            try:
+                settings.profile = _check_choice("SCOREP_KERNEL_PROFILE", profile, PROFILE_CHOICES)
+                settings.profile_chosen = True
             except SettingsError as e:
                 settings.environ_problem = f"{e} (the variable is ignored)"
         template = environ.get("SCOREP_KERNEL_SPARE_TEMPLATE", "").strip()
@@ -217,6 +233,7 @@ class KernelSettings:
         spare = self.spare_worker
         template = self.spare_template
         experiment_dir = self.experiment_dir
+        profile = self.profile
         for key, value in updates.items():
             if key == "backend":
                 new_backend = _check_choice("backend", value, BACKENDS)
@@ -230,13 +247,15 @@ class KernelSettings:
                 spare = spare_choice(key, value)
             elif key == "spare_template":
                 template = flag(key, value)
+            elif key == "profile":
+                profile = _check_choice("profile", str(value).strip().lower(), PROFILE_CHOICES)
             elif key == "experiment_dir":
                 experiment_dir = (str(value).strip() or None) if value is not None else None
             elif key in MEASURE_KEYS:
                 measure[key] = value
             else:
                 raise SettingsError(
-                    f"unknown setting {key!r}: use backend, isolation, spare_worker, "
+                    f"unknown setting {key!r}: use profile, backend, isolation, spare_worker, "
                     "spare_template, experiment_dir, " + ", ".join(MEASURE_KEYS)
                 )
         measure = check_measure({k: v for k, v in measure.items() if v is not None})
@@ -247,6 +266,8 @@ class KernelSettings:
             )
         self.experiment_dir = experiment_dir
         self.spare_template = template
+        if "profile" in updates:
+            self.profile, self.profile_chosen = profile, True
         self.backend, self.isolation, self.measure, self.spare_worker = (
             new_backend, new_isolation, measure, spare
         )  # fmt: skip
@@ -310,8 +331,13 @@ class KernelSettings:
     def describe(self, available: Availability) -> str:
         """What ``%scorep`` prints."""
         isolation = self.isolation or "default (scorep: subprocess, builtin: inprocess)"
+        profile = {
+            "none": "none (the cells toggled in JupyterLab or marked %%execute_with_scorep)",
+            "all": 'all (every cell; a cell\'s own "profile": false keeps it out)',
+        }[self.profile]
         lines = [
             "Score-P kernel settings",
+            f"  profile        {profile}",
             f"  backend        {self.backend}",
             f"  isolation      {isolation}",
             f"  measurement    {self.measure or '(defaults)'}",
@@ -326,7 +352,8 @@ class KernelSettings:
             f"{available.scorep_message}",
             f"  builtin        {'available' if available.builtin else 'unavailable'}: "
             f"{available.builtin_message}",
-            "Set with: %scorep backend=auto|scorep|builtin isolation=subprocess|inprocess "
-            "max_depth=N event_cap=N metric_interval=S include=a,b exclude=c",
+            "Set with: %scorep profile=all|none backend=auto|scorep|builtin "
+            "isolation=subprocess|inprocess max_depth=N event_cap=N metric_interval=S "
+            "include=a,b exclude=c",
         ]
         return "\n".join(lines)

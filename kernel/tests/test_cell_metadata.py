@@ -24,6 +24,10 @@ def meta(**scorep):
 def test_absent_metadata_is_an_unprofiled_cell():
     assert parse_cell_metadata(None) == CellMetadata()
     assert parse_cell_metadata({"tags": ["x"]}) == CellMetadata()
+    # a cell that does not say leaves it to %scorep profile (default none); one that says, says
+    assert CellMetadata().profile is None
+    assert parse_cell_metadata(meta(profile=False)).profile is False
+    assert parse_cell_metadata(meta(backend="builtin")).profile is None
 
 
 def test_the_cells_own_keys_win_over_the_jupyterlab_settings():
@@ -114,7 +118,9 @@ def test_any_metadata_is_accepted_with_its_meaning_or_refused_in_words(scorep):
             '"scorep"' in text
         ), text
         return
-    assert isinstance(parsed.profile, bool) and isinstance(parsed.last, bool)
+    # profile: the cell's own choice, or None where it says nothing (%scorep profile decides)
+    assert parsed.profile in (True, False, None) and isinstance(parsed.last, bool)
+    assert parsed.profile is None or parsed.profile == scorep["profile"]
     assert parsed.run is None or isinstance(parsed.run, str)
     assert set(parsed.settings) <= set(SETTING_KEYS)
     # and the kernel either honours the settings or says why not

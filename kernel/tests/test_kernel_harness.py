@@ -1,5 +1,7 @@
 """A real Score-P kernel started through jupyter_client, and a way to run cells in it with
-cell metadata (``kc.execute`` sends none), collecting the cell's iopub messages.
+cell metadata as JupyterLab sends it (``kc.execute`` sends none), collecting the cell's
+iopub messages. ``frontend="bare"`` sends what jupyter_client and nbclient send (nothing),
+``frontend="vscode"`` what VS Code sends (the cell's id alone).
 
 No tests here: the kernel test modules import ``KernelHandle`` from this file.
 """
@@ -22,6 +24,18 @@ from jupyter_client.manager import KernelManager
 MIME = "application/vnd.scorep.experiment+json"
 PROFILE_SUB = {"scorep": {"profile": True, "isolation": "subprocess"}}
 PROFILE_IN = {"scorep": {"profile": True, "backend": "builtin", "isolation": "inprocess"}}
+# What JupyterLab 4 and Notebook 7 add to a cell's metadata in every execute_request.
+JUPYTERLAB_KEYS = {"deletedCells": [], "recordTiming": False}
+
+
+def request_metadata(metadata: dict[str, Any] | None, frontend: str) -> dict[str, Any]:
+    """The execute_request metadata ``frontend`` sends for a cell with ``metadata``."""
+    if frontend == "jupyterlab":
+        return {**JUPYTERLAB_KEYS, **(metadata or {})}
+    if frontend == "vscode":
+        return {"cellId": f"vscode-notebook-cell:/nb.ipynb#{uuid.uuid4().hex[:8]}"}
+    assert frontend == "bare", frontend
+    return {}
 
 
 def wait_files(path: Path, timeout: float = 60.0) -> dict[str, Any]:
@@ -71,7 +85,8 @@ class CellResult:
 class KernelHandle:
     """One running kernel; ``run`` sends an execute_request carrying cell metadata."""
 
-    def __init__(self, cwd: Path, env: dict[str, str] | None = None):
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None, frontend: str = "jupyterlab"):
+        self.frontend = frontend
         self.km = KernelManager(kernel_name="scorep-python")
         self.km._kernel_spec = KernelSpec(
             argv=[sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"],
@@ -97,7 +112,8 @@ class KernelHandle:
             "allow_stdin": allow_stdin,
             "stop_on_error": False,
         }
-        msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
+        sent = request_metadata(metadata, self.frontend)
+        msg = self.kc.session.msg("execute_request", content, metadata=sent)
         self.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 

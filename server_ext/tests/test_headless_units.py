@@ -16,6 +16,7 @@ from jupyterlab_scorep.headless import cells as cs
 from jupyterlab_scorep.headless import run_summary as hs
 from jupyterlab_scorep.headless.notebook_client import _execute_with_metadata
 from scorep_kernel.cell_metadata import parse_cell_metadata
+from scorep_kernel.frontend_metadata import sends_cell_metadata
 
 
 @pytest.fixture
@@ -64,8 +65,12 @@ def sent(nb, profiling):
 
 def test_toggled_cells_send_their_metadata_and_cell_id(nb):
     meta = sent(nb, cs.Profiling())
-    assert meta["a"] == {"cellId": "a"}
+    # JupyterLab's own keys come too: the kernel sees metadata came, also for a cell with none
+    assert meta["a"] == {"deletedCells": [], "recordTiming": False, "cellId": "a"}
+    assert sends_cell_metadata(meta["a"])
     assert meta["b"] == {
+        "deletedCells": [],
+        "recordTiming": False,
         "scorep": {"profile": True, "backend": "builtin"},
         "tags": ["t"],
         "cellId": "b",
@@ -84,7 +89,7 @@ def test_all_and_cells_choose_for_this_run_only(nb):
         "a": True,
         "b": False,  # toggled, not chosen
         "c": True,
-        "d": False,
+        "d": False,  # exactly the chosen ones, whatever %scorep profile says
     }
     assert nbformat.writes(nb) == before  # the notebook itself is not changed
 
@@ -105,6 +110,8 @@ def test_malformed_metadata_goes_to_the_kernel_unchanged(nb):
     nb.cells[0].metadata["scorep"] = "yes"
     code = cs.code_cells(nb)[0]
     assert cs.request_metadata(code, cs.Profiling("all", frozenset({1}))) == {
+        "deletedCells": [],
+        "recordTiming": False,
         "scorep": "yes",
         "cellId": "a",
     }

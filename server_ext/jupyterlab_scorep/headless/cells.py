@@ -6,7 +6,8 @@ sends the same, changed only as the command line asks, for this run only (the no
 written with ``-o`` keeps the cells' metadata as they were):
 
 - ``--all`` sets ``profile: true`` on every code cell; ``--cells 3,5-7`` profiles exactly
-  those code cells (a toggled cell not named is sent ``profile: false``);
+  those code cells (every other cell is sent ``profile: false``, so neither its toggle nor
+  the kernel's ``SCOREP_KERNEL_PROFILE=all`` profiles it);
 - ``--backend``, ``--isolation`` and ``--experiment-dir`` act as the JupyterLab settings do:
   they are sent as ``scorep.lab_settings`` (replacing the ones saved in the notebook), so
   the keys a cell sets itself still win. Without any of them the saved ``lab_settings``
@@ -115,11 +116,17 @@ def lab_settings_from_options(
     return out or None
 
 
+# What JupyterLab 4 and Notebook 7 add to every cell's metadata in an execute_request
+# (beside ``cellId``); by them the kernel knows the cell's metadata came along, also for a
+# cell that has none (scorep_kernel/frontend_metadata.py).
+JUPYTERLAB_KEYS: dict[str, Any] = {"deletedCells": [], "recordTiming": False}
+
+
 def request_metadata(code_cell: CodeCell, profiling: Profiling) -> dict[str, Any]:
     """The execute_request metadata for one code cell: its metadata as JupyterLab sends it
-    (with ``cellId``), changed as ``profiling`` asks."""
+    (with ``cellId`` and JupyterLab's own keys), changed as ``profiling`` asks."""
     cell = code_cell.cell
-    meta = copy.deepcopy(dict(cell.get("metadata") or {}))
+    meta = {**copy.deepcopy(JUPYTERLAB_KEYS), **copy.deepcopy(dict(cell.get("metadata") or {}))}
     cell_id = cell.get("id")
     if cell_id:
         meta["cellId"] = cell_id
@@ -130,10 +137,8 @@ def request_metadata(code_cell: CodeCell, profiling: Profiling) -> dict[str, Any
     if profiling.mode == "all":
         scorep["profile"] = True
     elif profiling.mode == "cells":
-        if code_cell.number in profiling.chosen:
-            scorep["profile"] = True
-        elif scorep.get("profile") is True:
-            scorep["profile"] = False
+        # exactly the chosen cells, also under the kernel's profile=all
+        scorep["profile"] = code_cell.number in profiling.chosen
     if profiling.lab_settings is not None:
         scorep["lab_settings"] = dict(profiling.lab_settings)
     if scorep:

@@ -164,7 +164,10 @@ def test_manifest_and_bundle(kernels, workdir):
     ]  # fmt: skip
     assert manifest["end_ns"] >= manifest["start_ns"] and manifest["wall_s"] >= 0
     display = next(c for c in result.of("display_data") if MIME in c["data"])
-    assert "backend" in display["data"]["text/plain"] and "<table>" in display["data"]["text/html"]
+    assert (
+        "backend" in display["data"]["text/plain"]
+        and "<table class='gt'>" in display["data"]["text/html"]
+    )
 
 
 def test_inprocess_builtin_profile(kernels):

@@ -107,6 +107,11 @@ def test_executed_notebook_renders_panels_and_html_summaries(quickstart):
         # the panel's bundle points at the experiment, and the fallbacks are there
         assert (root / "nb" / "scorep-experiments" / b[MIME]["id"]).samefile(b[MIME]["path"])
         assert "scorep-experiment-summary" in b["text/html"]
+        # written again from the finished files: the summary's verdicts, the path relative
+        # to the written notebook (out/executed.ipynb: ../nb/... is outside its folder)
+        assert "  Verdict" in b["text/plain"] and "<b>Verdict</b>" in b["text/html"]
+        assert f"files      {b[MIME]['path']}" in b["text/plain"]
+    assert "__main__:step" in bundles[0]["text/plain"]
     html = subprocess.run(
         [command("jupyter"), "nbconvert", "--to", "html", str(executed), "--output", "page"],
         cwd=root,
@@ -257,6 +262,11 @@ def test_papermill_engine_profiles_a_parameterised_notebook(tmp_path):
         tree.visits[i].sum() for i, node in enumerate(tree.nodes) if node["name"] == "__main__:tick"
     )
     assert visits == 7  # papermill's parameter reached the profiled cell
+    # the written notebook's gist is the finished profile's, paths relative to it
+    cell = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[3]
+    text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+    assert "__main__:tick" in text and "  Verdict" in text, text
+    assert f"files      scorep-experiments/{m['id']}" in text
 
 
 def test_the_kernel_is_told_of_the_profiled_cells_before_the_first_runs(tmp_path):

@@ -44,7 +44,18 @@ def exclusive_ns(recording: Recording) -> np.ndarray:
 
 def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
     """``[(name, exclusive seconds)]``, largest first, cells left out (they are the frame)."""
+    return _top(recording, exclusive_ns(recording), n)
+
+
+def top_and_measured(recording: Recording, n: int = 5) -> tuple[list[tuple[str, float]], float]:
+    """``top_regions`` and the exclusive time of every region (cells too) on every thread,
+    in seconds: what the top regions' shares are of (the panel's summary divides by the
+    same, the inclusive time of the call tree's roots)."""
     totals = exclusive_ns(recording)
+    return _top(recording, totals, n), round(float(totals.sum()) / 1e9, 6)
+
+
+def _top(recording: Recording, totals: np.ndarray, n: int) -> list[tuple[str, float]]:
     order = np.argsort(totals)[::-1]
     out: list[tuple[str, float]] = []
     for index in order:
@@ -57,9 +68,11 @@ def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
     return out
 
 
-def top_regions_or_empty(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
-    """``top_regions``, or ``[]`` if it fails: a summary must never cost the run."""
+def top_and_measured_or_empty(
+    recording: Recording, n: int = 5
+) -> tuple[list[tuple[str, float]], float | None]:
+    """``top_and_measured``, or ``([], None)`` if it fails: a summary must never cost the run."""
     try:
-        return top_regions(recording, n)
+        return top_and_measured(recording, n)
     except Exception:
-        return []
+        return [], None

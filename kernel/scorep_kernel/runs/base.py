@@ -181,6 +181,7 @@ class RunBase(abc.ABC):
         self.measured = False
         self.events: int | None = None
         self.top: list[tuple[str, float]] = []
+        self.measured_s: float | None = None  # what the shares of ``top`` are of
         self.errors: list[str] = []
         self.status = experiment.STATUS_OK  # the worst so far (experiment.ENDED_STATUSES order)
         self.finished = False
@@ -362,4 +363,5 @@ class RunBase(abc.ABC):
             measured=self.measured,
             note=note,
             tool=self.tool(),
+            measured_s=self.measured_s,
         )

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from scorep_kernel import experiment
+from scorep_kernel.runs.display_text import Gist, html_text, plain_text, shown_path, top_functions
 
 MIME_TYPE = "application/vnd.scorep.experiment+json"
 
@@ -56,9 +56,11 @@ def experiment_bundle(
     measured: bool = True,
     note: str | None = None,
     tool: str | None = None,
+    measured_s: float | None = None,
 ) -> dict[str, Any]:
     """``{mime: content}`` for one profiled cell. ``tool`` names what measured, with its
-    version ("Score-P 8.4"), when known."""
+    version ("Score-P 8.4"), when known; ``measured_s`` is the exclusive time of every
+    region on every thread, what the shares of ``top`` are of."""
     message = summary_message(backend, isolation, status, wall_s, events, measured, tool)
     if note:
         message += " " + note
@@ -75,28 +77,25 @@ def experiment_bundle(
             "wall_s": wall_s,
             "events": events,
             "top": [[name, float(t)] for name, t in (top or [])],
+            **({"measured_s": round(measured_s, 6)} if measured_s else {}),
             "message": message,
         },
     }
-    rows = [
-        ("backend", tool or backend),
-        ("isolation", isolation),
-        ("wall time", "" if wall_s is None else f"{wall_s:.3f} s"),
-        ("events", "" if events is None else f"{events:,}"),
-        ("status", status),
-        ("path", path),
-    ]
-    if run is not None:
-        rows.insert(2, ("run", f"{run} (cell {cell_index_in_run + 1})"))
-    width = max(len(k) for k, _ in rows)
-    plain = "\n".join([message] + [f"  {k.ljust(width)}  {v}" for k, v in rows])
-    cells = "".join(
-        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-        f"<td style='text-align:left'><code>{html.escape(str(v))}</code></td></tr>"
-        for k, v in rows
-    )
-    html_text = (
-        f"<div class='scorep-experiment-summary'><p>{html.escape(message)}</p>"
-        f"<table>{cells}</table></div>"
-    )
-    return {MIME_TYPE: payload, "text/plain": plain, "text/html": html_text}
+    gist = Gist(message, gist_rows(payload), shown_path(path), top_functions(top or [], measured_s))
+    return {MIME_TYPE: payload, "text/plain": plain_text(gist), "text/html": html_text(gist)}
+
+
+def gist_rows(payload: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The facts a bundle's text shows under its top functions, from the bundle itself."""
+    summary = payload.get("summary") or {}
+    wall_s, events = summary.get("wall_s"), summary.get("events")
+    backend = str(payload.get("tool") or payload.get("backend"))
+    where = _ISOLATION_WORDS.get(str(payload.get("isolation")), str(payload.get("isolation")))
+    rows = [("backend", f"{backend}, {where}")]
+    if payload.get("run") is not None:
+        rows.append(("run", f"{payload['run']} (cell {int(payload['cell_index_in_run']) + 1})"))
+    rows.append(("wall time", "" if wall_s is None else f"{wall_s:.3f} s"))
+    if events is not None:
+        rows.append(("events", f"{events:,}"))
+    rows.append(("status", str(payload.get("status"))))
+    return tuple(rows)

@@ -10,7 +10,7 @@ from typing import Any
 from scorep_kernel import experiment
 from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure import MeasureConfig, Measurement
-from scorep_kernel.measure.top_regions import top_regions_or_empty
+from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.worker.shell import cell_code_filename
 
@@ -72,7 +72,7 @@ class InprocessRun(RunBase):
                     self.add_time(phase, seconds)
                 self.events = recording.event_count
                 with self.timed("summary"):
-                    self.top = top_regions_or_empty(recording)
+                    self.top, self.measured_s = top_and_measured_or_empty(recording)
                 if recording.notes:
                     extra["measurement"] = dict(recording.notes)
             except Exception as e:

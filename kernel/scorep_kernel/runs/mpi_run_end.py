@@ -62,6 +62,8 @@ class MpiRunEnd(RankLinks):
                 for name, seconds in s.top:
                     top[name] = top.get(name, 0.0) + float(seconds)
             self.top = sorted(top.items(), key=lambda kv: -kv[1])[:5]
+            measured = [s.measured_s for s in stopped.values() if s.measured_s is not None]
+            self.measured_s = sum(measured) if measured else None
             for r, s in sorted(stopped.items()):
                 if s.error:
                     self.errors.append(f"rank {r}: stopping the measurement failed: {s.error}")

@@ -361,6 +361,7 @@ class SubprocessRun(RunBase):
                 self.add_time("recording_build", whole - tracer)
             self.events = stopped.events
             self.top = list(stopped.top)
+            self.measured_s = stopped.measured_s
             if stopped.error:
                 self.errors.append(f"stopping the measurement failed: {stopped.error}")
             if stopped.notes:

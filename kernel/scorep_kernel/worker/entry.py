@@ -286,13 +286,14 @@ class Worker:
             self.stopped = (None, msg.RunStopped(False, error=f"{type(e).__name__}: {e}"))
             return
         stopped_at = time.monotonic()
-        from scorep_kernel.measure.top_regions import top_regions_or_empty
+        from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 
-        top = top_regions_or_empty(recording)
+        top, measured_s = top_and_measured_or_empty(recording)
         report = msg.RunStopped(
             measured=True,
             events=recording.event_count,
             top=top,
+            measured_s=measured_s,
             notes=dict(recording.notes or {}),
             stamps={"stop_begin": begin, "stopped": stopped_at, "summarized": time.monotonic()},
             stop_timings=dict(self.measurement.stop_timings),

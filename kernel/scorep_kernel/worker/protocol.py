@@ -215,6 +215,8 @@ class RunStopped(Message):
     measured: bool
     events: int | None = None
     top: list[tuple[str, float]] = field(default_factory=list)
+    # exclusive time of every region on every thread (s): what the shares of ``top`` are of
+    measured_s: float | None = None
     notes: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     # received, stop_begin, stopped, summarized

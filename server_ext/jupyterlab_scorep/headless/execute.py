@@ -31,6 +31,7 @@ from scorep_kernel import experiment as ex
 from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
+from .finished_outputs import finish_outputs
 from .notebook_client import SCOREP_KERNEL, ScorePNotebookClient
 from .progress_lines import ProgressLines
 from .run_results import CellRun, RunResults
@@ -341,7 +342,10 @@ class Runner(RunResults):
             self._ipc_dir.cleanup()
 
     def write_notebook(self) -> None:
+        """The executed notebook (``-o``), each profiled cell's text rewritten with its
+        finished profile's gist, paths shown relative to where the notebook is written."""
         if self.opts.output is None:
             return
         self.opts.output.parent.mkdir(parents=True, exist_ok=True)
+        finish_outputs(self.nb, self.opts.output.parent.absolute())
         nbformat.write(self.nb, str(self.opts.output))

@@ -30,6 +30,7 @@ from papermill.utils import merge_kwargs, remove_args
 from . import cells as cellsel
 from . import experiments as exps
 from .execute import DEFAULT_KERNEL, session_name
+from .finished_outputs import finish_outputs
 from .notebook_client import SendsCellMetadata
 
 CELLS_ENV = "JUPYTER_SCOREP_CELLS"
@@ -45,6 +46,16 @@ class ScorePPapermillClient(SendsCellMetadata, PapermillNotebookClient):
             paths = [Path(b["path"]) for cell in self.nb.cells for b in exps.bundles(cell)]
             if paths:
                 exps.wait_for_files(paths, FILES_TIMEOUT_S)
+                finish_outputs(self.nb, output_folder(self.nb_man))
+
+
+def output_folder(nb_man: Any) -> Path:
+    """Where papermill writes the notebook (the paths in its outputs are shown relative to
+    it); the working directory for an output that is no local file."""
+    out = getattr(nb_man, "output_path", None)
+    if isinstance(out, str) and out not in ("-",) and "://" not in out:
+        return Path(out).absolute().parent
+    return Path.cwd()
 
 
 def profiling_for(

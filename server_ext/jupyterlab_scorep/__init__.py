@@ -37,6 +37,17 @@ class ScorePExtension(Configurable):
     ).tag(config=True)
 
 
+def __getattr__(name: str):
+    """``jupyterlab_scorep.ScorePExecutePreprocessor`` (for nbconvert's
+    ``--Exporter.preprocessors=``), imported only when asked for: the server never needs
+    nbconvert."""
+    if name == "ScorePExecutePreprocessor":
+        from .headless.nbconvert_execute import ScorePExecutePreprocessor
+
+        return ScorePExecutePreprocessor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _jupyter_labextension_paths():
     return [{"src": "labextension", "dest": "jupyterlab-scorep"}]
 

@@ -45,7 +45,9 @@ class Kernel:
             allow_stdin=False,
             stop_on_error=True,
         )
-        msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
+        # JupyterLab sends a cell's metadata with keys of its own (frontend_metadata)
+        sent = {"deletedCells": [], "recordTiming": False, **(metadata or {})}
+        msg = self.kc.session.msg("execute_request", content, metadata=sent)
         start = time.perf_counter()
         self.kc.shell_channel.send(msg)
         msg_id = msg["header"]["msg_id"]

@@ -28,6 +28,7 @@ from scorep_kernel import __version__
 from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.frontend_metadata import FrontendWatch, profiles_by_default
+from scorep_kernel.kernel_log import keep_out_of_cells
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
 from scorep_kernel.mpi.config import parse_mpi_magic
 from scorep_kernel.profiled_cells_notice import Expectation, read_notice
@@ -93,6 +94,7 @@ class ScorePKernel(IPythonKernel):
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
+        keep_out_of_cells()  # background work's log lines never land in a later cell
         self.scorep_settings = KernelSettings.from_environ()
         # `import scorep` in a cell profiled in the kernel reaches the builtin tracer
         install_scorep_shim()

@@ -208,8 +208,10 @@ def test_execute_with_scorep_magic_and_scorep_env(kernels, workdir):
     )
     try:
         assert result.status == "ok", result.reply
-        assert Path(result.bundle()["path"]) == target
-        assert profiled.value("seen") == str(target)
+        run_dir = Path(result.bundle()["path"])  # beside the name, which points at it
+        assert run_dir.parent == target.parent and run_dir.name.startswith(target.name + "-")
+        assert target.resolve() == run_dir
+        assert profiled.value("seen") == str(run_dir)
         assert result.manifest()["scorep_env"]["SCOREP_ENABLE_TRACING"] == "true"
         assert result.manifest()["isolation"] == "subprocess"
         # the worker's Score-P variables stay in the worker

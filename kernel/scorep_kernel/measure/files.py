@@ -3,8 +3,8 @@ manifest (``files_status`` "ready", or "failed" with the errors)."""
 
 from __future__ import annotations
 
+import logging
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,10 @@ import numpy as np
 
 from .. import experiment
 from ..formats.recording import Recording
+
+# Never print here: in the kernel the files are written after the cell's reply, and
+# whatever reached sys.stderr would show in the output of whichever cell runs then.
+log = logging.getLogger("scorep_kernel")
 
 
 def _measurement_summary(recording: Recording) -> dict:
@@ -45,7 +49,7 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
             fn()
         except Exception as e:  # reported in the manifest, never raised
             errors.append(f"{name}: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            log.warning("writing %s into %s failed", name, exp_dir, exc_info=True)
         timings[name] = round(time.perf_counter() - t, 4)
 
     def otf2() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scorep_kernel import experiment
+from scorep_kernel.runs import named_directory
 from scorep_kernel.runs.display import experiment_bundle
 from scorep_kernel.settings import CellSettings, SettingsError
 from scorep_kernel.worker import protocol as msg
@@ -140,11 +141,13 @@ def reserve_experiment(scorep_env: dict[str, str], parent: str | None = None) ->
     """An (id, path) not yet created: Score-P must be told its directory when its process
     starts, and creates it itself. A parent chosen for the cell (experiment_dir, from the
     cell, the JupyterLab settings or %scorep) wins over SCOREP_EXPERIMENT_DIRECTORY
-    (%%scorep_env or the environment), which names the directory itself, as in Score-P."""
+    (%%scorep_env or the environment), which names the directory itself, as in Score-P:
+    the run is written beside it and the name points at the newest run (named_directory)."""
     exp_id = experiment.new_experiment_id()
     explicit = experiment_location(scorep_env)
     if explicit and not parent:
-        return exp_id, Path(explicit).expanduser().absolute()
+        named = Path(explicit).expanduser().absolute()
+        return exp_id, named_directory.run_directory(named, exp_id)
     return exp_id, experiment_parent(parent) / exp_id
 
 
@@ -188,6 +191,9 @@ class RunBase(abc.ABC):
         # the latest cell: its index in the run and its own run time (for the bundle)
         self.last_cell_index = 0
         self.last_cell_wall: float | None = None
+        # Sentences for the latest cell's bundle (what it could not bring back, a directory
+        # moved aside): said once, in words, in that cell's output.
+        self.cell_notes: list[str] = []
         # Where a profiled cell's time goes, phase -> seconds (summed over the run's cells);
         # the phases follow one another, so their sum is the cell's time in the kernel.
         self.timings: dict[str, float] = {}
@@ -264,16 +270,18 @@ class RunBase(abc.ABC):
                 ) from None
 
     def _create_experiment(self, reserved: tuple[str, Path] | None) -> None:
-        if reserved is not None:
+        if reserved is not None:  # Score-P made it when its process started
             self.exp_id, self.exp_dir = reserved
             self.exp_dir.mkdir(parents=True, exist_ok=True)
         else:
             self.exp_id, self.exp_dir = reserve_experiment(
                 self.scorep_env, self.settings.experiment_parent
             )
-            # an explicit SCOREP_EXPERIMENT_DIRECTORY may exist already (as in Score-P)
-            explicit = self.exp_dir.name != self.exp_id
-            self.exp_dir.mkdir(parents=True, exist_ok=explicit)
+            self.exp_dir.mkdir(parents=True)
+        # SCOREP_EXPERIMENT_DIRECTORY now points at this run (what it held moved aside)
+        moved = named_directory.point_at(self.exp_dir, self.exp_id, self.scorep_env)
+        if moved:
+            self.cell_notes.append(moved)
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
         manifest = experiment.new_manifest(
@@ -296,6 +304,8 @@ class RunBase(abc.ABC):
         self.cells[index]["start_ns"] = int(epoch_ns)
 
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
+        if self.cells:  # what begin() noted belongs to the first cell
+            self.cell_notes = []
         self.cells.append(experiment.cell_record(cell_id, execution_count, code))
         assert self.exp_dir is not None  # begin() made it before any cell
         with self.timed("manifest"):
@@ -361,7 +371,7 @@ class RunBase(abc.ABC):
             run=self.run_id,
             cell_index_in_run=cell_index,
             measured=self.measured,
-            note=note,
+            note=" ".join(n for n in (note, *self.cell_notes) if n) or None,
             tool=self.tool(),
             measured_s=self.measured_s,
         )

@@ -13,13 +13,18 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # generic in typeshed only (at run time from Python 3.11 on)
+    _StreamHandler = logging.StreamHandler[TextIO]
+else:
+    _StreamHandler = logging.StreamHandler
 
 LOGGER = "scorep_kernel"
 _FORMAT = "[ScorePKernel] %(levelname)s | %(message)s"
 
 
-class _ProcessStderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _ProcessStderr(_StreamHandler):
     """Writes to the process's own stderr: under ipykernel, the copy of file descriptor 2
     it keeps while it forwards what is written to descriptor 2 into the current cell (as
     ipykernel reroutes its own log handler)."""

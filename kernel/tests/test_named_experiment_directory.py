@@ -88,7 +88,7 @@ def named_kernel(tmp_path_factory):
     (cwd / "runs").mkdir()
     (cwd / "runs" / "traces").mkdir()  # the peer's test setup makes it before the kernel
     (cwd / "runs" / "traces" / "earlier.txt").write_text("a plain Score-P run's files")
-    env = {"SCOREP_EXPERIMENT_DIRECTORY": "runs/traces", "SCOREP_KERNEL_SPARE_TEMPLATE": "false"}
+    env = {"SCOREP_EXPERIMENT_DIRECTORY": "runs/traces"}
     kernel = KernelHandle(cwd, env)
     yield kernel, cwd
     kernel.shutdown()

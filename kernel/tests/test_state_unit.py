@@ -113,9 +113,16 @@ def test_placeholder_message_and_every_use_raises():
         NotTransferredError, match=r"^`g` \(a generator\) stays in the kernel: .* Create it inside"
     ):
         next(generic)
-    back = placeholder_for("g", "a generator", where="worker")
-    with pytest.raises(NotTransferredError, match="was created in the profiling process"):
+    back = placeholder_for("g", "a generator", where="worker", origin="cell [4]")
+    with pytest.raises(
+        NotTransferredError,
+        match=r"^`g` \(a generator\) was made by cell \[4\] in its profiling process .* "
+        r"To keep it, run that cell in the kernel: unprofiled, or profiled in-process",
+    ):
         back.send
+    assert repr(back) == (
+        "<g: a generator, made by cell [4] in its profiling process, not brought back>"
+    )
 
 
 def test_placeholder_never_travels_back_and_kernel_object_stays():

@@ -223,13 +223,9 @@ class SubprocessRun(RunBase):
         self.interrupted_at = None
         self.killed_after_interrupt = False
         with self.timed("pack"):
+            # What cannot be sent stays here; in the worker a placeholder explains itself
+            # if the cell uses it (no warning for what the cell may never touch).
             packet = transfer.pack(shell.user_ns)
-        for name, reason in packet.skipped.items():
-            output.stream(
-                "stderr",
-                f"Warning: {name!r} cannot be sent to the profiling process ({reason}); it "
-                f"keeps its value here, but using it in this profiled cell raises an error.\n",
-            )
         index = self.add_cell(request.cell_id, count, request.code)
         cell_start = time.perf_counter()
         self.last_cell_index, self.last_cell_wall = index, 0.0
@@ -289,14 +285,12 @@ class SubprocessRun(RunBase):
         except ChannelClosed:
             pass
         with self.timed("apply"):
-            result = transfer.apply_in_kernel(shell.user_ns, unpacked, packet)
-        for name, reason in done.skipped.items():
-            if name not in packet.skipped and name != transfer.RESULT_NAME:
-                output.stream(
-                    "stderr",
-                    f"Warning: {name!r} was made in the profiled cell but cannot be brought "
-                    f"back to the notebook ({reason}).\n",
-                )
+            result, lost = transfer.apply_in_kernel(
+                shell.user_ns, unpacked, packet, origin=f"cell [{count}]"
+            )
+        said = transfer.lost_words(lost)
+        if said:  # in words, once, in this cell's bundle (its summary message)
+            self.cell_notes.append(said)
         if done.interrupted:
             status = experiment.STATUS_INTERRUPTED
         elif done.status == "error":  # the worker's CellDone word, not the manifest's

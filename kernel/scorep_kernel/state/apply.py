@@ -23,6 +23,9 @@ class Changes:
     deleted: list[str] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)  # skipped: left as they were, {name: reason}
     placeholders: list[str] = field(default_factory=list)
+    # with lost_origin: rebound on the other side to what could not come, {name: reason};
+    # a placeholder that says so stands in their place
+    lost: dict[str, str] = field(default_factory=dict)
     environ_set: list[str] = field(default_factory=list)
     environ_removed: list[str] = field(default_factory=list)
     sys_path_changed: bool = False
@@ -123,6 +126,7 @@ def apply(
     placeholder_where: str = "kernel",
     environ_ignore: Iterable[str] = (),
     keep_paths: Iterable[str] = (),
+    lost_origin: str | None = None,
 ) -> Changes:
     """Make `target` equal to the unpacked namespace and apply the process state.
 
@@ -135,6 +139,10 @@ def apply(
       that `target` lacks is bound to placeholder_for(name, reason, where=placeholder_where).
     * environ_ignore: prefixes of environment variables to leave alone (e.g. "SCOREP_").
     * keep_paths: sys.path entries that are this process's own (e.g. the scorep shim).
+    * lost_origin (the kernel side, e.g. "cell [5]"): a skipped name that was not a
+      placeholder over there was (re)bound there to something that cannot come back: its
+      value here is stale, so a placeholder saying what it was and which cell made it
+      takes its place (Changes.lost). Without it such names keep their value here.
     """
     changes = Changes()
     if unpacked.process_state is not None:
@@ -165,7 +173,10 @@ def apply(
                 changes.deleted.append(name)
 
     for name, reason in unpacked.skipped.items():
-        if bind_placeholders and (name not in target or is_placeholder(target[name])):
+        if lost_origin is not None and name not in unpacked.stayed:
+            target[name] = placeholder_for(name, reason, where="worker", origin=lost_origin)
+            changes.lost[name] = reason
+        elif bind_placeholders and (name not in target or is_placeholder(target[name])):
             if name not in target:
                 changes.placeholders.append(name)
             target[name] = placeholder_for(name, reason, where=placeholder_where)

@@ -4,7 +4,8 @@ Header layout (bytes, version 1)::
 
     b"SKST" + u8 version + u64 meta length + meta (plain pickle) + payload
 
-`meta` holds the process state, the skipped names, the buffer descriptors (see transport.py)
+`meta` holds the process state, the skipped names (and which of them were placeholders,
+``stayed``: the receiver holds those objects), the buffer descriptors (see transport.py)
 and one entry per travelling name: (name, start, end, first buffer, buffer count) into
 `payload`. The payload is a sequence of pickles written by ONE NamespacePickler, one dump per
 name; the pickler's memo spans the dumps, so objects shared between names (``b = a``) are
@@ -26,7 +27,7 @@ import numpy as np
 
 from .names import travelling_names
 from .pickler import LargeBytes, NamespacePickler, NamespaceUnpickler
-from .placeholder import describe_unpicklable, is_placeholder, known_unpicklable
+from .placeholder import describe_unpicklable, known_unpicklable, stands_for_object
 from .transport import Exporter, StateTransferError, choose_transport, import_buffers
 
 __all__ = ["OUT_OF_BAND_MIN", "Packet", "Unpacked", "capture_process_state", "pack", "unpack"]
@@ -54,9 +55,12 @@ class Packet:
         names: tuple[str, ...],
         exporter: Exporter,
         transport: str,
+        stayed: frozenset[str] = frozenset(),
     ):
         self.header = header
         self.skipped = skipped
+        #: the skipped names that were placeholders: the other side holds their objects
+        self.stayed = stayed
         self.nbytes = nbytes
         #: the names that travelled (pass them as apply(previous_names=...) when the answer comes)
         self.names = names
@@ -158,10 +162,12 @@ def pack(
     names, left_out = travelling_names(namespace, skip)
     skipped: dict[str, str] = {name: "left out on request" for name in left_out}
     candidates = []
+    stayed = set()
     for name in names:
         value = namespace[name]
-        if is_placeholder(value):
+        if stands_for_object(value):  # the receiver holds the object itself
             skipped[name] = describe_unpicklable(value)
+            stayed.add(name)
             continue
         reason = known_unpicklable(value)
         if reason is not None:
@@ -194,12 +200,14 @@ def pack(
         "entries": entries,
         "buffers": descriptors,
         "skipped": dict(skipped),
+        "stayed": sorted(stayed),
         "process_state": capture_process_state() if process_state else None,
     }
     meta_bytes = pickle.dumps(meta, protocol=5)
     header = b"".join([_PREFIX.pack(MAGIC, VERSION, len(meta_bytes)), meta_bytes, payload])
     nbytes = len(header) + sum(raw.nbytes for raw in raws)
-    return Packet(header, skipped, nbytes, tuple(e[0] for e in entries), exporter, transport)
+    names_sent = tuple(e[0] for e in entries)
+    return Packet(header, skipped, nbytes, names_sent, exporter, transport, frozenset(stayed))
 
 
 class _BufferCursor:
@@ -231,6 +239,8 @@ class Unpacked:
     def __init__(self, meta: dict, payload: bytes, buffers: list):
         self.process_state: dict | None = meta["process_state"]
         self.skipped: dict[str, str] = dict(meta["skipped"])
+        #: skipped names that were placeholders on the sending side: this side has them
+        self.stayed: frozenset[str] = frozenset(meta.get("stayed", ()))
         self.transport: str = meta["transport"]
         self.names: tuple[str, ...] = tuple(e[0] for e in meta["entries"])
         self._entries = meta["entries"]

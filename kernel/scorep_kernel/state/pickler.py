@@ -10,7 +10,9 @@ with protocol 5 (large buffers out of band), plus:
   to the dict it was given), so ``def f(): return x`` sees later changes of ``x`` on both sides.
   cloudpickle alone would give them a fresh private dict holding copies of the globals they
   used at pickling time.
-* Placeholders refuse to be pickled, so they can never travel back and overwrite real objects.
+* Placeholders for objects the other side holds refuse to be pickled, so they can never travel
+  back and overwrite real objects (those for objects that are gone travel as themselves).
+* Threads that finished (or never started) travel as such (threads.py).
 * bytearray / memoryview (and large top-level bytes, see `LargeBytes`) go out of band too.
 """
 
@@ -21,6 +23,7 @@ import importlib
 import io
 import pickle
 import sys
+import threading
 import types
 
 import cloudpickle
@@ -28,7 +31,8 @@ import numpy as np
 from cloudpickle import cloudpickle as _cp
 
 from .arrays import covering_arrays, reduce_array
-from .placeholder import NotTransferredError, Placeholder, placeholder_for
+from .placeholder import NotTransferredError, Placeholder, placeholder_for, stands_for_object
+from .threads import reduce_thread
 from .torch_support import TorchReducer
 
 PROTOCOL = 5
@@ -121,7 +125,9 @@ class NamespacePickler(cloudpickle.Pickler):
             if isinstance(name, str) and sys.modules.get(name) is obj:
                 return import_module_or_placeholder, (name,)
         elif kind is Placeholder:
-            raise NotTransferredError(f"cannot pickle Placeholder {obj!r}")
+            if stands_for_object(obj):
+                raise NotTransferredError(f"cannot pickle Placeholder {obj!r}")
+            return obj.__reduce_ex__(PROTOCOL)  # one for an object that is gone
         elif kind is _NamespaceGlobals:
             return "NAMESPACE_GLOBALS"
         elif kind in _FILE_TYPES:
@@ -140,6 +146,8 @@ class NamespacePickler(cloudpickle.Pickler):
             # side cannot look up. Rebuild the wrapper around the function (the cache starts empty).
             parameters = obj.cache_parameters()
             return _rebuild_lru_cache, (obj.__wrapped__, parameters["maxsize"], parameters["typed"])
+        elif isinstance(obj, threading.Thread):  # finished or never started: threads.py
+            return reduce_thread(obj)
         elif self._torch is not None and kind is self._torch.typed_storage:
             reduced = self._torch.reduce_typed_storage(obj)
             if reduced is not NotImplemented:

@@ -21,6 +21,7 @@ __all__ = [
     "describe_unpicklable",
     "is_placeholder",
     "placeholder_for",
+    "stands_for_object",
 ]
 
 
@@ -35,27 +36,40 @@ _HINTS = {
 _DEFAULT_HINT = "Create it inside the profiled cell, or run this cell without profiling."
 
 
-def _message(name: str, reason: str, where: str) -> str:
+# How to keep an object a profiled cell made in its process (the cell's words, too).
+KEEP_HINT = (
+    "To keep it, run that cell in the kernel: unprofiled, or profiled in-process (cell "
+    'metadata "isolation": "inprocess", builtin backend); or make it again in a later cell.'
+)
+
+
+def _message(name: str, reason: str, where: str, origin: str | None = None) -> str:
     if where == "kernel":
         return (
             f"`{name}` ({reason}) stays in the kernel: it cannot be sent to the profiling process. "
             + _HINTS.get(reason, _DEFAULT_HINT)
         )
     return (
-        f"`{name}` ({reason}) was created in the profiling process and cannot be brought back to the "
-        "kernel. Create it in a cell that is not profiled, or recreate it here."
+        f"`{name}` ({reason}) was made by {origin or 'a profiled cell'} in its profiling process "
+        f"and could not come back to the kernel. {KEEP_HINT}"
     )
+
+
+def _lost(name: str, reason: str, origin: str | None) -> Placeholder:
+    """Unpickling side of a placeholder for an object that is gone (``where="worker"``)."""
+    return Placeholder(name, reason, "worker", origin)
 
 
 class Placeholder:
     """Bound in place of an object that could not travel. Every use raises NotTransferredError."""
 
-    __slots__ = ("_name", "_reason", "_where")
+    __slots__ = ("_name", "_origin", "_reason", "_where")
 
-    def __init__(self, name: str, reason: str, where: str = "kernel"):
+    def __init__(self, name: str, reason: str, where: str = "kernel", origin: str | None = None):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_reason", reason)
         object.__setattr__(self, "_where", where)
+        object.__setattr__(self, "_origin", origin)
 
     def _fail(self, *args, **kwargs):
         raise NotTransferredError(
@@ -63,6 +77,7 @@ class Placeholder:
                 object.__getattribute__(self, "_name"),
                 object.__getattribute__(self, "_reason"),
                 object.__getattribute__(self, "_where"),
+                object.__getattribute__(self, "_origin"),
             )
         )
 
@@ -80,18 +95,25 @@ class Placeholder:
     def __repr__(self):
         name = object.__getattribute__(self, "_name")
         reason = object.__getattribute__(self, "_reason")
-        where = (
-            "the kernel"
-            if object.__getattribute__(self, "_where") == "kernel"
-            else "the profiling process"
-        )
-        return f"<{name}: {reason}, left in {where}>"
+        if object.__getattribute__(self, "_where") == "kernel":
+            return f"<{name}: {reason}, left in the kernel>"
+        origin = object.__getattribute__(self, "_origin") or "a profiled cell"
+        return f"<{name}: {reason}, made by {origin} in its profiling process, not brought back>"
 
     def __reduce_ex__(self, protocol):
+        # One that stands for a real object elsewhere never travels (it would replace that
+        # object there); one for an object that is gone may: it says the same anywhere.
+        if object.__getattribute__(self, "_where") == "worker":
+            return _lost, (
+                object.__getattribute__(self, "_name"),
+                object.__getattribute__(self, "_reason"),
+                object.__getattribute__(self, "_origin"),
+            )
         self._fail()
 
-    # _fail, not __reduce_ex__: __reduce__() takes no protocol argument
-    __reduce__ = _fail
+    def __reduce__(self):  # __reduce__() takes no protocol argument
+        return self.__reduce_ex__(2)
+
     # Special methods are looked up on the type, bypassing __getattribute__: define them all.
     __call__ = __iter__ = __next__ = __len__ = __bool__ = __getitem__ = __setitem__ = (
         __delitem__
@@ -109,20 +131,28 @@ class Placeholder:
     __fspath__ = __array__ = _fail
 
 
-def placeholder_for(name: str, reason: str, *, where: str = "kernel") -> Placeholder:
+def placeholder_for(
+    name: str, reason: str, *, where: str = "kernel", origin: str | None = None
+) -> Placeholder:
     """The object to bind in place of `name`, which stayed behind because of `reason`.
 
     `where` says where the real object lives: "kernel" (default: the worker binds this for a
     kernel object it did not get) or "worker" (the kernel binds it for an object the
-    profiled cell created and that could not come back).
+    profiled cell created and that could not come back: gone with its process; `origin`
+    names the cell, e.g. "cell [5]").
     """
     if where not in ("kernel", "worker"):
         raise ValueError(f"where must be 'kernel' or 'worker', not {where!r}")
-    return Placeholder(name, reason, where)
+    return Placeholder(name, reason, where, origin)
 
 
 def is_placeholder(value: object) -> bool:
     return type(value) is Placeholder
+
+
+def stands_for_object(value: object) -> bool:
+    """A placeholder for an object that lives on in the other process (never sent back)."""
+    return is_placeholder(value) and object.__getattribute__(value, "_where") == "kernel"
 
 
 # --- describing why something cannot travel --------------------------------------------------
@@ -143,7 +173,7 @@ def _describe_type(value: object) -> str | None:
     if isinstance(value, (*_LOCK_TYPES, threading.Condition, threading.Semaphore)):
         return "a lock"
     if isinstance(value, threading.Thread):
-        return "a thread"
+        return "a running thread" if value.is_alive() else None  # see threads.py
     if isinstance(value, (types.FrameType, types.TracebackType)):
         return "a stack frame"
     module = type(value).__module__ or ""
@@ -163,7 +193,7 @@ def known_unpicklable(value: object) -> str | None:
 
 _NAMES_IN_ERRORS = [
     (
-        re.compile(r"Placeholder|stays in the kernel|cannot be brought back"),
+        re.compile(r"Placeholder|stays in the kernel|cannot be brought back|could not come back"),
         "an object that stayed behind",
     ),
     (re.compile(r"generator"), "a generator"),

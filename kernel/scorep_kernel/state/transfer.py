@@ -39,18 +39,39 @@ def unpack(header: bytes) -> Unpacked:
     return _state.unpack(header)
 
 
-def apply_in_kernel(namespace: dict[str, Any], unpacked: Unpacked, sent: Packet) -> Any:
+def apply_in_kernel(
+    namespace: dict[str, Any], unpacked: Unpacked, sent: Packet, origin: str = "a profiled cell"
+) -> tuple[Any, dict[str, str]]:
     """The worker's namespace after a cell, into the kernel's: names the worker deleted go,
-    names that could not come back keep the kernel's value. Returns the value of the cell's
-    last expression (None when it had none), taken out of the namespace again."""
-    _state.apply(
+    names the worker held placeholders for keep the kernel's objects, and names the cell
+    (``origin``, e.g. "cell [5]") bound to something that cannot come back become
+    placeholders saying so (never a stale value, never a missing name). Returns the value
+    of the cell's last expression (None when it had none or it could not come), taken out
+    of the namespace again, and the lost names with the reason of each."""
+    changes = _state.apply(
         namespace,
         unpacked,
         previous_names=sent.names,
         environ_ignore=ENVIRON_IGNORE,
         keep_paths=KEEP_PATHS,
+        lost_origin=origin,
     )
-    return namespace.pop(RESULT_NAME, None)
+    result = namespace.pop(RESULT_NAME, None)
+    if RESULT_NAME in changes.lost:
+        result = None  # Out[n] shows nothing, as for a value that never came
+    return result, {n: r for n, r in changes.lost.items() if n != RESULT_NAME}
+
+
+def lost_words(lost: dict[str, str]) -> str | None:
+    """One sentence for the cell's output about what it could not bring back."""
+    if not lost:
+        return None
+    names = ", ".join(f"{n} ({r})" for n, r in sorted(lost.items()))
+    return (
+        f"Not brought back from the profiling process: {names}; each is now a placeholder "
+        "that says so when used. To keep such objects, run this cell unprofiled or profiled "
+        'in-process (cell metadata "isolation": "inprocess", builtin backend).'
+    )
 
 
 def apply_in_worker(

@@ -195,14 +195,19 @@ class ScorePKernel(IPythonKernel):
         self.defer(self._prepare_spare)
         return reply
 
-    async def execute_request(self, stream, ident, parent):
+    async def dispatch_shell(self, msg, /, subshell_id=None, **kwargs):
         try:
-            await super().execute_request(stream, ident, parent)
+            await super().dispatch_shell(msg, subshell_id, **kwargs)
         finally:
-            self._run_after_reply()
+            # After the reply and the idle status: work started here (an in-process run's
+            # files, the spare) must not delay the kernel's answer. Before the next
+            # message, which the main shell takes only after this. (Subshells are threads
+            # of their own: never theirs to run.)
+            if subshell_id is None:
+                self._run_after_reply()
 
     def defer(self, call: Any) -> None:
-        """Run ``call`` once the current cell's reply is sent."""
+        """Run ``call`` once the current cell's reply is sent and the kernel is idle."""
         self._after_reply.append(call)
 
     def _run_after_reply(self) -> None:

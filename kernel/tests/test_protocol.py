@@ -38,6 +38,7 @@ SAMPLES = {
     "list[tuple[str, float]]": [("__main__:f", 0.5)],
     "dict[str, int]": {"0": 4711},
     "float": 0.1,
+    "list[dict[str, Any]]": [{"source": "page", "data": {"text/plain": "zip"}, "start": 0}],
 }
 
 

@@ -301,7 +301,12 @@ class SubprocessRun(RunBase):
         # The cell's own run time as the worker measured it (without the transfers).
         self.last_cell_wall = float(done.wall_s or (time.perf_counter() - cell_start))
         if status == experiment.STATUS_OK:
-            ok = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
+            ok = {
+                "status": "ok",
+                "execution_count": count,
+                "user_expressions": {},
+                "payload": list(done.payload),  # the pager's text, as a plain cell's reply
+            }
             return ok, result
         interrupted = status == experiment.STATUS_INTERRUPTED
         ename = "KeyboardInterrupt" if interrupted else (done.ename or "Error")

@@ -268,6 +268,7 @@ class Worker:
                 wall_s=wall,
                 imported=_imported_since(modules_before),
                 stamps={**stamps, "packed": time.monotonic()},
+                payload=shell.take_payload(),
             )
         )
         if cell.last:

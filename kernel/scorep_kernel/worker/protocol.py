@@ -205,6 +205,8 @@ class CellDone(Message):
     imported: list[str] = field(default_factory=list)
     # received, unpacked, applied, cell_end, packed
     stamps: dict[str, float] = field(default_factory=dict)
+    # execute_reply payloads (the pager's text for `zip?`, `set_next_input`), in order
+    payload: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

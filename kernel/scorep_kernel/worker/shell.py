@@ -175,7 +175,10 @@ def cell_code_filename(shell: Any, code: str, execution_count: int) -> str:
 
 
 class WorkerShell(InteractiveShell):
-    """Keeps the formatted traceback for the kernel instead of printing it."""
+    """Keeps the formatted traceback for the kernel instead of printing it, and what the
+    cell asks of the frontend (the pager's text for ``zip?``, the next input's text for
+    ``%load``) as execute_reply payloads, as ipykernel's shell does: the kernel's reply to
+    the cell carries them (``take_payload``)."""
 
     last_error: dict[str, Any] | None = None
     # make_shell creates it with these classes (annotations only: the traits stay IPython's)
@@ -193,6 +196,31 @@ class WorkerShell(InteractiveShell):
 
     def enable_gui(self, gui=None):  # no event loops in a headless worker
         pass
+
+    def init_hooks(self) -> None:
+        super().init_hooks()
+        from IPython.core import page
+
+        self.set_hook("show_in_pager", page.as_hook(self._page_payload), 99)
+
+    @property
+    def _payloads(self) -> Any:
+        manager = self.payload_manager
+        assert manager is not None  # InteractiveShell.__init__ makes it
+        return manager
+
+    def _page_payload(self, strg, start=0, screen_lines=0, pager_cmd=None) -> None:
+        data = strg if isinstance(strg, dict) else {"text/plain": strg}
+        self._payloads.write_payload({"source": "page", "data": data, "start": max(0, start)})
+
+    def set_next_input(self, text, replace=False) -> None:
+        self._payloads.write_payload({"source": "set_next_input", "text": text, "replace": replace})
+
+    def take_payload(self) -> list[dict[str, Any]]:
+        """The payloads the last cell wrote (cleared)."""
+        payload = list(self._payloads.read_payload())
+        self._payloads.clear_payload()
+        return payload
 
 
 def make_shell(channel: Any, colors: str | None = None) -> WorkerShell:

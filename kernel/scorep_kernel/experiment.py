@@ -27,6 +27,14 @@ template, no spare at hand) | ``worker_fresh`` (getting a worker process), ``sta
 ``messages`` (the rest of the round trips), ``tracer_stop``, ``recording_build``,
 ``summary``, ``manifest``. Readers must accept phases they do not know.
 
+``writers`` (additive): the processes that will say how the run ended (the kernel, and a
+subprocess run's worker), each ``{pid, host, boot_id, start}`` (``start``: the process's
+start time in clock ticks since boot, so a reused pid is told apart). A run whose manifest
+still says "running" or files "pending" when every writer has ended (a kernel killed, or
+shut down while an in-process run's files were written) is settled by whoever reads it
+(``read_manifest``): status "crashed", files "failed", and an error saying why. Processes
+of another host (or another boot) are never judged.
+
 The format stays version 1 and changes only additively: new keys and new files may
 appear; readers ignore what they do not know.
 
@@ -234,10 +242,12 @@ def new_manifest(
     binding_args: list[str] | None = None,
     start_ns: int | None = None,
     notebook: str | None = None,
+    writer_pids: list[int] | None = None,
 ) -> dict[str, Any]:
     """The manifest as first written, with status "running". ``notebook`` is the notebook's
     path relative to the server root, when the kernel knows it (Jupyter's session sets
-    JPY_SESSION_NAME)."""
+    JPY_SESSION_NAME). ``writer_pids``: the processes besides this one that will say how
+    the run ended (a worker)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if isolation not in ISOLATIONS:
@@ -269,6 +279,8 @@ def new_manifest(
         # files being finished in the background: one of FILES_STATUSES
         "files_status": FILES_PENDING,
         "errors": [],
+        # who will say how the run ended (see "writers" above)
+        "writers": [process_record(pid) for pid in (os.getpid(), *(writer_pids or []))],
     }
 
 
@@ -352,7 +364,7 @@ def update_manifest(exp_dir: str | os.PathLike, **changes: Any) -> dict[str, Any
     "errors" entries are appended; other keys are replaced. Returns the new manifest."""
     exp_dir = Path(exp_dir)
     with _manifest_lock(exp_dir):
-        manifest = read_manifest(exp_dir)
+        manifest = _read_checked(exp_dir)
         for key, value in changes.items():
             if key in ("files", "measurement") and isinstance(value, dict):
                 manifest.setdefault(key, {}).update(value)
@@ -365,7 +377,15 @@ def update_manifest(exp_dir: str | os.PathLike, **changes: Any) -> dict[str, Any
 
 
 def read_manifest(exp_dir: str | os.PathLike) -> dict[str, Any]:
-    """The manifest, checked for the fields everything else relies on."""
+    """The manifest, checked for the fields everything else relies on; a run whose writers
+    have all ended without saying how it ended is settled first (see "writers")."""
+    manifest = _read_checked(exp_dir)
+    if orphaned(manifest):
+        return _settle_orphan(Path(exp_dir), manifest)
+    return manifest
+
+
+def _read_checked(exp_dir: str | os.PathLike) -> dict[str, Any]:
     path = Path(exp_dir) / MANIFEST
     try:
         text = path.read_text(encoding="utf-8")
@@ -390,6 +410,118 @@ def read_manifest(exp_dir: str | os.PathLike) -> dict[str, Any]:
         if not isinstance(manifest.get(key), str):
             raise ExperimentError(f"{path} lacks the field {key!r}")
     return manifest
+
+
+# --- writers: who says how a run ended ------------------------------------------------
+
+
+def boot_id() -> str:
+    """This boot of this host (Linux), "" where unknown."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, Linux); None if there is none
+    (or only its corpse: a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    try:
+        # fields[0] is field 3 of proc(5) (the state), fields[19] field 22 (start time)
+        return None if fields[0] in ("Z", "X") else int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def process_record(pid: int) -> dict[str, Any]:
+    """A ``writers`` entry for process ``pid`` of this host."""
+    return {
+        "pid": pid,
+        "host": socket.gethostname(),
+        "boot_id": boot_id(),
+        "start": _start_ticks(pid),
+    }
+
+
+def writer_alive(record: Any) -> bool | None:
+    """Whether the writer still runs: True, False, or None where this host cannot tell
+    (another host or boot, or a record it does not understand)."""
+    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+        return None
+    here = boot_id()
+    if record.get("host") != socket.gethostname() or not here or record.get("boot_id") != here:
+        return None
+    start = _start_ticks(record["pid"])
+    return start is not None and (record.get("start") is None or start == record["start"])
+
+
+def orphaned(manifest: dict[str, Any]) -> bool:
+    """The run has not said how it ended, and every writer it named has ended."""
+    unsettled = (
+        manifest.get("status") == STATUS_RUNNING or manifest.get("files_status") == FILES_PENDING
+    )
+    writers = manifest.get("writers")
+    if not unsettled or not isinstance(writers, list) or not writers:
+        return False
+    return all(writer_alive(w) is False for w in writers)
+
+
+def _as_ended(manifest: dict[str, Any]) -> dict[str, Any]:
+    """An orphaned run's manifest as it ended: what was still under way failed."""
+    pids = ", ".join(str(w.get("pid")) for w in manifest["writers"] if isinstance(w, dict))
+    ended = dict(manifest)
+    if manifest.get("status") == STATUS_RUNNING:
+        ended["status"] = STATUS_CRASHED
+        why = f"The kernel (process {pids}) ended while this run was still going"
+    else:
+        why = f"The kernel (process {pids}) ended while this run's files were being written"
+    if manifest.get("files_status") == FILES_PENDING:
+        ended["files_status"] = FILES_FAILED
+    prior = manifest.get("errors")
+    ended["errors"] = [
+        *(prior if isinstance(prior, list) else []),
+        f"{why} (shut down or killed): the files are missing or incomplete. Run the cell again.",
+    ]
+    return ended
+
+
+def _settle_orphan(exp_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Say in the manifest how an orphaned run ended (when the directory can be written;
+    the reader gets the same answer either way)."""
+    try:
+        with _manifest_lock(exp_dir):
+            manifest = _read_checked(exp_dir)
+            if not orphaned(manifest):  # settled meanwhile
+                return manifest
+            manifest = _as_ended(manifest)
+            _atomic_write_json(exp_dir / MANIFEST, manifest)
+            return manifest
+    except OSError:  # a read-only experiment: answer as if it were written
+        return _as_ended(manifest)
+
+
+def settle(exp_dir: str | os.PathLike, why: str) -> None:
+    """The run's writer stops waiting (the kernel shuts down): a run still "running" ended
+    "crashed", files still "pending" "failed", with ``why`` as the error."""
+    exp_dir = Path(exp_dir)
+    with _manifest_lock(exp_dir):
+        manifest = _read_checked(exp_dir)
+        changes: dict[str, Any] = {}
+        if manifest.get("status") == STATUS_RUNNING:
+            changes["status"] = STATUS_CRASHED
+        if manifest.get("files_status") == FILES_PENDING:
+            changes["files_status"] = FILES_FAILED
+        if not changes:
+            return
+        manifest.update(changes)
+        manifest.setdefault("errors", []).append(why)
+        _atomic_write_json(exp_dir / MANIFEST, manifest)
 
 
 def list_experiments(parent: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:

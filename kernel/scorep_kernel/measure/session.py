@@ -228,9 +228,15 @@ class Measurement:
         self.stop_timings = {"tracer_stop": t_built - t_stop, "recording_build": t_end - t_built}
         return self.recording
 
-    def write_files(self, recording: Recording | None = None, background: bool = True):
+    def write_files(
+        self,
+        recording: Recording | None = None,
+        background: bool = True,
+        on_done: Callable[[], None] | None = None,
+    ):
         """Write traces.otf2, profile.cubex and metrics, then mark the manifest ready (or
-        failed, with the error). Never raises from the background thread."""
+        failed, with the error). Never raises from the background thread, which calls
+        ``on_done`` (from that thread) when it ends."""
         from .files import write_all
 
         recording = recording or self.recording
@@ -239,11 +245,13 @@ class Measurement:
         if not background:
             write_all(self.exp_dir, recording)
             return None
+        # A daemon: a kernel shutting down waits for it only as long as it chooses (and then
+        # says in the manifest that the files were cut short), never until the writing ends.
         thread = threading.Thread(
             target=_write_at_idle_priority,
-            args=(self.exp_dir, recording),
+            args=(self.exp_dir, recording, on_done),
             name="scorep-write-files",
-            daemon=False,
+            daemon=True,
         )
         thread.start()
         return thread
@@ -430,7 +438,9 @@ def _clock_map(pair0: tuple[float, float], pair1: tuple[float, float]):
     return to_perf
 
 
-def _write_at_idle_priority(exp_dir: Path, recording: Recording) -> None:
+def _write_at_idle_priority(
+    exp_dir: Path, recording: Recording, on_done: Callable[[], None] | None = None
+) -> None:
     """The files of an in-process run, written in a thread of the kernel after the reply:
     at the scheduler's idle priority (this thread only, Linux), so that the next cell the
     user runs meanwhile does not wait for them. (One way: an unprivileged thread cannot
@@ -441,4 +451,8 @@ def _write_at_idle_priority(exp_dir: Path, recording: Recording) -> None:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):  # not Linux, or not allowed: written as before
         pass
-    write_all(exp_dir, recording)
+    try:
+        write_all(exp_dir, recording)
+    finally:
+        if on_done is not None:
+            on_done()

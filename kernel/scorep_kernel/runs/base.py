@@ -254,12 +254,16 @@ class RunBase(abc.ABC):
 
     # --- experiment directory and manifest -----------------------------------------
 
-    def create_experiment(self, reserved: tuple[str, Path] | None = None) -> None:
+    def create_experiment(
+        self, reserved: tuple[str, Path] | None = None, writer_pids: list[int] | None = None
+    ) -> None:
         """Make the run's experiment directory and write its first manifest; a directory
-        that cannot be made is a SettingsError naming it and the setting to change."""
+        that cannot be made is a SettingsError naming it and the setting to change.
+        ``writer_pids``: the processes besides the kernel that will say how the run ended
+        (the manifest's "writers")."""
         with self.timed("manifest"):
             try:
-                self._create_experiment(reserved)
+                self._create_experiment(reserved, writer_pids)
             except OSError as e:
                 where = e.filename or self.settings.experiment_parent or "the directory"
                 raise SettingsError(
@@ -269,7 +273,9 @@ class RunBase(abc.ABC):
                     "directory', or SCOREP_EXPERIMENT_DIRECTORY (%%scorep_env)."
                 ) from None
 
-    def _create_experiment(self, reserved: tuple[str, Path] | None) -> None:
+    def _create_experiment(
+        self, reserved: tuple[str, Path] | None, writer_pids: list[int] | None
+    ) -> None:
         if reserved is not None:  # Score-P made it when its process started
             self.exp_id, self.exp_dir = reserved
             self.exp_dir.mkdir(parents=True, exist_ok=True)
@@ -293,6 +299,7 @@ class RunBase(abc.ABC):
             notebook=os.environ.get("JPY_SESSION_NAME") or None,
             binding_args=self.binding_args if self.backend == "scorep" else [],
             start_ns=self.start_ns,
+            writer_pids=writer_pids,
         )
         if self.run_id is not None:
             manifest["run"] = self.run_id

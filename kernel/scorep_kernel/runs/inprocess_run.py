@@ -4,7 +4,9 @@ cell to so that IPython's own machinery stays out of the trace."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment
@@ -13,6 +15,22 @@ from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.worker.shell import cell_code_filename
+
+WRITING_FILES = "writing an in-process run's files"
+
+
+async def _until_written(exp_dir: Path, written: asyncio.Event) -> None:
+    """Wait for the thread that writes the files; when the kernel stops waiting (it shuts
+    down before they are written), the manifest says so: never "pending" for ever."""
+    try:
+        await written.wait()
+    except asyncio.CancelledError:
+        experiment.settle(
+            exp_dir,
+            "The kernel was shut down while this run's files were being written: they are "
+            "missing or incomplete. Run the cell again.",
+        )
+        raise
 
 
 class InprocessRun(RunBase):
@@ -90,14 +108,26 @@ class InprocessRun(RunBase):
 
     def _write_files(self, recording: Recording) -> None:
         assert self.measurement is not None and self.exp_dir is not None
+        written = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def done() -> None:  # in the writer thread
+            try:
+                loop.call_soon_threadsafe(written.set)
+            except RuntimeError:  # the loop closed: the kernel is gone, nobody waits
+                pass
+
         try:
-            self.measurement.write_files(recording, background=True)
+            self.measurement.write_files(recording, background=True, on_done=done)
         except Exception as e:
             experiment.update_manifest(
                 self.exp_dir,
                 files_status=experiment.FILES_FAILED,
                 errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
             )
+            return
+        # The kernel's shutdown waits for it (bounded) and says so if it was cut short.
+        self.side.tasks.spawn(_until_written(self.exp_dir, written), WRITING_FILES)
 
     async def abort(self) -> None:
         self.mark_aborted()

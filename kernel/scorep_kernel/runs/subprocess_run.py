@@ -78,7 +78,8 @@ class SubprocessRun(RunBase):
                 describe_exit(code, while_doing="while starting") + self._last_words()
             ) from None
         try:
-            self.create_experiment(self.worker.reserved)
+            # the worker writes the files (or Score-P does, as it exits): it is a writer
+            self.create_experiment(self.worker.reserved, writer_pids=[self.worker.pid])
         except SettingsError:
             await self.worker.close(graceful=False)
             self.finished = True

@@ -128,6 +128,17 @@ def main() -> None:
         cwd=outside,
     )
     print("    ok: jupyterlab_scorep.otf2_scan.available()")
+    step("python -m scorep_kernel install: a spec naming this environment's interpreter")
+    prefix = outside / "prefix"
+    run(
+        py, "-m", "scorep_kernel", "install", "--prefix", prefix, "--name", "wheel-env", cwd=outside
+    )
+    installed = prefix / "share" / "jupyter" / "kernels" / "wheel-env"
+    argv = json.loads((installed / "kernel.json").read_text())["argv"]
+    if argv[0] != str(py) or not (installed / "logo-64x64.png").is_file():
+        sys.exit(f"check_wheel: the installed spec runs {argv[0]} (want {py}), logos "
+                 f"{sorted(p.name for p in installed.iterdir())}")  # fmt: skip
+    print(f"    ok: {installed} runs {argv[0]}")
     step("a profiled cell in the installed kernel")
     run(py, "-c", PROFILED_CELL, cwd=outside)
     shutil.rmtree(outside, ignore_errors=True)

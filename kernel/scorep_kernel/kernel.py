@@ -29,8 +29,14 @@ from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.frontend_metadata import FrontendWatch, profiles_by_default
 from scorep_kernel.kernel_log import keep_out_of_cells
-from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.magics import (
+    PEER_MAGICS,
+    parse_binding_arguments,
+    parse_cell_magic,
+    parse_scorep_env,
+)
 from scorep_kernel.mpi.config import parse_mpi_magic
+from scorep_kernel.peer_magics import PeerMagics
 from scorep_kernel.profiled_cells_notice import Expectation, read_notice
 from scorep_kernel.profiled_cells_notice import register as register_notice
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
@@ -104,6 +110,7 @@ class ScorePKernel(IPythonKernel):
         self.pool.use_template = self.scorep_settings.spare_template
         self.active_run: RunBase | None = None
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
+        self.peer = PeerMagics()  # scorep-jupyter's magics: write mode, marshalling, Vampir
         self._run_ids = itertools.count(1)
         self._availability: Availability | None = None
         self._cell_t0 = time.perf_counter()  # when the current execute_request arrived
@@ -249,6 +256,10 @@ class ScorePKernel(IPythonKernel):
                 code, silent, history
             )
         own: dict[str, Any] = {}  # settings a magic line gives the cell (%%scorep_mpi)
+        if magic is not None and magic.name in PEER_MAGICS:
+            return self._say(args, self.peer.run(magic, os.getcwd()))
+        if self.peer.writing and not args.get("silent"):  # recorded for the script, not run
+            return self._say(args, self.peer.record(code, magic, profiled))
         if magic is not None:
             if magic.name == "scorep_mpi":
                 own["mpi"] = parse_mpi_magic(magic.args)
@@ -293,6 +304,8 @@ class ScorePKernel(IPythonKernel):
             run=run_id,
             last=last and run_id is not None,
         )
+        settings.state_transport = self.peer.state.transport  # %%marshalling_settings MODE
+        settings.open_tools = ("vampir",) if self.peer.vampir else ()
         if self.active_run is not None and (
             settings.run is None or settings.run != self.active_run.run_id
         ):

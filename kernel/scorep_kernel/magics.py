@@ -8,6 +8,7 @@
     %%abort_multicellmode               drop it
     %%scorep_mpi -n N [launcher args]   profile this cell as N MPI ranks (scorep_kernel.mpi)
 
+scorep-jupyter 1.2's own (``PEER_MAGICS``, their meaning here: scorep_kernel.peer_magics),
 and the ``%scorep`` line magic (registered in the kernel's IPython shell).
 """
 
@@ -18,6 +19,15 @@ from dataclasses import dataclass
 
 from scorep_kernel.settings import SettingsError
 
+PEER_MAGICS = (
+    "marshalling_settings",
+    "start_writefile",
+    "end_writefile",
+    "abort_writefile",
+    "enable_vampir_launch_on_scorep_instrumented",
+    "disable_vampir_launch_on_scorep_instrumented",
+    "disable_vampir_launch",  # scorep-jupyter accepts this shorter name too
+)
 CELL_MAGICS = (
     "execute_with_scorep",
     "scorep_env",
@@ -26,6 +36,7 @@ CELL_MAGICS = (
     "finalize_multicellmode",
     "abort_multicellmode",
     "scorep_mpi",
+    *PEER_MAGICS,
 )
 
 

@@ -145,6 +145,10 @@ class CellSettings:
     # MPI cells: the run's ranks and launcher (scorep_kernel.mpi.config.MpiSettings); the
     # isolation is then MPI_ISOLATION
     mpi: Any = None
+    # how large buffers travel to a worker ("shm", or None: chosen), %%marshalling_settings
+    state_transport: str | None = None
+    # tools the panel opens the run's files in when they are ready (%%enable_vampir_launch...)
+    open_tools: tuple[str, ...] = ()
 
 
 @dataclass

@@ -381,4 +381,5 @@ class RunBase(abc.ABC):
             note=" ".join(n for n in (note, *self.cell_notes) if n) or None,
             tool=self.tool(),
             measured_s=self.measured_s,
+            open_tools=self.settings.open_tools,
         )

@@ -57,10 +57,13 @@ def experiment_bundle(
     note: str | None = None,
     tool: str | None = None,
     measured_s: float | None = None,
+    open_tools: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """``{mime: content}`` for one profiled cell. ``tool`` names what measured, with its
     version ("Score-P 8.4"), when known; ``measured_s`` is the exclusive time of every
-    region on every thread, what the shares of ``top`` are of."""
+    region on every thread, what the shares of ``top`` are of; ``open_tools`` the tools the
+    panel opens the files in once they are ready ("vampir":
+    %%enable_vampir_launch_on_scorep_instrumented)."""
     message = summary_message(backend, isolation, status, wall_s, events, measured, tool)
     if note:
         message += " " + note
@@ -73,6 +76,7 @@ def experiment_bundle(
         "run": run,
         "cell_index_in_run": cell_index_in_run,
         **({"tool": tool} if tool else {}),
+        **({"open": list(open_tools)} if open_tools else {}),
         "summary": {
             "wall_s": wall_s,
             "events": events,

@@ -54,7 +54,7 @@ def point_at(run_dir: Path, exp_id: str, scorep_env: dict[str, str] | None = Non
         return None
     said = None
     if os.path.lexists(named) and not named.is_symlink():
-        said = _move_aside(named, scorep_env or {})
+        said = move_aside(named, scorep_env or {})
     link = named.parent / f".{named.name}.{secrets.token_hex(4)}.link"
     os.symlink(run_dir.name, link)  # relative: the pair can be moved together
     try:
@@ -65,7 +65,9 @@ def point_at(run_dir: Path, exp_id: str, scorep_env: dict[str, str] | None = Non
     return said
 
 
-def _move_aside(named: Path, scorep_env: dict[str, str]) -> str | None:
+def move_aside(named: Path, scorep_env: dict[str, str]) -> str | None:
+    """Score-P's rule for an existing ``named``: moved aside (an empty directory removed);
+    a sentence saying so, or None. SettingsError where the user forbade it."""
     overwrite = scorep_env.get(OVERWRITE_VARIABLE) or os.environ.get(OVERWRITE_VARIABLE)
     if overwrite and not flag(OVERWRITE_VARIABLE, overwrite):
         raise SettingsError(

@@ -226,7 +226,7 @@ class SubprocessRun(RunBase):
         with self.timed("pack"):
             # What cannot be sent stays here; in the worker a placeholder explains itself
             # if the cell uses it (no warning for what the cell may never touch).
-            packet = transfer.pack(shell.user_ns)
+            packet = transfer.pack(shell.user_ns, self.settings.state_transport)
         index = self.add_cell(request.cell_id, count, request.code)
         cell_start = time.perf_counter()
         self.last_cell_index, self.last_cell_wall = index, 0.0

@@ -31,8 +31,9 @@ def user_names(namespace: dict[str, Any]) -> list[str]:
     return [n for n, v in namespace.items() if isinstance(n, str) and not is_bookkeeping(n, v)]
 
 
-def pack(namespace: dict[str, Any]) -> Packet:
-    return _state.pack(namespace)
+def pack(namespace: dict[str, Any], transport: str | None = None) -> Packet:
+    """``transport``: "pull" | "shm" | None (chosen, see state.transport)."""
+    return _state.pack(namespace, transport=transport)
 
 
 def unpack(header: bytes) -> Unpacked:

@@ -76,6 +76,7 @@ class Worker:
         self.pending_packet: Packet | None = None
         self.stopped: tuple[Recording | None, msg.RunStopped] | None = None
         self.sent_names: tuple[str, ...] = ()
+        self.transport: str | None = None  # "shm" once the kernel's state came that way
         self._open_cell: Any = None  # the builtin tracer's cell region while a cell runs
         self.run_started = False
         self.imports = ImportWatch(lambda module: channel.send(msg.ImportStarted(module)))
@@ -140,8 +141,9 @@ class Worker:
 
     def pack_state(self, namespace: dict[str, Any]) -> Packet:
         """The namespace the kernel gets back after a cell (an MPI rank other than 0 sends
-        only the gathered names)."""
-        return transfer.pack(namespace)
+        only the gathered names), the way the kernel's came when that was through shared
+        memory files (%%marshalling_settings MODE=disk, or no direct reading allowed)."""
+        return transfer.pack(namespace, self.transport)
 
     def preload(self, modules: list[str]) -> None:
         self.channel.send(msg.Preloaded(modules, import_all(modules)))
@@ -207,6 +209,7 @@ class Worker:
             return
         # The kernel may release its packet as soon as unpack returned.
         stamps["unpacked"] = time.monotonic()
+        self.transport = "shm" if unpacked.transport == "shm" else None
         self.channel.send(msg.StateReceived())
         self.apply_state(ns, unpacked)
         if cell.colors:

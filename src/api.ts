@@ -226,6 +226,11 @@ export interface IExperimentBundle {
   };
   /** an MPI cell's run: its ranks and the hosts they ran on */
   mpi?: { ranks: number; hosts?: string[] };
+  /**
+   * tools the panel opens the run's files in once they are ready, once per experiment
+   * (`%%enable_vampir_launch_on_scorep_instrumented`: `["vampir"]`)
+   */
+  open?: ToolKind[];
 }
 
 /** One rank of GET ranks (docs/API.md). */

@@ -168,6 +168,14 @@ export class ScorepAPI {
     return this.request('open', { path, tool }, { method: 'POST' });
   }
 
+  /** Open the experiment in the tool unless it was opened so before (docs/API.md, once). */
+  openOnce(
+    path: string,
+    tool: ToolKind
+  ): Promise<{ pid: number | null; already: boolean }> {
+    return this.request('open', { path, tool, once: 1 }, { method: 'POST' });
+  }
+
   private async request<T>(
     endpoint: string,
     params: Record<string, unknown> = {},

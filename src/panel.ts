@@ -17,6 +17,7 @@ import type {
 } from './api';
 import type { ScorepAPI } from './apiClient';
 import { el, errorText } from './dom';
+import { openRequested } from './openTools';
 import { renderFacts, renderVerdicts } from './header';
 import { comparable, panelCell, parentDir, previousRun } from './history/runs';
 import { IRunsActions, RunsControl } from './history/runsControl';
@@ -208,6 +209,9 @@ export class ExperimentPanel extends Widget {
     this.setState('ready');
     this.setMessage(this.bundle.summary?.message ?? '', false);
     this.pages.buildTimeline(experiment);
+    void openRequested(this.api, this.bundle, experiment, (text, isError) =>
+      this.setMessage(text, isError)
+    );
     void this.loadHistory();
     await this.loadSecondary(experiment);
   }

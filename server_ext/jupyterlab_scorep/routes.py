@@ -201,8 +201,9 @@ class OpenHandler(ScorePHandler):
     @tornado.web.authenticated
     @authorized("execute")
     async def post(self):
+        once = self.get_argument("once", "") in ("1", "true")
         await self.respond(
-            lambda: self.service.open_tool(self.path_arg, self.get_argument("tool", None))
+            lambda: self.service.open_tool(self.path_arg, self.get_argument("tool", None), once)
         )
 
 

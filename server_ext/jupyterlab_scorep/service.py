@@ -394,7 +394,9 @@ class Service(ScoreRoutes):
             )
         raise ApiError(400, f"what={what!r}: choose otf2, cubex or perfetto")
 
-    async def open_tool(self, path: str | None, tool: str | None) -> dict[str, Any]:
+    async def open_tool(
+        self, path: str | None, tool: str | None, once: bool = False
+    ) -> dict[str, Any]:
         exp, _manifest = await self.open(path)
         if tool not in tools.TOOL_FILES:
             raise ApiError(400, f"tool={tool!r}: choose vampir or cube")
@@ -402,5 +404,8 @@ class Service(ScoreRoutes):
         target = await self.in_thread(experiment_file, exp, name)
         if target is None:
             raise ApiError(404, f"this experiment has no {name} to open in {tool}")
+        if once:  # the kernel asked for it (the bundle's "open"): not again on a reopen
+            pid = await self.in_thread(tools.open_once, tool, exp, target)
+            return {"pid": pid, "already": pid is None}
         pid = await self.in_thread(tools.open_in_tool, tool, exp, target)
         return {"pid": pid}

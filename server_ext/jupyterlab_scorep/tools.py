@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import threading
@@ -78,3 +79,22 @@ def open_in_tool(tool: str, exp: Path, target: Path) -> int:
     # Reap it when it exits so no zombie lingers under the server.
     threading.Thread(target=proc.wait, name=f"reap-{tool}", daemon=True).start()
     return proc.pid
+
+
+def open_once(tool: str, exp: Path, target: Path) -> int | None:
+    """``open_in_tool`` unless this experiment was opened in ``tool`` so before (a marker
+    under its .index/): None then. A launch that fails leaves no marker."""
+    marker = exp / ex.INDEX_DIR / f"opened-{tool}"
+    try:
+        marker.parent.mkdir(exist_ok=True)
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return None
+    except OSError:  # a read-only experiment: it opens, and may open again on a reopen
+        return open_in_tool(tool, exp, target)
+    os.close(fd)
+    try:
+        return open_in_tool(tool, exp, target)
+    except BaseException:
+        marker.unlink(missing_ok=True)
+        raise

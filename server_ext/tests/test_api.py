@@ -310,3 +310,33 @@ async def test_open_starts_the_tool_without_a_shell(api, experiments, monkeypatc
             break
         await asyncio.sleep(0.05)
     assert marker.read_text().splitlines() == [str(exp / "traces.otf2")]
+
+
+async def test_open_once_starts_the_tool_for_an_experiment_only_once(
+    api, experiments, monkeypatch, tmp_path
+):
+    """The bundle's "open" (%%enable_vampir_launch_on_scorep_instrumented): the panel asks
+    with once=1 when the files are ready, and again whenever the notebook is reopened."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    starts = tmp_path / "starts.txt"
+    (fake / "vampir").write_text(f"#!/bin/sh\necho started >> {starts}\n")
+    (fake / "vampir").chmod(0o755)
+    exp = experiments()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, body = await api("open", method="POST", path=str(exp), tool="vampir", once="1")
+    assert code == 404  # not found: no marker left, a later try may start it
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    code, body = await api("open", method="POST", path=str(exp), tool="vampir", once="1")
+    assert code == 200 and body["pid"] > 0 and body["already"] is False
+    code, body = await api("open", method="POST", path=str(exp), tool="vampir", once="1")
+    assert code == 200 and body == {"pid": None, "already": True}
+    code, body = await api("open", method="POST", path=str(exp), tool="vampir")
+    assert code == 200 and body["pid"] > 0  # the button itself always starts it
+    import asyncio
+
+    for _ in range(100):
+        if starts.exists() and len(starts.read_text().splitlines()) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert starts.read_text().splitlines() == ["started", "started"]

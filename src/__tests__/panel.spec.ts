@@ -112,6 +112,33 @@ describe('ExperimentPanel', () => {
     expect(message.getAttribute('role')).toBe('alert');
   });
 
+  it('opens the trace in Vampir when the bundle asks, once its files are ready', async () => {
+    const api = fakeApi([async () => experiment('ready')]);
+    const asked: string[] = [];
+    api.openOnce = async (_path, tool) => {
+      asked.push(tool);
+      return { pid: 7, already: false };
+    };
+    const flush = async () => {
+      for (let i = 0; i < 20; i++) {
+        await Promise.resolve();
+      }
+    };
+    const panel = new ExperimentPanel({ ...bundle, open: ['vampir'] }, api);
+    Widget.attach(panel, document.body); // attaching starts loading
+    await flush();
+    expect(asked).toEqual(['vampir']);
+    expect(panel.node.querySelector('.jp-scorep-message')!.textContent).toBe(
+      'Opened in Vampir (pid 7).'
+    );
+    const plain = new ExperimentPanel(bundle, api);
+    Widget.attach(plain, document.body);
+    await flush();
+    expect(asked).toEqual(['vampir']); // a bundle that asks for nothing opens nothing
+    panel.dispose();
+    plain.dispose();
+  });
+
   it('shows progress while the files are pending, then the panel', async () => {
     jest.useFakeTimers();
     const api = fakeApi([

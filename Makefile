@@ -27,13 +27,14 @@ export PATH := $(CURDIR)/$(BIN):$(SCOREP_BIN):$(PATH)
 
 FRONTEND_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help setup lab test lint test-python test-js test-ui test-wheel bench clean
+.PHONY: help setup lab test lint test-python test-js test-ui test-wheel wheel bench clean
 
 help:
 	@echo "make lab    set everything up and open JupyterLab on examples/"
 	@echo "make test   set everything up and run every check: lint and types, pytest, jest,"
 	@echo "            Galata, and the wheel installed into a clean environment"
 	@echo "make lint   ruff, mypy, eslint, prettier, stylelint only"
+	@echo "make wheel  build the wheel a user installs (pip install dist/jupyterlab_scorep-*.whl)"
 	@echo "make bench  run the benchmarks and write benchmarks/RESULTS.md (installs torch)"
 	@echo "make setup  only set up: .venv, Python and npm dependencies, the built extension"
 	@echo "make clean  remove what setup made"
@@ -159,6 +160,10 @@ test-ui:
 test-wheel: setup
 	@echo "==> The wheel in a clean virtual environment"
 	$(BIN)/python .ci/check_wheel.py
+
+wheel: setup
+	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -q -w dist .
+	@ls dist/jupyterlab_scorep-*.whl
 
 bench: setup
 	@echo "==> Installing torch for the benchmarks and examples (CPU build)"

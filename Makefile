@@ -132,8 +132,18 @@ lab: setup
 	@echo "==> Starting JupyterLab on examples/ (Ctrl-C to stop); open the URL printed below."
 	$(BIN)/jupyter lab --notebook-dir=examples --port=$(PORT) $(ROOT_FLAG)
 
-test: setup lint test-python test-js test-ui test-wheel
+test: setup $(STAMPS)/torch lint test-python test-js test-ui test-wheel
 	@echo "==> All checks passed"
+
+# torch's CPU build for the tests that profile PyTorch cells (kernel/tests/test_accel_kernel.py,
+# test_state_torch.py): they skip without it, and then nothing in CI would check that
+# torch.profiler's operators still reach the trace when torch changes. Not in `setup`: a
+# user's `make lab` needs no torch. The device lanes' tests need no torch (Kineto-format traces).
+TORCH ?= torch==2.13.0
+$(STAMPS)/torch: $(STAMPS)/python
+	@echo "==> Installing $(TORCH) (CPU build) for the PyTorch tests"
+	$(BIN)/pip install -q "$(TORCH)"
+	@touch $@
 
 lint: setup
 	@echo "==> ruff (lint and format), mypy"
@@ -165,9 +175,7 @@ wheel: setup
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -q -w dist .
 	@ls dist/jupyterlab_scorep-*.whl
 
-bench: setup
-	@echo "==> Installing torch for the benchmarks and examples (CPU build)"
-	$(BIN)/pip install -q "torch==2.13.0"
+bench: setup $(STAMPS)/torch
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

@@ -36,6 +36,7 @@ SETTING_KEYS: dict[str, str] = {
     "c_functions": "record calls of C functions too (true/false)",
     "imports_as_regions": "each `import x` as one region `import:x` (true/false)",
     "exclude_defaults": "leave IPython, ipykernel and the kernel out (true/false)",
+    "accelerators": "record PyTorch operators and GPU activity (torch.profiler; Score-P's CUDA adapter) (true/false)",
     "mpi": 'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
 }
 KEYS: dict[str, str] = {

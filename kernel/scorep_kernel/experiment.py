@@ -69,6 +69,10 @@ OTF2_ANCHOR = "traces.otf2"
 OTF2_DEFS = "traces.def"
 OTF2_EVENTS_DIR = "traces"
 CUBEX = "profile.cubex"
+# The torch.profiler (Kineto) trace a cell that used PyTorch recorded, as torch wrote it
+# (Chrome trace JSON): HTA, TensorBoard and Perfetto read it; the OTF2 trace holds the same
+# operators and device activity. Only when torch.profiler ran.
+KINETO_TRACE = "torch.pt.trace.json"
 METRICS_SCHEMA = "metrics.json"
 METRICS_DATA = "metrics.npz"
 INDEX_DIR = ".index"
@@ -127,7 +131,19 @@ ROLE_USER = "user"  # a user region: scorep.user.region(...) or its builtin shim
 ROLE_IMPORT = "import"  # one `import x`, shown as a single region
 ROLE_CELL = "cell"  # one notebook cell of the run
 ROLE_ARTIFICIAL = "artificial"  # made by the measurement: "event cap reached", a run root
-REGION_ROLES = (ROLE_FUNCTION, ROLE_USER, ROLE_IMPORT, ROLE_CELL, ROLE_ARTIFICIAL)
+# Accelerators (torch.profiler / Kineto, Score-P's CUDA adapter): a framework operator on a
+# host thread (aten::mm), a runtime API call (cudaLaunchKernel, cudaMemcpyAsync), and on a
+# device stream a kernel, a memory copy or a memory set.
+ROLE_OPERATOR = "operator"
+ROLE_RUNTIME = "runtime"
+ROLE_KERNEL = "kernel"
+ROLE_MEMCPY = "memcpy"
+ROLE_MEMSET = "memset"
+DEVICE_ROLES = (ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET)
+REGION_ROLES = (
+    ROLE_FUNCTION, ROLE_USER, ROLE_IMPORT, ROLE_CELL, ROLE_ARTIFICIAL,
+    ROLE_OPERATOR, ROLE_RUNTIME, *DEVICE_ROLES,
+)  # fmt: skip
 
 # How a trace carries the role. OTF2's own region roles cannot tell these apart (Score-P
 # writes user regions, imports and functions all as FUNCTION), so the builtin writer
@@ -138,6 +154,9 @@ REGION_ROLES = (ROLE_FUNCTION, ROLE_USER, ROLE_IMPORT, ROLE_CELL, ROLE_ARTIFICIA
 # the name the rest (the naming rule below): a cell's own region (``cell_region_label``)
 # -> "cell", ``import:<module>`` -> "import", ``user:<name>`` -> "user", anything else ->
 # "function".
+
+
+_RUNTIME_NAME = re.compile(r"^(cuda|cu|hip|nccl)[A-Z]\w*$")
 
 
 def encode_region_role(role: str) -> str:
@@ -155,6 +174,14 @@ def decode_region_role(description: str | None, otf2_region_role: str = "", name
         return description
     if otf2_region_role.lower() == ROLE_ARTIFICIAL:
         return ROLE_ARTIFICIAL
+    # Score-P's CUDA adapter: kernels are KERNEL regions, copies DATA_TRANSFER ones, and
+    # the API it wraps keeps CUDA's names (cudaLaunchKernel, cuMemcpyHtoDAsync_v2).
+    if otf2_region_role.upper() == "KERNEL":
+        return ROLE_KERNEL
+    if otf2_region_role.upper() == "DATA_TRANSFER":
+        return ROLE_MEMCPY
+    if name and _RUNTIME_NAME.match(name):
+        return ROLE_RUNTIME
     if name and cell_region_label(name) is not None:
         return ROLE_CELL
     module = region_module(name) if name else None

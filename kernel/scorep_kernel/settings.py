@@ -25,9 +25,9 @@ MPI_ISOLATION = "mpi"
 # Passed through to measure.MeasureConfig.from_mapping.
 MEASURE_KEYS = (
     "include", "exclude", "max_depth", "event_cap", "metric_interval",
-    "c_functions", "imports_as_regions", "exclude_defaults",
+    "c_functions", "imports_as_regions", "exclude_defaults", "accelerators",
 )  # fmt: skip
-_FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults")
+_FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults", "accelerators")
 _INT_KEYS = ("max_depth", "event_cap")
 _LIST_KEYS = ("include", "exclude")
 

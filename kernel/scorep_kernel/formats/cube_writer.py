@@ -56,6 +56,11 @@ from .recording import (
     ROLE_CELL,
     ROLE_FUNCTION,
     ROLE_IMPORT,
+    ROLE_KERNEL,
+    ROLE_MEMCPY,
+    ROLE_MEMSET,
+    ROLE_OPERATOR,
+    ROLE_RUNTIME,
     ROLE_USER,
     Recording,
 )
@@ -72,7 +77,14 @@ CUBE_ROLES = {
     ROLE_IMPORT: "function",
     ROLE_CELL: "code",
     ROLE_ARTIFICIAL: "artificial",
+    ROLE_OPERATOR: "function",
+    ROLE_RUNTIME: "wrapper",
+    ROLE_KERNEL: "kernel",
+    ROLE_MEMCPY: "data_transfer",
+    ROLE_MEMSET: "function",
 }
+# Regions of Score-P's CUDA paradigm (its CUDA adapter's API calls and device activity).
+CUDA_ROLES = (ROLE_RUNTIME, ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET)
 
 # (id, uniq_name, disp_name, type, dtype, uom, url, descr)
 METRICS = (
@@ -133,6 +145,8 @@ def _attr(value) -> str:
 def _region_xml(index: int, region) -> str:
     if region.role == ROLE_ARTIFICIAL:
         paradigm = "measurement"
+    elif region.role in CUDA_ROLES:
+        paradigm = "cuda"
     else:
         paradigm = f"user:{region.group}" if region.group else "user"
     role = writer_role(CUBE_ROLES, index, region)

@@ -83,7 +83,7 @@ from otf2.enums import (
 )
 
 from .. import experiment
-from . import CREATOR, _otf2_encode, _otf2_fast
+from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices
 from .callpath import unique_location_names, writer_role
 from .recording import (
     ROLE_ARTIFICIAL,
@@ -109,8 +109,13 @@ REGION_ROLES = {
     ROLE_IMPORT: (RegionRole.FUNCTION, Paradigm.USER),
     ROLE_CELL: (RegionRole.CODE, Paradigm.USER),
     ROLE_ARTIFICIAL: (RegionRole.ARTIFICIAL, Paradigm.MEASUREMENT_SYSTEM),
+    **otf2_devices.DEVICE_REGION_ROLES,  # operators, launches, kernels, copies (otf2_devices)
 }
-PARADIGM_NAMES = {Paradigm.USER: "user", Paradigm.MEASUREMENT_SYSTEM: "measurement"}
+PARADIGM_NAMES = {
+    Paradigm.USER: "user",
+    Paradigm.MEASUREMENT_SYSTEM: "measurement",
+    Paradigm.CUDA: otf2_devices.PARADIGM_NAME,
+}
 
 
 class _ClockedWriter(otf2.writer.Writer):
@@ -137,6 +142,7 @@ class _Definitions:
     metric_location: Any = None  # an otf2 Location (the otf2 package has no types)
     # (metric class definition, first column, end column) per class
     metric_classes: list = field(default_factory=list)
+    devices: otf2_devices.DeviceDefinitions = field(default_factory=otf2_devices.DeviceDefinitions)
 
 
 def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
@@ -182,6 +188,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         region_refs=np.asarray([r._ref for r in regions], dtype=np.int64),
         regions=regions,
         thread_locations=threads,
+        devices=otf2_devices.define(defs, recording, node, process, threads),
     )
     metrics = recording.metrics
     if metrics is not None and len(metrics.series):
@@ -253,6 +260,9 @@ def _clock(recording: Recording) -> tuple[int, int, int]:
     m = recording.metrics
     if m is not None and len(m.times):
         lo, hi = min(lo, int(np.min(m.times))), max(hi, int(np.max(m.times)))
+    for d in recording.devices:
+        if len(d):
+            lo, hi = min(lo, int(d.starts[0])), max(hi, int(np.max(d.ends)))
     offset = lo + recording.clock_offset_ns
     return offset, max(hi - lo, 0), offset
 
@@ -281,7 +291,16 @@ def _write_fast(
         n = len(t)
         times = _epoch(t.times, recording.clock_offset_ns)
         refs = defs.region_refs[np.asarray(t.regions, dtype=np.int64)]
-        if encoded is not None and _otf2_encode.supported(times, refs):
+        if t.callsites is not None:  # launches carry a parameter: runs of enter/leave
+            addr = _otf2_fast.handle_address(writer)
+            label = f"the events of {t.name!r}"
+            n = otf2_devices.write_thread_with_callsites(
+                writer, t, times, refs, defs.devices,
+                lambda tt, rr, kk, addr=addr, label=label: _otf2_fast.write_enter_leave(
+                    addr, tt, rr, kk, label
+                ),
+            )  # fmt: skip
+        elif encoded is not None and _otf2_encode.supported(times, refs):
             path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
             encoded[path] = _otf2_encode.encode(times, refs, t.kinds, CHUNK_SIZE_EVENTS)
         else:
@@ -290,6 +309,7 @@ def _write_fast(
             )
         location._number_of_events_written = n  # private, see _otf2_fast
         total += n
+    total += _write_devices(trace, recording, defs)
     if defs.metric_location is not None and recording.metrics is not None:
         writer = trace.event_writer_from_location(defs.metric_location)
         times, values = _sorted_metric_samples(recording.metrics, recording.clock_offset_ns)
@@ -318,21 +338,37 @@ def _write_fast(
     return total
 
 
+def _write_devices(trace: Any, recording: Recording, defs: _Definitions) -> int:
+    if not recording.devices:
+        return 0
+    return otf2_devices.write_streams(
+        trace, recording, defs.devices, defs.regions, recording.clock_offset_ns
+    )
+
+
 def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Definitions) -> int:
     total = 0
     for t, location in zip(recording.threads, defs.thread_locations):
         writer = trace.event_writer_from_location(location)
         regions = defs.regions
-        for ts, region, kind in zip(
-            _epoch(t.times, recording.clock_offset_ns).tolist(),
-            np.asarray(t.regions).tolist(),
-            np.asarray(t.kinds).tolist(),
-        ):
-            if kind:
-                writer.enter(ts, regions[region])
-            else:
-                writer.leave(ts, regions[region])
-        total += len(t)
+
+        def enter_leave(times, refs, kinds, writer=writer, regions=regions) -> None:
+            for ts, region, kind in zip(times.tolist(), refs.tolist(), kinds.tolist()):
+                if kind:
+                    writer.enter(ts, regions[region])
+                else:
+                    writer.leave(ts, regions[region])
+
+        times = _epoch(t.times, recording.clock_offset_ns)
+        indices = np.asarray(t.regions, dtype=np.int64)
+        if t.callsites is not None:
+            total += otf2_devices.write_thread_with_callsites(
+                writer, t, times, indices, defs.devices, enter_leave
+            )
+        else:
+            enter_leave(times, indices, np.asarray(t.kinds))
+            total += len(t)
+    total += _write_devices(trace, recording, defs)
     if defs.metric_location is not None and recording.metrics is not None:
         writer = trace.event_writer_from_location(defs.metric_location)
         times, values = _sorted_metric_samples(recording.metrics, recording.clock_offset_ns)

@@ -21,10 +21,16 @@ from ..experiment import (
     ROLE_CELL,
     ROLE_FUNCTION,
     ROLE_IMPORT,
+    ROLE_KERNEL,
+    ROLE_MEMCPY,
+    ROLE_MEMSET,
+    ROLE_OPERATOR,
+    ROLE_RUNTIME,
     ROLE_USER,
 )
 
 __all__ = [
+    "COPY_KINDS",
     "ENTER",
     "LEAVE",
     "REGION_ROLES",
@@ -32,7 +38,14 @@ __all__ = [
     "ROLE_CELL",
     "ROLE_FUNCTION",
     "ROLE_IMPORT",
+    "ROLE_KERNEL",
+    "ROLE_MEMCPY",
+    "ROLE_MEMSET",
+    "ROLE_OPERATOR",
+    "ROLE_RUNTIME",
     "ROLE_USER",
+    "Callsites",
+    "DeviceStream",
     "MetricSamples",
     "Recording",
     "Region",
@@ -70,9 +83,49 @@ class ThreadEvents:
     times: np.ndarray
     regions: np.ndarray
     kinds: np.ndarray
+    # Accelerator launches among the events (runtime calls that started device work).
+    callsites: Callsites | None = None
 
     def __len__(self) -> int:
         return int(self.times.shape[0])
+
+
+@dataclass(frozen=True)
+class Callsites:
+    """Which enter events of a thread launched device work, and the launch's correlation
+    id (CUPTI's), which the device activity it started carries too (``DeviceStream``).
+    Written as Score-P's CUDA adapter writes its kernel callsites: a "callsite id"
+    parameter right after the enter, on the host thread and on the device stream."""
+
+    events: np.ndarray  # int64 positions in ThreadEvents (enter events), increasing
+    ids: np.ndarray  # int64 correlation id per position
+
+
+# Copy directions of DeviceStream.copy (index into this tuple; -1 for no copy).
+COPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
+
+
+@dataclass
+class DeviceStream:
+    """One stream of an accelerator, as Score-P's CUDA adapter makes a location of it:
+    ``name`` "CUDA[<device>:<stream>]". One row per activity (kernel, copy or set), in
+    start order; activities of one stream do not overlap. Times are monotonic ns as the
+    threads' events; ``regions`` index ``Recording.regions`` (roles kernel, memcpy,
+    memset)."""
+
+    device: int
+    stream: int
+    name: str
+    starts: np.ndarray  # int64
+    ends: np.ndarray  # int64
+    regions: np.ndarray  # int32
+    correlation: np.ndarray  # int64, -1 when the trace had none
+    bytes: np.ndarray  # int64, copies and sets; 0 for kernels
+    copy: np.ndarray  # int8, index into COPY_KINDS, -1 for kernels and sets
+    device_name: str = ""  # "NVIDIA H200", when the trace says
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
 
 
 @dataclass
@@ -98,7 +151,9 @@ class Recording:
     metrics: MetricSamples | None = None
     # What the tracer wants in the manifest: filters applied, events dropped after the cap...
     notes: dict = field(default_factory=dict)
+    # Accelerator streams (torch.profiler's device activity), in (device, stream) order.
+    devices: list[DeviceStream] = field(default_factory=list)
 
     @property
     def event_count(self) -> int:
-        return sum(len(t) for t in self.threads)
+        return sum(len(t) for t in self.threads) + 2 * sum(len(d) for d in self.devices)

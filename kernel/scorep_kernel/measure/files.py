@@ -61,7 +61,12 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     def cubex() -> None:
         from ..formats.cube_writer import write_cubex
 
-        write_cubex(recording, exp_dir / experiment.CUBEX)
+        if recording.devices:  # the device streams as locations of their own
+            from ..formats.cube_devices import write_cubex_with_devices
+
+            write_cubex_with_devices(recording, exp_dir / experiment.CUBEX)
+        else:
+            write_cubex(recording, exp_dir / experiment.CUBEX)
         files["cubex"] = experiment.CUBEX
 
     def metrics() -> None:
@@ -75,6 +80,8 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
         files["metrics"] = experiment.METRICS_SCHEMA
         files["metrics_data"] = experiment.METRICS_DATA
 
+    if (exp_dir / experiment.KINETO_TRACE).is_file():  # torch.profiler's own trace
+        files["kineto"] = experiment.KINETO_TRACE
     step("traces.otf2", otf2)
     step("profile.cubex", cubex)
     step("metrics", metrics)

@@ -76,12 +76,16 @@ def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
     try:
         return _real_import(name, globals, locals, fromlist, level)
     finally:
+        t1 = m._now()
+        loaded = len(sys.modules) != before  # something was really loaded
+        if loaded:
+            m.after_import()  # e.g. torch.profiler starts once torch is there (accel)
         if paused:
             sys.setprofile(tracer.threadtracefunc)
         _importing.depth = 0
-        if len(sys.modules) != before:  # something was really loaded
+        if loaded:
             try:
                 full = _resolve(name, globals, level)
             except Exception:
                 full = name
-            m.record_import(full, t0, m._now())
+            m.record_import(full, t0, t1)

@@ -40,6 +40,7 @@ _KEYS = {
     "metric_interval_s": "metric_interval_s",
     "imports_as_regions": "imports_as_regions",
     "c_functions": "c_functions",
+    "accelerators": "accelerators",
 }
 
 
@@ -127,6 +128,8 @@ class MeasureConfig:
     ``event_cap``: enter+leave events recorded before recording stops.
     ``c_functions``: also record builtin (C) functions such as time.sleep or len; off by
     default as in Score-P's Python bindings (it multiplies the events of typical code).
+    ``accelerators``: record PyTorch's operators and the device's activity through
+    torch.profiler when the run uses torch (scorep_kernel.accel); on by default.
     """
 
     include: tuple[str, ...] = ()
@@ -136,6 +139,7 @@ class MeasureConfig:
     metric_interval_s: float = DEFAULT_METRIC_INTERVAL_S
     imports_as_regions: bool = True
     c_functions: bool = False
+    accelerators: bool = True
 
     def __post_init__(self) -> None:
         self.include = _modules("include", self.include)
@@ -145,6 +149,7 @@ class MeasureConfig:
         self.metric_interval_s = _seconds("metric_interval", self.metric_interval_s)
         self.imports_as_regions = _flag("imports_as_regions", self.imports_as_regions)
         self.c_functions = _flag("c_functions", self.c_functions)
+        self.accelerators = _flag("accelerators", self.accelerators)
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any] | None) -> MeasureConfig:

@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 
 from .. import experiment
+from ..accel.torch_session import TorchProfiling
 from ..formats.recording import ROLE_IMPORT, ROLE_USER, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
@@ -79,6 +80,7 @@ class _Cell:
         if m._state != "running":
             raise RuntimeError("Measurement.cell() needs a started Measurement (call start())")
         self.tid = threading.get_native_id()
+        m._torch.start()  # torch imported since the run started (a worker's namespace)
         if m._master_tid is None:
             m._master_tid = self.tid  # the thread of the first cell is the "Master thread"
         m._tracer.install_here()
@@ -109,6 +111,7 @@ class Measurement:
         self.recording: Recording | None = None
         self.to_perf: Callable[[np.ndarray], np.ndarray] | None = None  # set by stop()
         self.stop_timings: dict[str, float] = {}
+        self._torch = TorchProfiling(self.exp_dir, self.config.accelerators)
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -148,6 +151,7 @@ class Measurement:
                 imports.install(self)
             _active = self
             self._state = "running"
+            self._torch.start()  # only where torch is imported already
             self._tracer.start()
         except BaseException:
             # Leave the interpreter as it was: no hook, no active measurement, no sampler.
@@ -179,6 +183,7 @@ class Measurement:
         t_stop = time.perf_counter()
         self._notes += self._tracer.stop()
         end_perf = time.perf_counter_ns()
+        kineto = self._torch.stop()
         imports.uninstall()
         _active = None
         self._state = "stopped"
@@ -223,6 +228,8 @@ class Measurement:
             metrics=metrics,
             notes=notes,
         )
+        if kineto is not None or self._torch.notes:
+            self._add_accelerators(kineto)
         t_end = time.perf_counter()
         # The two parts of stop() for the manifest's "timings" (the caller's business).
         self.stop_timings = {"tracer_stop": t_built - t_stop, "recording_build": t_end - t_built}
@@ -257,6 +264,28 @@ class Measurement:
         return thread
 
     # --- helpers ---------------------------------------------------------------------
+    def after_import(self) -> None:
+        """Something was imported during the run (measure.imports): torch.profiler
+        starts once torch is there."""
+        if self._state == "running":
+            self._torch.torch_imported()
+
+    def _add_accelerators(self, kineto) -> None:
+        """The torch.profiler trace's operators and device streams into the Recording, and
+        what the manifest says of it (``measurement.accelerator``)."""
+        from ..accel.device_recording import add_to_recording
+
+        recording = self.recording
+        assert recording is not None
+        notes: dict = dict(self._torch.notes)
+        if kineto is not None:
+            try:
+                notes.update(add_to_recording(recording, kineto))
+            except Exception as e:  # the Python trace stays as it was
+                notes["error"] = f"the torch.profiler trace was not merged: {type(e).__name__}: {e}"
+        notes["seconds"] = dict(self._torch.seconds)
+        recording.notes["accelerator"] = notes
+
     def _now(self) -> float:
         return self._tracer.getts() * 1000.0
 

@@ -175,6 +175,13 @@ class RunBase(abc.ABC):
             self.scorep_env["SCOREP_FILTERING_FILE"] = str(
                 Path(settings.filter_file).expanduser().absolute()
             )
+        self.cuda: dict[str, Any] | None = None  # Score-P's CUDA adapter (accel.scorep_cuda)
+        if self.backend == "scorep":
+            from scorep_kernel.accel import scorep_cuda
+
+            wanted = bool(settings.measure.get("accelerators", True))
+            self.scorep_env, choice = scorep_cuda.choose(self.scorep_env, wanted)
+            self.cuda = dict(choice)
         self.binding_args = list(binding_args)
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None

@@ -87,6 +87,8 @@ def _note_scorep_files(run: SubprocessRun, code: int | None, errors: list[str]) 
         "scorep_messages": scorep_backend.scorep_messages(run.worker.scorep_lines),
         "notes": run._explained(),
     }
+    if run.cuda is not None:  # Score-P's CUDA adapter: on, or why not (accel.scorep_cuda)
+        measurement["cuda"] = run.cuda
     experiment.update_manifest(
         run.exp_dir, files=files, files_status=status, errors=errors, measurement=measurement
     )

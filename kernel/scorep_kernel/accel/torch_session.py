@@ -1,0 +1,142 @@
+"""torch.profiler (Kineto; CUPTI underneath on CUDA builds) started and stopped with a
+measured run of the builtin tracer, in the kernel or in a worker alike.
+
+Nothing happens unless torch is imported: when the run starts or one of its cells begins
+(``import torch`` in an earlier cell, a worker's preload, the namespace brought into a
+worker), or when the run imports it (the profiler starts right after that import returns:
+``measure.imports`` reports it), so a cell that never touches torch pays nothing, not even
+an import. The profiler records the CPU's
+operators and, where ``torch.cuda.is_available()``, the device's kernels, copies and sets;
+at the end its trace is exported into the experiment directory as ``torch.pt.trace.json``
+(HTA, TensorBoard and Perfetto read that file) and parsed (``kineto_trace``) into the
+Recording.
+
+Kineto announces every start and stop on the process's stderr ("USDT: ...
+profiler_start"), which ipykernel would show under the cell: those lines are held back
+while it starts and stops; anything else it writes then is passed on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import experiment
+from .kineto_trace import KinetoTrace, KinetoTraceError, load
+
+
+class _QuietStderr:
+    """fd 2 into a temporary file while Kineto starts or stops; its lines other than its
+    own announcements go back to stderr afterwards."""
+
+    def __enter__(self) -> _QuietStderr:
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        self._file = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        text = self._file.read().decode("utf-8", "replace")
+        self._file.close()
+        rest = [line for line in text.splitlines(True) if not line.startswith("USDT:")]
+        if rest:
+            try:
+                sys.stderr.write("".join(rest))
+            except Exception:
+                pass
+
+
+def torch_ready() -> bool:
+    """torch is imported, and done importing: starting the profiler from inside torch's own
+    import (an import its __init__ makes) would load torch._C a second time."""
+    module = sys.modules.get("torch")
+    if module is None:
+        return False
+    return not getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+class TorchProfiling:
+    """One run's torch.profiler; ``start`` when the run starts, ``stop`` when it stops."""
+
+    def __init__(self, exp_dir: str | os.PathLike, enabled: bool = True):
+        self.exp_dir = Path(exp_dir)
+        self.enabled = enabled
+        self._profile: Any = None
+        self.notes: dict[str, Any] = {}
+        self.seconds: dict[str, float] = {}
+
+    @property
+    def running(self) -> bool:
+        return self._profile is not None
+
+    def start(self) -> None:
+        """Start the profiler when torch is imported (else wait for ``torch_imported``, or
+        the next cell of the run). Cheap when it is not: one dict lookup."""
+        if self.enabled and self._profile is None and torch_ready():
+            self._start()
+
+    def torch_imported(self) -> None:
+        """The run imported torch itself: start now."""
+        self.start()
+
+    def _start(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU]
+            cuda = bool(torch.cuda.is_available())
+            if cuda:
+                activities.append(ProfilerActivity.CUDA)
+            prof = profile(activities=activities, record_shapes=False, with_stack=False)
+            with _QuietStderr():
+                prof.__enter__()
+        except Exception as e:  # an odd torch build: measure the rest as before
+            self.notes["error"] = f"torch.profiler did not start: {type(e).__name__}: {e}"
+            self.enabled = False
+            return
+        self._profile = prof
+        self.notes.update(
+            profiler="torch.profiler",
+            torch=str(getattr(torch, "__version__", "")),
+            activities=["cpu", "cuda"] if cuda else ["cpu"],
+        )
+        self.seconds["start"] = round(time.perf_counter() - t0, 4)
+
+    def stop(self) -> KinetoTrace | None:
+        """Stop, export the trace into the experiment directory and read it back; None when
+        the profiler did not run (or its trace could not be read: ``notes`` says why)."""
+        prof, self._profile = self._profile, None
+        if prof is None:
+            return None
+        t0 = time.perf_counter()
+        path = self.exp_dir / experiment.KINETO_TRACE
+        try:
+            with _QuietStderr():
+                prof.__exit__(None, None, None)
+            self.exp_dir.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(path))
+        except Exception as e:
+            self.notes["error"] = f"torch.profiler did not stop cleanly: {type(e).__name__}: {e}"
+            return None
+        t1 = time.perf_counter()
+        try:
+            trace = load(path)
+        except KinetoTraceError as e:
+            self.notes["error"] = str(e)
+            return None
+        self.seconds.update(stop_export=round(t1 - t0, 4), parse=round(time.perf_counter() - t1, 4))
+        self.notes["file"] = experiment.KINETO_TRACE
+        return trace

@@ -193,6 +193,7 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         "timer_resolution": defs.timer_resolution,
         # what t=0 is: the OTF2 global offset, or the first event of a whole process's trace
         "origin": "first_event" if whole_process else "global_offset",
+        "origin_ticks": int(origin),  # t=0 in the trace's own ticks (device_read's times)
         "events": total_events,
         "levels": pixels,
         "locations": locations,

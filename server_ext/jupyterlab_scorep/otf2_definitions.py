@@ -108,9 +108,12 @@ def read_definitions(trace: Any) -> Definitions:
                 "ref": i,
                 "name": loc.name or f"Location {i}",
                 "group": getattr(group, "name", "") or "",
-                "kind": {"cpu_thread": "thread", "gpu": "gpu", "metric": "metric"}.get(
-                    _enum_name(loc.type), _enum_name(loc.type)
-                ),
+                "kind": {
+                    "cpu_thread": "thread",
+                    "gpu": "gpu",
+                    "accelerator_stream": "gpu",
+                    "metric": "metric",
+                }.get(_enum_name(loc.type), _enum_name(loc.type)),
                 "events": int(loc.number_of_events or 0),
             }
         )

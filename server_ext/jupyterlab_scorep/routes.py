@@ -144,6 +144,24 @@ class RanksHandler(JsonGetHandler):
         return await self.service.ranks(self.path_arg)
 
 
+class DeviceHandler(JsonGetHandler):
+    async def make(self):
+        return await self.service.device(self.path_arg)
+
+
+class LinkHandler(JsonGetHandler):
+    async def make(self):
+        location, start = self.int_arg("location", 0), self.int_arg("start")
+        return await self.service.link(self.path_arg, location, start)
+
+
+class ImportHandler(ScorePHandler):
+    @tornado.web.authenticated
+    @authorized("write")
+    async def post(self):
+        await self.respond(lambda: self.service.import_trace(self.get_argument("trace", None)))
+
+
 class DownloadHandler(ScorePHandler):
     """Streams ``Service.download``'s chunks, each read in a thread."""
 
@@ -216,6 +234,9 @@ ROUTES = {
     "metrics": MetricsHandler,
     "summary": SummaryHandler,
     "ranks": RanksHandler,
+    "device": DeviceHandler,
+    "link": LinkHandler,
+    "import": ImportHandler,
     "compare": CompareHandler,
     "download": DownloadHandler,
     "open": OpenHandler,

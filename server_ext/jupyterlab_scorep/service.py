@@ -26,6 +26,7 @@ from . import (
     compare_json,
     compare_noise,
     compare_verdict,
+    device_routes,
     export,
     history,
     metric_series,
@@ -364,7 +365,25 @@ class Service(ScoreRoutes):
         )
         if events is not None:  # an MPI run's imbalance and communication share (ranks.py)
             body["verdicts"] += await ranks.summary_verdicts(self, exp, manifest)
+        # the accelerators: what the device did, and the verdict naming the bottleneck
+        device, device_verdicts = await device_routes.summary_part(self, exp, manifest)
+        body["device"] = device
+        body["verdicts"] = device_verdicts + body["verdicts"]
         return body
+
+    async def device(self, path: str | None) -> dict[str, Any]:
+        """GET device: the accelerators' analysis (device_routes, device_analysis)."""
+        return await device_routes.answer(self, path)
+
+    async def link(
+        self, path: str | None, location: int | None, start: int | None
+    ) -> dict[str, Any]:
+        """GET link: a span's launch link (launch <-> kernel)."""
+        return await device_routes.link(self, path, location, start)
+
+    async def import_trace(self, trace: str | None) -> dict[str, Any]:
+        """POST import: a torch.profiler trace as an experiment."""
+        return await self.in_thread(device_routes.import_trace, self, trace)
 
     async def ranks(self, path: str | None) -> dict[str, Any]:
         """GET ranks: an MPI run's processes and their communication (ranks.py)."""

@@ -1,0 +1,131 @@
+"""The service's side of the accelerator views: GET device, GET link, the device part of
+GET summary, and POST import (a torch.profiler trace from outside the notebook)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from scorep_kernel import experiment as ex
+
+from . import device_analysis
+from .api_error import ApiError
+
+IMPORT_TIMEOUT_S = 600
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+async def analysis_of(service: Any, exp: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """``device_analysis.analyze`` of the experiment's trace, once per index build."""
+    from . import device_read
+
+    index = await service.index(exp, manifest)
+    key = "device_analysis"
+    found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
+    if found is not None:
+        return found or None
+    if not any(loc.get("kind") == "gpu" for loc in index.locations):
+        return index.cached(key, lambda _index: {}) or None
+    records = await service.in_worker(
+        "the device records of the OTF2 trace",
+        device_read.read_device_records,
+        str(exp / ex.OTF2_ANCHOR),
+    )
+    analysis = await service.compute("the device analysis", device_analysis.analyze, index, records)
+    return index.cached(key, lambda _index: analysis or {}) or None
+
+
+async def answer(service: Any, path: str | None) -> dict[str, Any]:
+    """GET device (docs/API.md): 404 for a run without device streams."""
+    exp, manifest = await service.open(path)
+    analysis = await analysis_of(service, exp, manifest)
+    if analysis is None:
+        raise ApiError(404, device_absent_message(manifest))
+    return device_analysis.public(analysis)
+
+
+async def link(
+    service: Any, path: str | None, location: int | None, start: int | None
+) -> dict[str, Any]:
+    """GET link: the other ends of the launch links of one span."""
+    if location is None or start is None:
+        raise ApiError(
+            400, "GET link needs location= (a location id) and start= (the span's start, ns)"
+        )
+    exp, manifest = await service.open(path)
+    analysis = await analysis_of(service, exp, manifest)
+    if analysis is None:
+        return {"links": []}
+    index = await service.index(exp, manifest)
+    if not 0 <= location < len(index.locations):
+        raise ApiError(400, f"location={location} is not a location of this trace")
+    host = index.locations[location].get("kind") != "gpu"
+    return {"links": device_analysis.links_of(analysis, location, start, host)}
+
+
+def device_absent_message(manifest: dict[str, Any]) -> str:
+    """Why a run has no device lanes, in words, with what to do."""
+    accel = (manifest.get("measurement") or {}).get("accelerator") or {}
+    cuda = (manifest.get("measurement") or {}).get("cuda") or {}
+    if cuda.get("message"):
+        return str(cuda["message"])
+    if accel.get("error"):
+        return str(accel["error"])
+    if accel.get("activities") == ["cpu"]:
+        return ("torch.profiler recorded the CPU only: torch.cuda.is_available() was false "
+                "in the process that ran the cell, so there is no device activity.")  # fmt: skip
+    return ("This run has no device streams: the cell used no GPU through PyTorch (or the "
+            "accelerators setting was off).")  # fmt: skip
+
+
+async def summary_part(
+    service: Any, exp: Path, manifest: dict[str, Any]
+) -> tuple[dict | None, list[dict]]:
+    """The ``device`` section and verdict of GET summary, or the panel's word that Score-P
+    could not record the device; never fails the summary."""
+    verdicts: list[dict] = []
+    cuda = (manifest.get("measurement") or {}).get("cuda") or {}
+    if cuda.get("message") and not cuda.get("enabled"):
+        verdicts.append({"kind": "gpu", "level": "info", "text": cuda["message"], "numbers": {}})
+    try:
+        analysis = await analysis_of(service, exp, manifest)
+    except Exception:
+        return None, verdicts
+    if analysis is None:
+        return None, verdicts
+    body = device_analysis.public(analysis)
+    return body, [body["verdict"], *verdicts]
+
+
+def import_trace(service: Any, trace: str | None) -> dict[str, Any]:
+    """POST import: a torch.profiler trace (``export_chrome_trace`` or
+    tensorboard_trace_handler's ``*.pt.trace.json``) inside the roots becomes an experiment
+    in ``scorep-experiments/`` beside it. The kernel's package converts it in a process of
+    its own (the experiment directory is the seam between the two)."""
+    if not trace:
+        raise ApiError(
+            400, "POST import needs trace= (a torch.profiler trace, relative to the server root)"
+        )
+    path = service.roots.resolve(trace, "trace")
+    if not path.is_file():
+        raise ApiError(404, f"{trace} is not a file: give the path of a *.pt.trace.json")
+    if not str(path).endswith(TRACE_SUFFIXES):
+        raise ApiError(400, f"{trace} is not a torch.profiler trace (*.json or *.json.gz)")
+    parent = path.parent / ex.DEFAULT_PARENT
+    cmd = [sys.executable, "-m", "scorep_kernel.accel.import_trace", str(path), str(parent)]
+    try:
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ApiError(
+            422, f"reading {trace} took over {IMPORT_TIMEOUT_S} s; it is too large to import"
+        ) from None
+    if done.returncode != 0:
+        message = (done.stderr.strip().splitlines() or ["the converter failed"])[-1]
+        raise ApiError(422, message)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"path": result["path"], "manifest": ex.read_manifest(result["path"])}

@@ -14,7 +14,17 @@ export type Isolation = 'subprocess' | 'inprocess';
 export type RunStatus = 'running' | 'ok' | 'error' | 'interrupted' | 'crashed';
 /** Whether the server may read the run's files yet ("unavailable": nothing was measured). */
 export type FilesStatus = 'pending' | 'ready' | 'failed' | 'unavailable';
-export type RegionRole = 'function' | 'user' | 'import' | 'cell' | 'artificial';
+export type RegionRole =
+  | 'function'
+  | 'user'
+  | 'import'
+  | 'cell'
+  | 'artificial'
+  | 'operator'
+  | 'runtime'
+  | 'kernel'
+  | 'memcpy'
+  | 'memset';
 
 /** One cell of a run: JupyterLab's cellId, the execution count, its source and hash. */
 export interface IManifestCell {
@@ -197,6 +207,56 @@ export interface ISummary {
   functions_total?: number;
   /** own time of the measurement's top-level region (Score-P's python3.11) */
   outside_s?: number;
+  /** the accelerators' analysis (GET device), null without device streams */
+  device?: IDeviceAnalysis | null;
+}
+
+/** GET device (docs/API.md): what the accelerators did during the cell. */
+export interface IDeviceAnalysis {
+  cell_s: number;
+  busy_s: number;
+  busy_pct: number;
+  idle_s: number;
+  idle_pct: number;
+  idle_pct_of_span: number;
+  idle_by_cause: Record<'input' | 'sync' | 'host' | 'other', number>;
+  idle_by_cause_pct: Record<'input' | 'sync' | 'host' | 'other', number>;
+  input_pipeline_s: number;
+  input_pipeline_pct: number;
+  host_sync_s: number;
+  overlap_s: number;
+  overlap_pct_of_busy: number | null;
+  streams: {
+    location: number;
+    name: string;
+    group: string;
+    busy_s: number;
+    activities: number;
+  }[];
+  kernels: number;
+  linked: number;
+  top_kernels: { name: string; device_s: number; count: number; pct: number }[];
+  top_operators: {
+    name: string;
+    device_s: number;
+    activities: number;
+    pct: number;
+  }[];
+  memcpy: Record<
+    string,
+    { count: number; bytes: number; seconds: number; rate_gb_s: number | null }
+  >;
+  memset: { count: number; seconds: number };
+  verdict: IVerdict;
+}
+
+/** GET link: the other ends of a span's launch links. */
+export interface ILink {
+  correlation: number;
+  location: number;
+  start: number;
+  end: number;
+  kind: 'launch' | 'device';
 }
 
 export interface IFunctionStat {

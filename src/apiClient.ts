@@ -14,6 +14,8 @@ import type {
   IExperiment,
   IExperimentList,
   IFilterApplied,
+  ILink,
+  IManifest,
   IMetrics,
   IRanks,
   IRuns,
@@ -121,6 +123,20 @@ export class ScorepAPI {
 
   summary(path: string): Promise<ISummary> {
     return this.request('summary', { path });
+  }
+
+  /** The other ends of a span's launch links (launch <-> kernel, copy, set). */
+  link(
+    path: string,
+    location: number,
+    start: number
+  ): Promise<{ links: ILink[] }> {
+    return this.request('link', { path, location, start });
+  }
+
+  /** A torch.profiler trace (relative to the server root) as an experiment. */
+  importTrace(trace: string): Promise<{ path: string; manifest: IManifest }> {
+    return this.request('import', { trace }, { method: 'POST' });
   }
 
   /** A cell's runs, newest first, and the disk the notebook's runs use. */

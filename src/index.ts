@@ -16,6 +16,7 @@ import {
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ICellHandle, setCellLocator } from './cellbridge';
 import { CommandIDs, registerCommands } from './commands';
+import { OPEN_TRACE_COMMAND, registerOpenTrace } from './openTrace';
 import {
   IScorepMetadata,
   IUserSettings,
@@ -63,8 +64,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
     }
     registerCommands(app, tracker, () => settings);
+    registerOpenTrace(app);
     if (palette) {
       const category = 'Score-P';
+      palette.addItem({ command: OPEN_TRACE_COMMAND, category });
       palette.addItem({ command: CommandIDs.toggle, category });
       palette.addItem({ command: CommandIDs.profileRun, category });
       palette.addItem({ command: CommandIDs.profileMpi, category });

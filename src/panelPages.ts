@@ -22,6 +22,7 @@ import { MetricsView } from './metrics/metricsView';
 import { RanksView } from './ranks/ranksView';
 import { ScorePTab } from './scoreptab';
 import { FunctionSummaryView } from './summary/functionSummary';
+import { renderDeviceSummary } from './summary/deviceSummary';
 import { TimelineView } from './timeline/timelineView';
 
 export type TabId =
@@ -113,6 +114,9 @@ export class PanelPages {
     const page = this.host.page('summary');
     this.functionSummary?.dispose();
     page.textContent = '';
+    if (summary.device) {
+      page.appendChild(renderDeviceSummary(summary.device));
+    }
     this.functionSummary = new FunctionSummaryView(summary, {
       select: name => {
         this.selectedFunction = name;
@@ -167,7 +171,12 @@ export class PanelPages {
       range: trace.range,
       locations: trace.locations,
       load: (req, signal) =>
-        api.timeline(path, req.t0, req.t1, req.width, signal)
+        api.timeline(path, req.t0, req.t1, req.width, signal),
+      // device lanes: a kernel's launch and back (GET link)
+      links: trace.locations.some(l => l.kind === 'gpu')
+        ? async (location, start) =>
+            (await api.link(path, location, start)).links
+        : undefined
     });
     Widget.attach(this.timeline, page);
     page.appendChild(help);

@@ -1,3 +1,4 @@
 import './base.css';
 import './scorep.css';
 import './ranks.css';
+import './device.css';

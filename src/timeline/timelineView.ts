@@ -29,6 +29,7 @@ import { layoutTimeline } from './rankLanes';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
 import { renderLegend, showTooltip } from './overlays';
+import { laneAt, LaunchLinks, LinkLoader } from './launchLinks';
 
 const KEYS_HELP = 'Arrow keys pan, plus and minus zoom, 0 shows everything.';
 
@@ -46,6 +47,8 @@ export class TimelineView extends Widget {
     load: TimelineLoader;
     /** the time the ruler counts from (default 0, the run's start) */
     axisOrigin?: number;
+    /** a span's launch links (GET link): clicking a span draws them */
+    links?: LinkLoader;
   }) {
     super();
     this.addClass('jp-scorep-timeline');
@@ -83,10 +86,17 @@ export class TimelineView extends Widget {
     const scroller = el('div', 'jp-scorep-timeline-scroller');
     scroller.appendChild(this.canvas);
     scroller.appendChild(this.hoverBox);
+    if (options.links) {
+      this.links = new LaunchLinks(options.links);
+      scroller.appendChild(this.links.svg);
+    }
     scroller.appendChild(this.tooltip);
     this.node.appendChild(this.legend);
     this.node.appendChild(scroller);
     this.node.appendChild(this.status);
+    if (this.links) {
+      this.node.appendChild(this.links.status);
+    }
 
     this.fetcher = new WindowFetcher<ITimeline>(
       options.load,
@@ -270,6 +280,14 @@ export class TimelineView extends Widget {
       origin: this.axisOrigin
     });
     this.placeHover();
+    this.links?.place(
+      this.list,
+      this.layout_,
+      this._view,
+      width,
+      AXIS_HEIGHT,
+      this.layout_.height
+    );
     this.node.dataset.spans = String(this.list.n);
     // the cost of the last frame, for performance checks (ui-tests read it)
     this.node.dataset.drawMs = (performance.now() - started).toFixed(2);
@@ -368,6 +386,14 @@ export class TimelineView extends Widget {
     if (this.dragMode === 'pan' && this.dragView !== this._view) {
       this.requestWindow();
     }
+    const [x, y] = this.localPoint(e);
+    if (
+      this.dragMode === 'pan' &&
+      this.links &&
+      Math.abs(x - this.dragStart) < 3
+    ) {
+      this.clickSpan(x, y - AXIS_HEIGHT);
+    }
     this.dragMode = null;
     this.dragView = null;
     this.canvas.style.cursor = '';
@@ -401,6 +427,21 @@ export class TimelineView extends Widget {
     e.preventDefault();
     e.stopPropagation();
   };
+
+  /** A click on a single call selects it and draws its launch links (or clears them). */
+  private clickSpan(x: number, y: number): void {
+    const k = hitTest(this.list, this.layout_.rowHeight, x, y);
+    const lane = k >= 0 ? laneAt(this.layout_, this.list.y[k]) : null;
+    const span =
+      k >= 0 && lane && this.list.count[k] === 1
+        ? {
+            location: lane.id,
+            start: this.list.start[k],
+            end: this.list.end[k]
+          }
+        : null;
+    void this.links?.select(span, () => this.scheduleDraw());
+  }
 
   private showTooltip(k: number, x: number, y: number): void {
     const id = this.list.region[k];
@@ -459,6 +500,7 @@ export class TimelineView extends Widget {
   private frame = 0;
   private readonly tooltip: HTMLDivElement;
   private readonly hoverBox: HTMLDivElement;
+  private readonly links: LaunchLinks | null = null;
   private readonly legend: HTMLDivElement;
   private readonly status: HTMLDivElement;
   private readonly fetcher: WindowFetcher<ITimeline>;

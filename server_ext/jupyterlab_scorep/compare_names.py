@@ -19,6 +19,7 @@ cell compare across executions and backends:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,12 +55,18 @@ def short_name(name: str) -> str:
     return f"{owner}.{function}" if owner[:1].isupper() else function
 
 
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+
+
 def module_of(name: str, group: str = "") -> str:
     """The module a function is grouped under: ``cell`` for cells, else the name's module
     part (experiment.region_module), else the region's group."""
     if ex.cell_region_count(name) is not None:
         return "cell"
-    return ex.region_module(name) or group or name
+    module = ex.region_module(name)
+    if module is not None and not _DOTTED.fullmatch(module):
+        module = None  # a C++ name's "void at::native::..." is no module (CUDA kernels)
+    return module or group or name
 
 
 @dataclass

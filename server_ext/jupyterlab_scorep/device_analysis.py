@@ -101,7 +101,7 @@ def _innermost(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarra
 
 
 def _rate(nbytes: int, ns: int) -> float | None:
-    return round(nbytes / ns, 3) if ns > 0 else None  # bytes per ns = GB/s
+    return round(nbytes / ns, 6) if ns > 0 else None  # bytes per ns = GB/s
 
 
 def analyze(index: Any, records: dict[str, Any]) -> dict[str, Any] | None:

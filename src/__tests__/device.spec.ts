@@ -1,5 +1,9 @@
 import type { IDeviceAnalysis } from '../api';
-import { renderDeviceSummary, shares } from '../summary/deviceSummary';
+import {
+  formatRate,
+  renderDeviceSummary,
+  shares
+} from '../summary/deviceSummary';
 import { laneAt, LaunchLinks, spanPoint } from '../timeline/launchLinks';
 import { emptyDrawList, layoutLanes } from '../timeline/projection';
 
@@ -62,6 +66,15 @@ describe('device summary', () => {
     expect(tables[1].textContent).toContain('aten::mm');
     expect(tables[2].textContent).toContain('memcpy HtoD');
     expect(tables[2].textContent).toContain('6.55 GB/s');
+  });
+});
+
+describe('copy rates', () => {
+  it('says GB/s, or MB/s for small copies', () => {
+    expect(formatRate(6.5536)).toBe('6.55 GB/s');
+    expect(formatRate(0.002)).toBe('2.00 MB/s');
+    expect(formatRate(0.25)).toBe('250 MB/s');
+    expect(formatRate(null)).toBe('–');
   });
 });
 

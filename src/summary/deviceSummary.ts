@@ -16,6 +16,16 @@ const CAUSES: [keyof IDeviceAnalysis['idle_by_cause'], string][] = [
   ['other', 'idle: other']
 ];
 
+/** A copy rate: GB/s, or MB/s below one (a 4-byte loss.item()). */
+export function formatRate(gbPerS: number | null): string {
+  if (gbPerS === null) {
+    return '–';
+  }
+  return gbPerS >= 1
+    ? `${gbPerS.toFixed(2)} GB/s`
+    : `${(gbPerS * 1000).toFixed(gbPerS >= 0.01 ? 0 : 2)} MB/s`;
+}
+
 function pct(v: number): string {
   return `${v.toFixed(v >= 10 ? 0 : 1)} %`;
 }
@@ -133,7 +143,7 @@ export function renderDeviceSummary(a: IDeviceAnalysis): HTMLElement {
       `memcpy ${dir}`,
       c.bytes ? formatBytes(c.bytes) : '–',
       formatSeconds(c.seconds),
-      c.rate_gb_s === null ? '–' : `${c.rate_gb_s.toFixed(2)} GB/s`,
+      formatRate(c.rate_gb_s),
       c.count
     ]);
     if (a.memset.count) {

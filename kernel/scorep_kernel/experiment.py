@@ -582,7 +582,9 @@ def list_experiments(parent: str | os.PathLike) -> list[tuple[Path, dict[str, An
 #
 # Keys in use: cpu.total (%), cpu.core<i> (%), mem.rss (bytes, the measured process tree),
 # mem.used (bytes, system), disk.read / disk.write (bytes/s), net.recv / net.sent (bytes/s),
-# gpu<i>.util (%), gpu<i>.mem (bytes). group is one of cpu, memory, io, network, gpu.
+# gpu<i>.util (%), gpu<i>.mem (bytes), gpu<i>.proc_mem (bytes: the run's processes on the
+# GPU), gpu<i>.sm (%, SM activity where NVML offers GPM). group is one of cpu, memory, io,
+# network, gpu.
 
 
 def write_metrics(

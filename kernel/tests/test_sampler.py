@@ -106,7 +106,10 @@ def test_rss_counts_child_processes():
 
 def test_gpu_series_through_nvml(monkeypatch):
     """No GPU on the test machines: a stand-in pynvml with two devices checks our side of
-    NVML (series, units, values, shutdown)."""
+    NVML (series, units, values, shutdown): utilisation, memory, the memory this process
+    holds (not another process's), and SM activity through GPM where the device offers it
+    (gpu1 only, as a Hopper beside an older GPU)."""
+    import os
     import types
 
     calls = []
@@ -121,6 +124,28 @@ def test_gpu_series_through_nvml(monkeypatch):
     fake.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(
         used=(1 if h == "gpu0" else 3) * 2**30
     )
+    me = os.getpid()
+    fake.nvmlDeviceGetComputeRunningProcesses = lambda h: [
+        types.SimpleNamespace(pid=me, usedGpuMemory=(2 if h == "gpu0" else 5) * 2**20),
+        types.SimpleNamespace(pid=1, usedGpuMemory=7 * 2**30),  # another process's
+    ]
+    fake.nvmlGpmQueryDeviceSupport = lambda h: types.SimpleNamespace(isSupportedDevice=h == "gpu1")
+    fake.nvmlGpmSampleAlloc = lambda: types.SimpleNamespace(n=0)
+    fake.nvmlGpmSampleGet = lambda h, sample: None
+    fake.nvmlGpmSampleFree = lambda sample: None
+    fake.NVML_GPM_METRICS_GET_VERSION = 1
+    fake.NVML_GPM_METRIC_SM_UTIL = 2
+
+    class MetricsGet:
+        def __init__(self):
+            self.metrics = [types.SimpleNamespace(metricId=0, value=0.0)]
+
+    def metrics_get(get):
+        assert get.metrics[0].metricId == 2 and get.sample1 is not get.sample2
+        get.metrics[0].value = 37.5
+
+    fake.c_nvmlGpmMetricsGet_t = MetricsGet
+    fake.nvmlGpmMetricsGet = metrics_get
     monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
 
     s = MetricSampler(0.05)
@@ -128,10 +153,21 @@ def test_gpu_series_through_nvml(monkeypatch):
     time.sleep(0.2)
     samples = s.stop()
     keys = [x["key"] for x in samples.series]
-    assert keys[-4:] == ["gpu0.util", "gpu0.mem", "gpu1.util", "gpu1.mem"]
+    gpu = [
+        "gpu0.util",
+        "gpu0.mem",
+        "gpu0.proc_mem",
+        "gpu1.util",
+        "gpu1.mem",
+        "gpu1.proc_mem",
+        "gpu1.sm",
+    ]
+    assert keys[-7:] == gpu
     units = {x["key"]: (x["unit"], x["group"]) for x in samples.series}
     assert units["gpu1.util"] == ("%", "gpu") and units["gpu0.mem"] == ("bytes", "gpu")
-    assert (samples.values[:, -4:] == [40, 2**30, 75, 3 * 2**30]).all()
+    assert units["gpu1.sm"] == ("%", "gpu") and units["gpu0.proc_mem"] == ("bytes", "gpu")
+    expected = [40, 2**30, 2 * 2**20, 75, 3 * 2**30, 5 * 2**20, 37.5]
+    assert (samples.values[:, -7:] == expected).all()
     assert NO_GPU_NOTE not in samples.notes
     assert calls == ["init", "shutdown"]
 

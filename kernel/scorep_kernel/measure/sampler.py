@@ -2,8 +2,9 @@
 
 Series keys and units are those documented in ``experiment.py``: cpu.total and
 cpu.core<i> (%), mem.rss (bytes, this process and its children), mem.used (bytes, system),
-disk.read / disk.write and net.recv / net.sent (bytes/s), gpu<i>.util (%) and gpu<i>.mem
-(bytes) through NVML when an NVIDIA GPU and ``pynvml`` (nvidia-ml-py) are there.
+disk.read / disk.write and net.recv / net.sent (bytes/s), and through NVML when an NVIDIA
+GPU and ``pynvml`` (nvidia-ml-py) are there gpu<i>.util (%), gpu<i>.mem, gpu<i>.proc_mem
+(bytes) and, with GPM, gpu<i>.sm (%) (gpu_sampler).
 
 Cost: on Linux each tick re-reads five /proc files kept open (procfs.py, ~35 µs) and the
 list of child processes is refreshed every half second; elsewhere psutil does the reading.
@@ -11,6 +12,7 @@ list of child processes is refreshed every half second; elsewhere psutil does th
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +22,7 @@ import psutil
 
 from ..formats.recording import MetricSamples
 from . import procfs
+from .gpu_sampler import GpuSampler
 
 NO_GPU_NOTE = "No NVIDIA GPU found: GPU metrics skipped."
 CHILD_REFRESH_S = 0.5
@@ -27,44 +30,6 @@ CHILD_REFRESH_S = 0.5
 
 def _series(key: str, label: str, unit: str, group: str, description: str) -> dict[str, str]:
     return {"key": key, "label": label, "unit": unit, "group": group, "description": description}
-
-
-class _Gpus:
-    def __init__(self) -> None:
-        self.handles: list = []
-        self.nvml = None
-        try:
-            import pynvml  # nvidia-ml-py, optional
-
-            pynvml.nvmlInit()
-            count = pynvml.nvmlDeviceGetCount()
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            self.nvml = pynvml
-        except Exception:
-            self.handles = []
-
-    def read(self) -> list[float]:
-        out: list[float] = []
-        nvml = self.nvml
-        if nvml is None:  # no NVML: no handles either
-            return out
-        for h in self.handles:
-            try:
-                out.append(float(nvml.nvmlDeviceGetUtilizationRates(h).gpu))
-            except Exception:
-                out.append(float("nan"))
-            try:
-                out.append(float(nvml.nvmlDeviceGetMemoryInfo(h).used))
-            except Exception:
-                out.append(float("nan"))
-        return out
-
-    def close(self) -> None:
-        if self.nvml is not None:
-            try:
-                self.nvml.nvmlShutdown()
-            except Exception:
-                pass
 
 
 class MetricSampler:
@@ -94,7 +59,7 @@ class MetricSampler:
     def _prepare(self) -> None:
         self._proc = psutil.Process(self.pid)
         self._ncpu = psutil.cpu_count(logical=True) or 1
-        self._gpus = _Gpus()
+        self._gpus = GpuSampler()
         series = [_series("cpu.total", "CPU total", "%", "cpu", "mean utilisation of all cores")]
         series += [
             _series(f"cpu.core{i}", f"CPU core {i}", "%", "cpu", f"utilisation of core {i}")
@@ -134,19 +99,10 @@ class MetricSampler:
                 "bytes sent per second on all interfaces but loopback",
             ),
         ]
-        for i in range(len(self._gpus.handles)):
-            series += [
-                _series(
-                    f"gpu{i}.util", f"GPU {i} utilisation", "%", "gpu", f"NVIDIA GPU {i} busy time"
-                ),
-                _series(
-                    f"gpu{i}.mem",
-                    f"GPU {i} memory",
-                    "bytes",
-                    "gpu",
-                    f"NVIDIA GPU {i} memory in use",
-                ),
-            ]
+        series += [
+            _series(key, label, unit, "gpu", description)
+            for key, label, unit, description in self._gpus.series()
+        ]
         if not self._gpus.handles:
             self.notes.append(NO_GPU_NOTE)
         self.series = series
@@ -199,6 +155,15 @@ class MetricSampler:
     def _memory_used(self) -> float:
         return self._procfs.memory_used() if self._procfs else float(psutil.virtual_memory().used)
 
+    def _gpu_pids(self) -> list[int]:
+        """The measured process and its children (as last listed for mem.rss)."""
+        pids = [self.pid if self.pid is not None else os.getpid()]
+        for child in self._children:
+            pid = getattr(child, "pid", child)
+            if isinstance(pid, int):
+                pids.append(pid)
+        return pids
+
     def _rss(self, now: float) -> float:
         if now - self._children_at >= CHILD_REFRESH_S:
             try:
@@ -243,7 +208,7 @@ class MetricSampler:
             max(0.0, (net[0] - self._last_net[0]) / dt),
             max(0.0, (net[1] - self._last_net[1]) / dt),
         ]
-        row += self._gpus.read()
+        row += self._gpus.read(self._gpu_pids())
         self._last_t, self._last_disk, self._last_net = t, disk, net
         self._times.append(t)
         self._rows.append(row)
@@ -284,6 +249,7 @@ class MetricSampler:
             except Exception:
                 self.errors += 1
         self._gpus.close()
+        self.notes += self._gpus.notes
         if self._procfs:
             self._procfs.close()
         if self.errors:

@@ -48,7 +48,13 @@ const A: IDeviceAnalysis = {
 describe('device summary', () => {
   it('splits the cell into busy and the idle causes', () => {
     const s = shares(A);
-    expect(s.map(p => p.key)).toEqual(['busy', 'input', 'sync', 'host', 'other']);
+    expect(s.map(p => p.key)).toEqual([
+      'busy',
+      'input',
+      'sync',
+      'host',
+      'other'
+    ]);
     expect(s.reduce((t, p) => t + p.pct, 0)).toBeCloseTo(100, 0);
   });
 
@@ -59,7 +65,9 @@ describe('device summary', () => {
     const bar = node.querySelector('.jp-scorep-device-bar')!;
     // 'other' is 0 %: no segment for it
     expect(bar.children.length).toBe(4);
-    expect(bar.getAttribute('aria-label')).toContain('idle: input pipeline 73 %');
+    expect(bar.getAttribute('aria-label')).toContain(
+      'idle: input pipeline 73 %'
+    );
     const tables = node.querySelectorAll('table');
     expect(tables.length).toBe(3);
     expect(tables[0].textContent).toContain('volta_sgemm_128x64_nn');
@@ -104,7 +112,15 @@ describe('launch links', () => {
   it('draws a line to each link of the selected span', async () => {
     const links = new LaunchLinks(async (location, start) =>
       location === 1 && start === 500
-        ? [{ correlation: 7, location: 0, start: 400, end: 450, kind: 'launch' as const }]
+        ? [
+            {
+              correlation: 7,
+              location: 0,
+              start: 400,
+              end: 450,
+              kind: 'launch' as const
+            }
+          ]
         : []
     );
     const list = emptyDrawList(0);

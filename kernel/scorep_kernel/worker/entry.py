@@ -146,7 +146,12 @@ class Worker:
         return transfer.pack(namespace, self.transport)
 
     def preload(self, modules: list[str]) -> None:
-        self.channel.send(msg.Preloaded(modules, import_all(modules)))
+        loaded = import_all(modules)
+        if self.scorep is None:  # builtin: torch.profiler's start-up paid here, not in the cell
+            from scorep_kernel.accel.torch_session import warm_up
+
+            warm_up()
+        self.channel.send(msg.Preloaded(modules, loaded))
 
     def start_run(self, start: msg.StartRun) -> None:
         self.run_started = True

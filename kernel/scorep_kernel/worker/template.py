@@ -92,7 +92,11 @@ def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
 
 
 def _preload(channel: BlockingChannel, modules: list[str]) -> None:
-    channel.send(msg.Preloaded(modules, import_all(modules)))
+    from scorep_kernel.accel.torch_session import warm_up
+
+    loaded = import_all(modules)
+    warm_up()  # torch.profiler's start-up, once for every fork (accel.torch_session)
+    channel.send(msg.Preloaded(modules, loaded))
 
 
 def _report_exits(channel: BlockingChannel) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .ranks import _union  # disjoint sorted intervals covering the given ones
+
 CAUSES = ("input", "sync", "host", "other")
 INPUT_PIPELINE = re.compile(r"(?i)dataloader.*__next__")
 SYNC_CALLS = frozenset(
@@ -50,17 +52,8 @@ class Intervals:
 
     @staticmethod
     def union(start: np.ndarray, end: np.ndarray) -> Intervals:
-        start = np.asarray(start, np.int64)
-        end = np.asarray(end, np.int64)
-        if not start.size:
-            return Intervals(start, end)
-        order = np.argsort(start, kind="stable")
-        s, e = start[order], end[order]
-        reach = np.maximum.accumulate(e)
-        new = np.ones(s.size, bool)
-        new[1:] = s[1:] > reach[:-1]
-        idx = np.flatnonzero(new)
-        return Intervals(s[idx], np.maximum.reduceat(e, idx))
+        s, e = _union(np.asarray(start, np.int64), np.asarray(end, np.int64))
+        return Intervals(s, e)
 
     def clip(self, lo: int, hi: int) -> Intervals:
         s = np.clip(self.start, lo, hi)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, TypedDict
 
-from .otf2_read import TraceReadError, _check_anchor, _library, read_local_events
+from .otf2_read import TraceReadError, _check_anchor, _library, open_event_files, read_local_events
 
 _U32, _U64, _VP = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
 # OTF2_EvtReaderCallback_ParameterUnsignedInt(location, time, pos, userData, attributes,
@@ -93,22 +93,7 @@ def read_device_records(anchor: str) -> DeviceRecords:
         if windows and rank_location.get(windows[0]._ref):
             out["host_rank_location"] = rank_location[windows[0]._ref].get(0)
         handle = trace.handle
-        for loc in defs.locations:
-            _otf2.Reader_SelectLocation(handle, loc._ref)
-        try:
-            _otf2.Reader_OpenDefFiles(handle)
-            for loc in defs.locations:
-                def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
-                if def_reader:
-                    try:
-                        _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
-                    finally:
-                        _otf2.Reader_CloseDefReader(handle, def_reader)
-            _otf2.Reader_CloseDefFiles(handle)
-        except _otf2.Error:
-            pass
-        _otf2.Reader_OpenEvtFiles(handle)
-        raw = ctypes.cast(handle, _VP)
+        raw = open_event_files(trace)
         _bind()
         for loc in defs.locations:
             times: list[int] = []

@@ -181,28 +181,7 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     try:
         definitions = read_definitions(trace)
         handle = trace.handle
-        for loc in trace.definitions.locations:
-            _otf2.Reader_SelectLocation(handle, loc._ref)
-        try:
-            _otf2.Reader_OpenDefFiles(handle)
-            def_files = True
-        except _otf2.Error:
-            def_files = False
-        try:
-            _otf2.Reader_OpenEvtFiles(handle)
-        except _otf2.Error as e:
-            raise TraceReadError(f"cannot open the event files: {e}") from None
-        if def_files:
-            # Local definitions carry the id mappings of each location; read them first.
-            for loc in trace.definitions.locations:
-                def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
-                if def_reader:
-                    try:
-                        _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
-                    finally:
-                        _otf2.Reader_CloseDefReader(handle, def_reader)
-            _otf2.Reader_CloseDefFiles(handle)
-        raw = ctypes.cast(handle, _VP)
+        raw = open_event_files(trace)
         chunk_size = int(_otf2.Reader_GetChunkSize(handle)[0])
         events = [
             (_decoded(anchor, loc._ref, chunk_size, decoder) if decoder != "callbacks" else None)
@@ -220,6 +199,36 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     finally:
         trace.close()
     return definitions, events
+
+
+def open_event_files(trace: Any) -> ctypes.c_void_p:
+    """Every location of an open ``otf2.reader.Reader`` selected, its local definitions
+    read (they carry each location's id mappings) and its event files opened; the raw
+    reader handle for ``read_local_events``. Close with ``_otf2.Reader_CloseEvtFiles``."""
+    import _otf2
+
+    handle = trace.handle
+    for loc in trace.definitions.locations:
+        _otf2.Reader_SelectLocation(handle, loc._ref)
+    try:
+        _otf2.Reader_OpenDefFiles(handle)
+        def_files = True
+    except _otf2.Error:
+        def_files = False
+    try:
+        _otf2.Reader_OpenEvtFiles(handle)
+    except _otf2.Error as e:
+        raise TraceReadError(f"cannot open the event files: {e}") from None
+    if def_files:
+        for loc in trace.definitions.locations:
+            def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
+            if def_reader:
+                try:
+                    _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
+                finally:
+                    _otf2.Reader_CloseDefReader(handle, def_reader)
+        _otf2.Reader_CloseDefFiles(handle)
+    return ctypes.cast(handle, _VP)
 
 
 def _decoded(anchor: str, ref: int, chunk_size: int, decoder: Decoder) -> LocationEvents | None:

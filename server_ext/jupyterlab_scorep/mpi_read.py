@@ -25,7 +25,14 @@ import ctypes
 import re
 from typing import Any
 
-from .otf2_read import TraceReadError, _check_anchor, _error_text, _library, read_local_events
+from .otf2_read import (
+    TraceReadError,
+    _check_anchor,
+    _error_text,
+    _library,
+    open_event_files,
+    read_local_events,
+)
 
 _U8, _U32, _U64, _VP = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
 _SEND = ctypes.CFUNCTYPE(ctypes.c_int, _U64, _U64, _U64, _VP, _VP, _U32, _U32, _U32, _U64)
@@ -96,27 +103,12 @@ def read_traffic(anchor: str) -> dict[str, Any]:
             locs = list(getattr(group, "members", ()) or ())
             members[comm._ref] = [rank_of_location.get(loc._ref, -1) for loc in locs]
         handle = trace.handle
-        for loc in defs.locations:
-            _otf2.Reader_SelectLocation(handle, loc._ref)
-        try:
-            _otf2.Reader_OpenDefFiles(handle)
-            for loc in defs.locations:
-                def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
-                if def_reader:
-                    try:
-                        _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
-                    finally:
-                        _otf2.Reader_CloseDefReader(handle, def_reader)
-            _otf2.Reader_CloseDefFiles(handle)
-        except _otf2.Error:
-            pass
-        _otf2.Reader_OpenEvtFiles(handle)
+        raw = open_event_files(trace)
         matrix_bytes = [[0] * n for _ in range(n)]
         matrix_msgs = [[0] * n for _ in range(n)]
         received = [[0, 0] for _ in range(n)]
         collectives = [[0, 0, 0] for _ in range(n)]
         unmatched = 0
-        raw = ctypes.cast(handle, _VP)
         _bind()  # the MPI callbacks' argtypes, once
         for loc in defs.locations:
             me = rank_of_location.get(loc._ref)

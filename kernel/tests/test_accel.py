@@ -246,3 +246,23 @@ def test_scorep_without_cuda_says_so():
     # the user's own SCOREP_CUDA_ENABLE wins; the setting off says nothing
     assert scorep_cuda.choose({"SCOREP_CUDA_ENABLE": "kernel"}, True)[1]["value"] == "kernel"
     assert scorep_cuda.choose({}, False)[1]["message"] == ""
+
+
+def test_torch_imported_but_unused_leaves_nothing(tmp_path):
+    """torch imported (an earlier cell), a run that uses none of it: the profiler ran,
+    but no trace file and no accelerator notes are left; one that does keeps both."""
+    torch = pytest.importorskip("torch")
+    from scorep_kernel.measure import MeasureConfig, Measurement
+
+    def run(code: str, where: Path):
+        m = Measurement(where, MeasureConfig())
+        m.start()
+        with m.cell("cell [1]"):
+            exec(code, {"torch": torch})
+        return m.stop()
+
+    idle = run("x = sum(range(100))", tmp_path / "a")
+    assert "accelerator" not in idle.notes and not (tmp_path / "a" / "torch.pt.trace.json").exists()
+    used = run("y = torch.ones(4) + 1", tmp_path / "b")
+    assert used.notes["accelerator"]["operators"] > 0
+    assert (tmp_path / "b" / "torch.pt.trace.json").exists()

@@ -157,5 +157,10 @@ class TorchProfiling:
             self.notes["error"] = str(e)
             return None
         self.seconds.update(stop_export=round(t1 - t0, 4), parse=round(time.perf_counter() - t1, 4))
+        if not trace.host and not trace.device:
+            # torch was imported, but the run used none of it: no file, nothing to say
+            path.unlink(missing_ok=True)
+            self.notes.clear()
+            return None
         self.notes["file"] = experiment.KINETO_TRACE
         return trace

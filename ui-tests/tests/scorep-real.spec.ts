@@ -145,20 +145,41 @@ test.describe('A cell measured by Score-P', () => {
         .locator('td[data-col="visits"]')
     ).toHaveText(/^20,?000$/);
 
-    // screenshots, light and dark: the header's facts and the tab. Masked: what follows the
-    // run's timing (wall time, times per region, the run's id in the applied file's name).
+    // the header's facts as text: what measured the run and how, and its events (tiny's
+    // 20,000 visits enter and leave; Score-P may add a few of its own around them)
     const facts = panel.locator('.jp-scorep-facts');
+    await expect(facts.locator('.jp-scorep-fact-backend b')).toHaveText(
+      /^Score-P \d+\.\d+/
+    );
+    await expect(facts.locator('.jp-scorep-fact-isolation b')).toHaveText(
+      'subprocess'
+    );
+    await expect(facts.locator('.jp-scorep-fact-status b')).toHaveText('ok');
+    const events = Number(
+      (await facts.locator('.jp-scorep-fact-events b').innerText()).replace(
+        /,/g,
+        ''
+      )
+    );
+    expect(events).toBeGreaterThanOrEqual(40_000);
+    expect(events).toBeLessThan(40_100);
+
+    // screenshots, light and dark: the header's facts and the tab. Masked: what follows the
+    // run's timing (wall time, times per region, the run's id in the applied file's name)
+    // and the event count (checked above; Score-P's own records around the cell vary).
     const timed = [
       panel.locator('.jp-scorep-fact-wall b'),
+      panel.locator('.jp-scorep-fact-events b'),
       tab.locator('td[data-col="time"]'),
       tab.locator('td[data-col="pct"]'),
       tab.locator('td[data-col="per_visit"]'),
       tab.locator('.jp-scorep-filter-status')
     ];
     // The wall time's text ("865 ms", "1.21 s") sets where the facts after it stand: give
-    // it one width while the screenshots are taken (a mask alone keeps the text's width).
+    // it and the event count one width while the screenshots are taken (a mask alone keeps
+    // the text's width).
     const oneWidth =
-      '.jp-scorep-fact-wall b { display: inline-block; width: 4.5em; overflow: hidden; }';
+      '.jp-scorep-fact-wall b, .jp-scorep-fact-events b { display: inline-block; width: 4.5em; overflow: hidden; }';
     await panel.scrollIntoViewIfNeeded();
     await expect(facts).toHaveScreenshot('scorep-facts-light.png', {
       mask: timed,

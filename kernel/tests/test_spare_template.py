@@ -252,3 +252,28 @@ def test_a_killed_kernel_leaves_no_template_and_no_fork(kernel):
     assert until(lambda: psutil.Process(template).status() == psutil.STATUS_STOPPED)
     kernel_proc.kill()
     assert until(lambda: gone(template) and gone(spare))
+
+
+def test_forks_of_the_template_import_the_shim_not_the_installed_bindings(kernel):
+    """issue 20.1: the paper's standard cell in every subprocess cell, the template's forks
+    included, even where Score-P's real bindings are installed (they would be found first
+    by a template that imports the notebook's ``scorep``)."""
+    cell = (
+        PARENT
+        + "import scorep\n"
+        + "with scorep.instrumenter.enable():\n"
+        + "    total = sum(range(10))\n"
+        + "shim = getattr(scorep, 'BUILTIN_SHIM', False)\n"
+    )
+    first = kernel.run(cell, BUILTIN_SUB)
+    assert first.status == "ok", first.reply
+    _, template = ready_spare(kernel)
+    assert template is not None
+    # the notebook imported scorep: the template has it too, so its forks find it there
+    assert until(lambda: "scorep" in kernel.run("%scorep").stdout().split("Spare template")[1])
+    for _ in range(2):
+        later = kernel.run(cell, BUILTIN_SUB)
+        assert parent_of_cell(later) == template
+        assert later.stderr() == ""
+        assert kernel.value("shim") is True
+        assert kernel.value("total") == 45

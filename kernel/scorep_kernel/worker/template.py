@@ -59,6 +59,11 @@ def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
     continue_when_the_kernel_dies()
     for name in _WORKER_MODULES:
         importlib.import_module(name)
+    # Before any Preload: a notebook that imports scorep gets the shim in every fork, not
+    # the real bindings installed beside it (they measure nothing outside python -m scorep).
+    from scorep_kernel.shim import install_scorep_shim
+
+    install_scorep_shim()
     # SIGCHLD wakes the select below (a pipe written by the signal machinery; no thread)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

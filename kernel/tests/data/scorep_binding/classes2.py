@@ -1,0 +1,4 @@
+import classes
+
+t = classes.TestClass
+t().doo()

@@ -1,0 +1,6 @@
+def baz():
+    print("baz")
+
+
+def bar():
+    print("bar")

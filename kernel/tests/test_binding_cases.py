@@ -1,0 +1,218 @@
+"""Score-P's Python bindings' own test cases (kernel/tests/data/scorep_binding, vendored
+unchanged) as profiled cells in a fresh Score-P kernel, with the assertions of that
+project's test/test_scorep.py, under the builtin tracer in both isolations and under real
+Score-P where it is installed (the oracle: what the bindings write is what the builtin
+tracer must write).
+
+Adapted only where a notebook differs from ``python -m scorep case.py``: the cell is
+``__main__``, so its regions are ``__main__:...`` as the script's are; the kernel adds a cell
+region and ``import:`` regions; the binding arguments come from
+``%%scorep_python_binding_arguments`` (without ``--instrumenter-type``: the bindings' default
+instrumenter is the one the kernel runs); the module the cases import
+(``instrumentation2.py``) lies in the kernel's working folder, as it lies beside the cases
+in the bindings' tests. The trace is read with ``otf2-print``, as the bindings' tests do.
+Cases that test the bindings' launcher rather than a measurement (``call_main``,
+``--instrumenter-type=dummy``, ``--help``), ``numpy_dot`` (skipped there for numpy >= 1.22)
+and ``mpi`` (MPI cells have their own tests) are not run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_kernel_harness import CellResult, KernelHandle, wait_files
+
+pytestmark = pytest.mark.timeout(300)
+
+CASES = Path(__file__).parent / "data" / "scorep_binding"
+HAVE_SCOREP = shutil.which("scorep-config") is not None
+OTF2_PRINT = shutil.which("otf2-print")
+
+MODES = {
+    "builtin-inprocess": {"backend": "builtin", "isolation": "inprocess"},
+    "builtin-subprocess": {"backend": "builtin", "isolation": "subprocess"},
+    "scorep": {"backend": "scorep", "isolation": "subprocess"},
+}
+
+
+@pytest.fixture(params=list(MODES))
+def mode(request) -> str:
+    if request.param == "scorep" and not HAVE_SCOREP:
+        pytest.skip("Score-P is not installed here")
+    if OTF2_PRINT is None:
+        pytest.skip("otf2-print is not installed here")
+    return request.param
+
+
+class Trace:
+    """test/utils.py's OTF2_Trace: the otf2-print text of an archive, searched as there."""
+
+    def __init__(self, anchor: Path):
+        out = subprocess.run([str(OTF2_PRINT), str(anchor)], capture_output=True, text=True)
+        assert out.stderr == "", out.stderr
+        self.text = out.stdout
+
+    def _region(self, event: str, region: str) -> str:
+        return f'{event}[ ]*[0-9 ]*[0-9 ]*Region: "{re.escape(region)}"'
+
+    def has_region(self, region: str) -> bool:
+        return all(re.search(self._region(e, region), self.text) for e in ("ENTER", "LEAVE"))
+
+    def findall(self, region: str) -> list[str]:
+        return [f for e in ("ENTER", "LEAVE") for f in re.findall(self._region(e, region), self.text)]
+
+    def has_parameter(self, parameter: str, value: str) -> bool:
+        pattern = (
+            f'PARAMETER_STRING[ ]*[0-9 ]*[0-9 ]*Parameter: "{re.escape(parameter)}" <[0-9]*>, '
+            f'Value: "{re.escape(value)}"'
+        )
+        return re.search(pattern, self.text) is not None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class Ran:
+    cell: CellResult
+    manifest: dict
+    trace: Trace
+
+    @property
+    def stdout(self) -> str:
+        return self.cell.stdout()
+
+    @property
+    def stderr(self) -> str:
+        return self.cell.stderr()
+
+
+def run_case(
+    tmp_path: Path, mode: str, case: str, binding_args: list[str], env: dict | None = None
+) -> Ran:
+    """The case's source as one profiled cell of a fresh kernel in ``tmp_path``."""
+    shutil.copy(CASES / "instrumentation2.py", tmp_path / "instrumentation2.py")
+    kernel = KernelHandle(tmp_path, {"SCOREP_ENABLE_TRACING": "true", **(env or {})})
+    try:
+        if binding_args:
+            magic = "%%scorep_python_binding_arguments\n" + " ".join(binding_args)
+            assert kernel.run(magic).status == "ok"
+        source = (CASES / f"{case}.py").read_text()
+        cell = kernel.run(source, {"scorep": {"profile": True, **MODES[mode]}}, timeout=240)
+        assert cell.status == "ok", (cell.reply, cell.stderr())
+        path = Path(cell.bundle()["path"])
+        manifest = wait_files(path, timeout=120)
+    finally:
+        kernel.shutdown()
+    assert manifest["files_status"] == "ready", manifest["errors"]
+    return Ran(cell, manifest, Trace(path / "traces.otf2"))
+
+
+def test_user_regions(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "user_regions", ["--nopython"])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nhello world\nhello world3\nhello world3\nhello world4\n"
+    assert ran.trace.has_region("user:test_region")
+    assert ran.trace.has_region("user:test_region_2")
+    assert len(ran.trace.findall("__main__:foo3")) == 4
+    assert ran.trace.has_region("user:test_region_4")
+    assert ran.manifest["binding_args"] == ["--nopython"]
+
+
+def test_context(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "context", ["--noinstrumenter"])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nhello world\nhello world\n"
+    assert ran.trace.has_region("user:test_region")
+    assert ran.trace.has_region("__main__:foo")
+
+
+def test_decorator(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "decorator", ["--noinstrumenter"])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nhello world\nhello world\n"
+    assert len(ran.trace.findall("__main__:foo")) == 6
+
+
+def test_user_rewind(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "user_rewind", [])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nhello world\n"
+    assert re.search("MEASUREMENT_ON_OFF[ ]*[0-9 ]*[0-9 ]*Mode: OFF", str(ran.trace))
+    assert re.search("MEASUREMENT_ON_OFF[ ]*[0-9 ]*[0-9 ]*Mode: ON", str(ran.trace))
+
+
+def test_instrumentation(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "instrumentation", ["--nocompiler"])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nbaz\nbar\n"
+    assert ran.trace.has_region("__main__:foo")
+    assert ran.trace.has_region("instrumentation2:bar")
+    assert ran.trace.has_region("instrumentation2:baz")
+
+
+def test_user_instrumentation(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "user_instrumentation", ["--nocompiler", "--noinstrumenter"])
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nbar\nhello world2\nbaz\n"
+    assert ran.trace.has_region("__main__:foo")
+    assert ran.trace.has_region("__main__:foo2")
+    assert ran.trace.has_region("instrumentation2:bar")
+    assert ran.trace.has_region("instrumentation2:baz")
+
+
+def test_external_user_instrumentation(tmp_path, mode):
+    shutil.copy(CASES / "external_instrumentation.py", tmp_path / "external_instrumentation.py")
+    args = ["--nocompiler", "--noinstrumenter", "--instrumenter-file=external_instrumentation.py"]
+    ran = run_case(tmp_path, mode, "instrumentation", args)
+    assert ran.stderr == ""
+    assert ran.stdout == "hello world\nbaz\nbar\n"
+    assert ran.trace.has_region("instrumentation2:bar")
+    assert ran.trace.has_region("instrumentation2:baz")
+
+
+def test_error_region(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "error_region", ["--nocompiler", "--noinstrumenter"])
+    assert ran.stderr == (
+        "SCOREP_BINDING_PYTHON ERROR: There was a region exit without an enter!\n"
+        'SCOREP_BINDING_PYTHON ERROR: For details look for "error_region" in the trace or profile.\n'
+    )
+    assert ran.stdout == ""
+    assert ran.trace.has_region("error_region")
+    assert ran.trace.has_parameter("leave-region", "user:test_region")
+    assert ran.trace.has_parameter("leave-region", "user:test_region_2")
+
+
+def test_classes(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "classes", ["--nocompiler"])
+    assert ran.stderr == ""
+    assert ran.stdout == "foo-2\ndoo\nfoo\nbar\nasdgh\nfoo-2\n"
+    assert ran.trace.has_region("__main__:foo")
+    assert ran.trace.has_region("__main__.TestClass:foo")
+    assert ran.trace.has_region("__main__.TestClass2:foo")
+
+
+def test_threads(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "use_threads", ["--nocompiler"])
+    assert ran.stderr == "" or "warning: Thread after main " in ran.stderr
+    assert "hello world\n" in ran.stdout
+    assert "Thread 0 started\n" in ran.stdout
+    assert "Thread 1 started\n" in ran.stdout
+    assert "bar\n" in ran.stdout
+    assert "baz\n" in ran.stdout
+    assert ran.trace.has_region("__main__:foo")
+    assert ran.trace.has_region("instrumentation2:bar")
+    assert ran.trace.has_region("instrumentation2:baz")
+
+
+def test_force_finalize(tmp_path, mode):
+    ran = run_case(tmp_path, mode, "force_finalize", [])
+    assert ran.stderr == ""
+    assert ran.stdout == "foo\nbar\n"
+    assert ran.trace.has_region("__main__:foo")
+    assert not ran.trace.has_region("__main__:bar")

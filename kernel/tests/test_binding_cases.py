@@ -64,7 +64,9 @@ class Trace:
         return all(re.search(self._region(e, region), self.text) for e in ("ENTER", "LEAVE"))
 
     def findall(self, region: str) -> list[str]:
-        return [f for e in ("ENTER", "LEAVE") for f in re.findall(self._region(e, region), self.text)]
+        return [
+            f for e in ("ENTER", "LEAVE") for f in re.findall(self._region(e, region), self.text)
+        ]
 
     def has_parameter(self, parameter: str, value: str) -> bool:
         pattern = (

@@ -41,7 +41,6 @@ from .recording import (
     ROLE_OPERATOR,
     ROLE_RUNTIME,
     Recording,
-    ThreadEvents,
 )
 
 DEVICE_NODE_CLASS = "CUDA Device"
@@ -144,28 +143,3 @@ def write_streams(
             w.leave(t1, region)
             total += 1
     return total
-
-
-def write_thread_with_callsites(
-    writer: Any,
-    t: ThreadEvents,
-    times: np.ndarray,
-    refs: np.ndarray,
-    dd: DeviceDefinitions,
-    write_enter_leave,
-) -> int:
-    """A host thread whose launches carry the callsite parameter: its enter/leave events
-    in runs through ``write_enter_leave(times, refs, kinds)`` (the fast path), one
-    parameter after each launch's Enter; the number of events written."""
-    assert t.callsites is not None
-    kinds = np.asarray(t.kinds)
-    pos = np.asarray(t.callsites.events, np.int64)
-    ids = np.asarray(t.callsites.ids, np.int64).tolist()
-    lo = 0
-    for p, value in zip(pos.tolist(), ids):
-        hi = p + 1
-        write_enter_leave(times[lo:hi], refs[lo:hi], kinds[lo:hi])
-        writer.parameter_unsigned_int(int(times[p]), dd.parameter, int(value))
-        lo = hi
-    write_enter_leave(times[lo:], refs[lo:], kinds[lo:])
-    return len(t) + len(ids)

@@ -83,7 +83,7 @@ from otf2.enums import (
 )
 
 from .. import experiment
-from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices
+from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices, otf2_markers
 from .callpath import unique_location_names, writer_role
 from .recording import (
     ROLE_ARTIFICIAL,
@@ -143,6 +143,7 @@ class _Definitions:
     # (metric class definition, first column, end column) per class
     metric_classes: list = field(default_factory=list)
     devices: otf2_devices.DeviceDefinitions = field(default_factory=otf2_devices.DeviceDefinitions)
+    parameters: dict = field(default_factory=dict)  # (name, kind) -> otf2 Parameter
 
 
 def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
@@ -189,6 +190,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         regions=regions,
         thread_locations=threads,
         devices=otf2_devices.define(defs, recording, node, process, threads),
+        parameters=otf2_markers.define(defs, recording),
     )
     metrics = recording.metrics
     if metrics is not None and len(metrics.series):
@@ -291,11 +293,12 @@ def _write_fast(
         n = len(t)
         times = _epoch(t.times, recording.clock_offset_ns)
         refs = defs.region_refs[np.asarray(t.regions, dtype=np.int64)]
-        if t.callsites is not None:  # launches carry a parameter: runs of enter/leave
+        if otf2_markers.has_markers(t):  # parameters, on/off: runs of enter/leave
             addr = _otf2_fast.handle_address(writer)
             label = f"the events of {t.name!r}"
-            n = otf2_devices.write_thread_with_callsites(
-                writer, t, times, refs, defs.devices,
+            n = otf2_markers.write_thread(
+                writer, t, times, refs, defs.parameters, defs.devices.parameter,
+                recording.clock_offset_ns,
                 lambda tt, rr, kk, addr=addr, label=label: _otf2_fast.write_enter_leave(
                     addr, tt, rr, kk, label
                 ),
@@ -361,10 +364,11 @@ def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Def
 
         times = _epoch(t.times, recording.clock_offset_ns)
         indices = np.asarray(t.regions, dtype=np.int64)
-        if t.callsites is not None:
-            total += otf2_devices.write_thread_with_callsites(
-                writer, t, times, indices, defs.devices, enter_leave
-            )
+        if otf2_markers.has_markers(t):
+            total += otf2_markers.write_thread(
+                writer, t, times, indices, defs.parameters, defs.devices.parameter,
+                recording.clock_offset_ns, enter_leave,
+            )  # fmt: skip
         else:
             enter_leave(times, indices, np.asarray(t.kinds))
             total += len(t)

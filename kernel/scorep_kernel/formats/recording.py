@@ -46,6 +46,8 @@ __all__ = [
     "ROLE_USER",
     "Callsites",
     "DeviceStream",
+    "Marker",
+    "Markers",
     "MetricSamples",
     "Recording",
     "Region",
@@ -85,9 +87,32 @@ class ThreadEvents:
     kinds: np.ndarray
     # Accelerator launches among the events (runtime calls that started device work).
     callsites: Callsites | None = None
+    # User parameters and measurement on/off (the scorep shim), between the events.
+    markers: Markers | None = None
 
     def __len__(self) -> int:
         return int(self.times.shape[0])
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An event of a thread that is no enter or leave: a user parameter (``kind`` "int",
+    "uint" or "string", ``name`` and ``value``) or the measurement switched off and on
+    (``kind`` "on_off", ``value`` True for on), as Score-P writes them."""
+
+    kind: str
+    name: str
+    value: int | str | bool
+
+
+@dataclass(frozen=True)
+class Markers:
+    """A thread's markers, each written after the enter/leave event at its position
+    (``after``: index into the thread's events, -1 before the first), in order."""
+
+    after: np.ndarray  # int64, non-decreasing
+    times: np.ndarray  # int64 ns, same clock as the events
+    items: list[Marker]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Region, ThreadEvents
+from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Marker, Markers, Region, ThreadEvents
 from .engine import RawCalls
 from .measure_config import MeasureConfig
 from .naming import ModuleNames, c_region, code_region, matches
@@ -39,6 +39,15 @@ class ExtraRegion:
 
 
 @dataclass
+class MarkerAt:
+    """A user parameter or measurement on/off the session recorded (tracer ns)."""
+
+    tid: int
+    t: float
+    marker: Marker
+
+
+@dataclass
 class BuildInput:
     raw: RawCalls
     cells: list[CellSpan]
@@ -49,6 +58,7 @@ class BuildInput:
     master_tid: int
     drop_file_prefixes: tuple[str, ...] = ()  # e.g. the scorep shim: its frames, not callees
     skip_tids: frozenset = frozenset()  # threads not to record (running before the start)
+    markers: list[MarkerAt] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
 
 
@@ -319,6 +329,26 @@ def build_threads(
                 times=times.astype(np.int64),
                 regions=R[iv[kept_ev]].astype(np.int32),
                 kinds=np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8),
+                markers=_markers(inp, tid, times, to_perf),
             )
         )
     return regions.regions, threads
+
+
+def _markers(
+    inp: BuildInput, tid: int, times: np.ndarray, to_perf: Callable[[np.ndarray], np.ndarray]
+) -> Markers | None:
+    """The thread's markers placed among its final events; a parameter set while recording
+    was off is dropped with the events (the measurement's own on/off marks stay)."""
+    mine = [m for m in inp.markers if m.tid == tid]
+    if not mine:
+        return None
+    t = np.array([m.t for m in mine], np.float64)
+    off = _starts_in(inp.recording_off.get(tid, []), t)
+    keep = [i for i, m in enumerate(mine) if m.marker.kind == "on_off" or not off[i]]
+    if not keep:
+        return None
+    order = sorted(keep, key=lambda i: t[i])
+    perf = to_perf(t[order]).astype(np.int64)
+    after = np.searchsorted(times, perf, side="right") - 1
+    return Markers(after.astype(np.int64), perf, [mine[i].marker for i in order])

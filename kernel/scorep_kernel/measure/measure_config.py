@@ -41,6 +41,9 @@ _KEYS = {
     "imports_as_regions": "imports_as_regions",
     "c_functions": "c_functions",
     "accelerators": "accelerators",
+    # from the binding arguments (scorep_kernel.binding_args), not a cell setting
+    "instrumenter": "instrumenter",
+    "instrumenter_file": "instrumenter_file",
 }
 
 
@@ -130,6 +133,8 @@ class MeasureConfig:
     default as in Score-P's Python bindings (it multiplies the events of typical code).
     ``accelerators``: record PyTorch's operators and the device's activity through
     torch.profiler when the run uses torch (scorep_kernel.accel); on by default.
+    ``instrumenter``: Python functions recorded from the start (false: ``--noinstrumenter``);
+    ``instrumenter_file``: ``--instrumenter-file``, run before the first cell.
     """
 
     include: tuple[str, ...] = ()
@@ -140,6 +145,8 @@ class MeasureConfig:
     imports_as_regions: bool = True
     c_functions: bool = False
     accelerators: bool = True
+    instrumenter: bool = True
+    instrumenter_file: str | None = None
 
     def __post_init__(self) -> None:
         self.include = _modules("include", self.include)
@@ -150,6 +157,7 @@ class MeasureConfig:
         self.imports_as_regions = _flag("imports_as_regions", self.imports_as_regions)
         self.c_functions = _flag("c_functions", self.c_functions)
         self.accelerators = _flag("accelerators", self.accelerators)
+        self.instrumenter = _flag("instrumenter", self.instrumenter)
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any] | None) -> MeasureConfig:

@@ -86,8 +86,9 @@ class ModuleNames:
 
 
 def function_name(module: str, qualname: str) -> str:
-    # Score-P names a method after its class (module.Class:method) and a nested function
-    # after itself; file and line keep same-named nested functions apart.
+    # Score-P names a method after its class (module.Class:method; the defining class
+    # here, the class of ``self`` at its first call there) and a nested function after
+    # itself; file and line keep same-named nested functions apart.
     if "<locals>." in qualname:
         qualname = qualname.rsplit("<locals>.", 1)[1]
     if "." in qualname:
@@ -100,6 +101,11 @@ def code_region(code, modules: ModuleNames) -> tuple[Region, str]:
     """The region of a Python code object, and its module."""
     module = modules.module(code.co_filename)
     qualname = getattr(code, "co_qualname", code.co_name)
+    if not (code.co_argcount and code.co_varnames[0] == "self"):
+        # Score-P names a function after the class of its ``self`` argument: static and
+        # class methods, and methods whose first parameter is not ``self``, are the
+        # module's (``__main__:doo``), as plain functions are.
+        qualname = code.co_name
     region = Region(
         name=function_name(module, qualname),
         group=module,

@@ -20,11 +20,12 @@ import numpy as np
 
 from .. import experiment
 from ..accel.torch_session import TorchProfiling
-from ..formats.recording import ROLE_IMPORT, ROLE_USER, Recording, Region
+from ..formats.recording import ROLE_IMPORT, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .measure_config import MeasureConfig
 from .sampler import MetricSampler
+from .user_recorder import UserRecorder
 
 _active: Measurement | None = None
 _SHIM_DIR = str(Path(__file__).resolve().parent.parent / "shim") + os.sep
@@ -55,15 +56,6 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _ThreadState:
-    __slots__ = ("instr_off_since", "open_user", "rec_off_since")
-
-    def __init__(self) -> None:
-        self.open_user: list[tuple[str, float, Region]] = []
-        self.instr_off_since: float | None = None
-        self.rec_off_since: float | None = None
 
 
 class _Cell:
@@ -100,10 +92,9 @@ class Measurement:
         self.config = config or MeasureConfig()
         self._state = "new"
         self._cells: list[CellSpan] = []
-        self._extras: list[ExtraRegion] = []
-        self._threads: dict[int, _ThreadState] = {}
-        self._instr_off: dict[int, list[tuple[float, float]]] = {}
-        self._rec_off: dict[int, list[tuple[float, float]]] = {}
+        # what the scorep shim records (user regions, switches, parameters)
+        self.user = UserRecorder(self._now, self.config.instrumenter)
+        self._extras = self.user.extras
         self._master_tid: int | None = None
         self._cap_hit_ns: float | None = None
         self._cap_cut: float | None = None  # tracer ns of the first call past the cap
@@ -197,7 +188,8 @@ class Measurement:
             )
         raw = self._tracer.extract()
         self._apply_cap(raw)
-        self._close_open(stop_t)
+        self.user.close_open(stop_t, np.unique(raw.tid).tolist())
+        self._notes += self.user.notes
         to_perf = _clock_map(self._pair0, pair1)
         self.to_perf = to_perf  # for readings of now() taken by others (an MPI rank's calls)
         if self._cap_cut is not None:
@@ -207,12 +199,13 @@ class Measurement:
             raw=raw,
             cells=self._cells,
             extras=self._extras,
-            instrumenter_off=self._instr_off,
-            recording_off=self._rec_off,
+            instrumenter_off=self.user.instr_off,
+            recording_off=self.user.rec_off,
             config=self.config,
             master_tid=master,
             skip_tids=frozenset(self._preexisting - {c.tid for c in self._cells}),
             drop_file_prefixes=(_SHIM_DIR,),
+            markers=self.user.markers,
         )
         regions, threads = build_threads(inp, to_perf)
         events = sum(len(t) for t in threads)
@@ -313,26 +306,6 @@ class Measurement:
         if self._cap_hit_ns is None:  # the tracer was not halted (the run ended first)
             self._cap_hit_ns = time.perf_counter_ns()
 
-    def _state_of(self, tid: int) -> _ThreadState:
-        st = self._threads.get(tid)
-        if st is None:
-            st = self._threads[tid] = _ThreadState()
-        return st
-
-    def _close_open(self, stop_t: float) -> None:
-        for tid, st in self._threads.items():
-            while st.open_user:
-                _name, t0, region = st.open_user.pop()
-                # Closed just before the stop, innermost first.
-                self._extras.append(ExtraRegion(tid, t0, stop_t - len(st.open_user) - 1, region))
-                self._notes.append(f"user region {region.name!r} was not closed: closed at stop")
-            if st.instr_off_since is not None:
-                self._instr_off.setdefault(tid, []).append((st.instr_off_since, stop_t))
-                st.instr_off_since = None
-            if st.rec_off_since is not None:
-                self._rec_off.setdefault(tid, []).append((st.rec_off_since, stop_t))
-                st.rec_off_since = None
-
     def _manifest_notes(self, stats: dict, events: int) -> dict:
         cfg = self.config
         notes: dict = {
@@ -392,51 +365,10 @@ class Measurement:
         )  # fmt: skip
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
-    # --- the scorep shim's entry points ------------------------------------------------
-    def user_region_begin(
-        self, name: str, file: str = "", line: int = 0, module: str = experiment.USER_MODULE
-    ) -> None:
-        st = self._state_of(threading.get_native_id())
-        region = Region(
-            experiment.user_region_name(name, module), module, file or "", int(line or 0), ROLE_USER
-        )
-        st.open_user.append((name, self._now(), region))
-
-    def user_region_end(self, name: str) -> None:
-        t1 = self._now()
-        tid = threading.get_native_id()
-        st = self._state_of(tid)
-        for i in range(len(st.open_user) - 1, -1, -1):
-            if st.open_user[i][0] == name:
-                _n, t0, region = st.open_user.pop(i)
-                self._extras.append(ExtraRegion(tid, t0, t1, region))
-                return
-        raise RuntimeError(f"scorep.user.region_end({name!r}) without a matching region_begin")
-
+    # --- the scorep shim's entry points (measure.user_recorder) ------------------------
     def set_instrumenter(self, enabled: bool) -> bool:
         """Pause or resume function recording on this thread; returns the previous state."""
-        return self._switch("instr_off_since", self._instr_off, enabled)
-
-    def instrumenter_enabled(self) -> bool:
-        return self._state_of(threading.get_native_id()).instr_off_since is None
-
-    def set_recording(self, enabled: bool) -> bool:
-        """Pause or resume all recording (functions and user regions) on this thread."""
-        return self._switch("rec_off_since", self._rec_off, enabled)
-
-    def _switch(self, since_attr: str, off_spans: dict, enabled: bool) -> bool:
-        """Turn one per-thread switch (the _ThreadState field since_attr: when it went off,
-        None while on) on or off; a span it was off goes into off_spans. Returns the
-        previous state."""
-        tid = threading.get_native_id()
-        st = self._state_of(tid)
-        since = getattr(st, since_attr)
-        if enabled and since is not None:
-            off_spans.setdefault(tid, []).append((since, self._now()))
-            setattr(st, since_attr, None)
-        elif not enabled and since is None:
-            setattr(st, since_attr, self._now())
-        return since is None
+        return self.user.set_instrumenter(enabled)
 
 
 def clock_offset() -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scorep_kernel import experiment
+from scorep_kernel.binding_args import parse as binding_args_of
 from scorep_kernel.runs import named_directory
 from scorep_kernel.runs.display import experiment_bundle
 from scorep_kernel.settings import CellSettings, SettingsError
@@ -183,6 +184,9 @@ class RunBase(abc.ABC):
             self.scorep_env, choice = scorep_cuda.choose(self.scorep_env, wanted)
             self.cuda = dict(choice)
         self.binding_args = list(binding_args)
+        self.binding = binding_args_of(self.binding_args)
+        # the measurement's settings: the cell's, and what the binding arguments say
+        self.measure: dict[str, Any] = {**settings.measure, **self.binding.measure(self.backend)}
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None
         self.cells: list[dict[str, Any]] = []
@@ -304,12 +308,14 @@ class RunBase(abc.ABC):
             cells=[],
             scorep_env=self.manifest_scorep_env(),
             notebook=os.environ.get("JPY_SESSION_NAME") or None,
-            binding_args=self.binding_args if self.backend == "scorep" else [],
+            binding_args=self.binding_args,
             start_ns=self.start_ns,
             writer_pids=writer_pids,
         )
         if self.run_id is not None:
             manifest["run"] = self.run_id
+        if self.backend == "builtin" and self.binding.not_applicable:
+            manifest["binding_args_not_applicable"] = list(self.binding.not_applicable)
         experiment.write_manifest(self.exp_dir, manifest)
 
     def note_cell_start(self, index: int, epoch_ns: int) -> None:

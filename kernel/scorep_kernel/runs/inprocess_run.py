@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment
+from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
@@ -44,7 +45,9 @@ class InprocessRun(RunBase):
         self.create_experiment()
         try:
             with self.timed("measure_start"):
-                config = MeasureConfig.from_mapping(dict(self.settings.measure))
+                config = MeasureConfig.from_mapping(dict(self.measure))
+                if config.instrumenter_file:
+                    run_instrumenter_file(config.instrumenter_file)
                 self.measurement = Measurement(str(self.exp_dir), config)
                 self.measurement.start()
         except Exception as e:

@@ -183,7 +183,7 @@ class MpiRun(CellOnRanks):
 
     async def _start_measurement(self) -> None:
         assert self.exp_dir is not None
-        measure = self.settings.measure if self.backend == "builtin" else None
+        measure = self.measure if self.backend == "builtin" else None
         start = msg.StartRun(
             exp_dir=str(self.exp_dir),
             measure=measure,

@@ -88,7 +88,7 @@ class SubprocessRun(RunBase):
         await self.worker.send(
             msg.StartRun(
                 exp_dir=str(self.exp_dir),
-                measure=self.settings.measure if ready.measure else None,
+                measure=self.measure if ready.measure else None,
                 env={"SCOREP_EXPERIMENT_DIRECTORY": str(self.exp_dir)},
             )
         )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil
 
+from scorep_kernel.binding_args import without_instrumenter_file
 from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
@@ -89,8 +90,10 @@ def scorep_arguments(binding_args: tuple[str, ...] | list[str]) -> list[str]:
     """``python -m scorep``'s options for a worker: the user's, with the instrumenter left
     off at start (the worker turns it on around each cell's statements, see
     worker.scorep_session) and thread support on unless the user chose a --thread model
-    (the worker has threads of its own; without it Score-P aborts on the first one)."""
-    args = [a for a in binding_args if a not in _NO_INSTRUMENTER]
+    (the worker has threads of its own; without it Score-P aborts on the first one).
+    ``--instrumenter-file`` the worker runs itself, with the notebook's folder on sys.path
+    (scorep_kernel.binding_args)."""
+    args = [a for a in without_instrumenter_file(binding_args) if a not in _NO_INSTRUMENTER]
     if not any(a == "--thread" or a.startswith("--thread=") for a in args):
         args.insert(0, "--thread=pthread")
     return ["--noinstrumenter", *args]

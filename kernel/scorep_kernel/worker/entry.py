@@ -173,6 +173,14 @@ class Worker:
             except Exception as e:  # the run goes on unmeasured, and says why
                 self.measurement = None
                 error = f"{type(e).__name__}: {e}"
+        path = (start.measure or {}).get("instrumenter_file")
+        if path and error is None:
+            from scorep_kernel.binding_args import run_instrumenter_file
+
+            try:
+                run_instrumenter_file(str(path))
+            except Exception as e:  # the run goes on, and says why
+                error = f"--instrumenter-file={path}: {type(e).__name__}: {e}"
         stamps = {"received": self.received_at, "started": time.monotonic()}
         self.channel.send(msg.RunStarted(self._measured(), error, stamps))
 

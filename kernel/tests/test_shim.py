@@ -153,12 +153,14 @@ def test_instrumenter_disable_pauses_function_recording(tmp_path, scorep):
         "def b():\n    return 2\n"
         "def c():\n    return 3\n"
         "a()\n"
-        "scorep.instrumenter.disable()\n"
+        "scorep.instrumenter.unregister()\n"
         "b()\n"
         "with scorep.user.region('still here'):\n"
         "    b()\n"
-        "scorep.instrumenter.enable()\n"
+        "scorep.instrumenter.register()\n"
         "c()\n"
+        "scorep.instrumenter.disable()\n"  # a plain call does nothing, as in the bindings
+        "a()\n"
         "with scorep.instrumenter.disable():\n"
         "    b()\n"
         "with scorep.instrumenter.disable('quiet'):\n"
@@ -170,6 +172,7 @@ def test_instrumenter_disable_pauses_function_recording(tmp_path, scorep):
         "__main__:a",
         "user:still here",
         "__main__:c",
+        "__main__:a",
         "user_instrumenter:quiet",
         "__main__:a",
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,10 @@ class ExtraRegion:
     t0: float
     t1: float
     region: Region
+    # a function's code object (``@scorep.user.region()`` while the instrumenter was off):
+    # its region is the tracer's when the tracer recorded it before, as Score-P reuses
+    # the region it made of that code object
+    code: Any = None
 
 
 @dataclass
@@ -203,6 +208,7 @@ def build_threads(
     stats = inp.stats
     stats.update(raw_calls=len(raw), outside_cells=0, excluded=0, paused=0, too_deep=0, crossing=0)
 
+    _reuse_function_regions(inp, keys, regions)
     raw_tids = np.unique(raw.tid).tolist()
     tids = list(dict.fromkeys([inp.master_tid] + [c.tid for c in inp.cells] + raw_tids))
     tids = [t for t in tids if t not in inp.skip_tids]
@@ -352,3 +358,22 @@ def _markers(
     perf = to_perf(t[order]).astype(np.int64)
     after = np.searchsorted(times, perf, side="right") - 1
     return Markers(after.astype(np.int64), perf, [mine[i].marker for i in order])
+
+
+def _reuse_function_regions(inp: BuildInput, keys: _Keys, regions: _RegionTable) -> None:
+    """A function recorded by ``@scorep.user.region()`` while the instrumenter was off is
+    the tracer's region of that function when the tracer recorded a call of it earlier
+    with the instrumenter on (Score-P keeps one region per code object: a method is then
+    ``module.Class:name``, not the decorator's ``module:name``)."""
+    raw = inp.raw
+    by_code = {id(k[1]): i for i, k in enumerate(raw.keys) if k[0] == "py"}
+    for x in inp.extras:
+        key = by_code.get(id(x.code)) if x.code is not None else None
+        if key is None or keys.region[key] < 0:
+            continue
+        rows = (raw.key == key) & (raw.start < x.t0)
+        for tid in np.unique(raw.tid[rows]).tolist():
+            starts = raw.start[rows & (raw.tid == tid)]
+            if not _starts_in(inp.instrumenter_off.get(tid, []), starts).all():
+                x.region = regions.regions[keys.region[key]]
+                break

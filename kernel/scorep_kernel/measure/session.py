@@ -358,6 +358,8 @@ class Measurement:
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
     def record_import(self, name: str, t0: float, t1: float) -> None:
+        if not self.user.instrumenter_enabled():
+            return  # as under Score-P: an import is a region while functions are recorded
         region = Region(
             experiment.import_region_name(name),
             name.split(".")[0] or experiment.IMPORT_MODULE,

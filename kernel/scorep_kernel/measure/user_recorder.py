@@ -108,7 +108,7 @@ class UserRecorder:
             int(code.co_firstlineno) if code is not None else 0,
             ROLE_FUNCTION,
         )
-        self.extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
+        self.extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region, code))
 
     # --- rewind --------------------------------------------------------------------------
     def rewind_begin(self, name: str) -> None:

@@ -15,6 +15,7 @@ from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 from scorep_kernel.runs.base import CellRequest, RunBase
+from scorep_kernel.shim import preload_scorep_shim
 from scorep_kernel.worker.shell import cell_code_filename
 
 WRITING_FILES = "writing an in-process run's files"
@@ -46,6 +47,7 @@ class InprocessRun(RunBase):
         try:
             with self.timed("measure_start"):
                 config = MeasureConfig.from_mapping(dict(self.measure))
+                preload_scorep_shim()
                 if config.instrumenter_file:
                     run_instrumenter_file(config.instrumenter_file)
                 self.measurement = Measurement(str(self.exp_dir), config)

@@ -165,8 +165,10 @@ class Worker:
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.
             from scorep_kernel.measure import MeasureConfig, Measurement
+            from scorep_kernel.shim import preload_scorep_shim
 
             try:
+                preload_scorep_shim()
                 config = MeasureConfig.from_mapping(start.measure)
                 self.measurement = Measurement(start.exp_dir, config)
                 self.measurement.start()

@@ -61,9 +61,10 @@ def serve_template(fd: int, side_fd: int, kernel_pid: int) -> Child | None:
         importlib.import_module(name)
     # Before any Preload: a notebook that imports scorep gets the shim in every fork, not
     # the real bindings installed beside it (they measure nothing outside python -m scorep).
-    from scorep_kernel.shim import install_scorep_shim
+    from scorep_kernel.shim import install_scorep_shim, preload_scorep_shim
 
     install_scorep_shim()
+    preload_scorep_shim()
     # SIGCHLD wakes the select below (a pipe written by the signal machinery; no thread)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

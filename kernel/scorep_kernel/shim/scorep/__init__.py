@@ -1,7 +1,7 @@
-"""Stand-in for Score-P's Python bindings (``scorep``), used only when the real bindings
-are not installed. User regions and instrumenter switches go to the builtin tracer of
-jupyterlab-scorep (scorep_kernel.measure); with nothing measuring they do nothing, so
-notebooks written for Score-P run unchanged.
+"""Stand-in for Score-P's Python bindings (``scorep``), used by the builtin tracer. User
+regions and instrumenter switches go to the builtin tracer of jupyterlab-scorep
+(scorep_kernel.measure); with nothing measuring they do nothing, so notebooks written for
+Score-P run unchanged.
 """
 
 from . import instrumenter, user  # noqa: F401

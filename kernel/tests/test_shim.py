@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from conftest import otf2_print_available
 from test_tracer_util import calls, run_cell
 
 from scorep_kernel.formats.recording import ROLE_USER
-from scorep_kernel.measure import Measurement, detect_scorep, install_scorep_shim, shim_path
+from scorep_kernel.measure import (
+    MeasureConfig,
+    Measurement,
+    detect_scorep,
+    install_scorep_shim,
+    shim_path,
+)
 
 
 def _forget_scorep() -> None:
@@ -32,8 +40,8 @@ def scorep():
     _forget_scorep()
 
 
-def measure(tmp_path, source, scorep):
-    m = Measurement(tmp_path)
+def measure(tmp_path, source, scorep, config: MeasureConfig | None = None):
+    m = Measurement(tmp_path, config)
     m.start()
     try:
         run_cell(m, "cell [1]", source, {"__name__": "__main__", "scorep": scorep})
@@ -217,3 +225,94 @@ def test_detect_scorep_ignores_the_shim(scorep):
         "scorep", [p for p in sys.path if os.path.realpath(p) != os.path.realpath(shim_path())]
     )
     assert found["bindings"] is (real is not None)
+
+
+def test_noinstrumenter_and_the_switches_as_decorators(tmp_path, scorep):
+    """--noinstrumenter (``instrumenter=False``): only what the code asks for; enable() and
+    disable() decorate functions as they wrap with-blocks."""
+    source = (
+        "def a():\n    return 1\n"
+        "@scorep.instrumenter.enable()\n"
+        "def b():\n    return a()\n"
+        "@scorep.instrumenter.disable()\n"
+        "def c():\n    return a()\n"
+        "@scorep.user.region()\n"
+        "def d():\n    return a()\n"
+        "a()\n"
+        "b()\n"
+        "d()\n"
+        "scorep.instrumenter.register()\n"
+        "c()\n"
+        "a()\n"
+    )
+    got = calls(measure(tmp_path, source, scorep, MeasureConfig(instrumenter=False)))
+    assert [(c.name, c.parent) for c in got if c.depth >= 1] == [
+        ("__main__:b", "cell [1]"),
+        ("__main__:a", "__main__:b"),
+        ("__main__:d", "cell [1]"),  # the decorator's region; what it calls stays out
+        ("__main__:a", "cell [1]"),
+    ]
+    assert not [c for c in got if c.name.startswith("functools")]
+
+
+def test_rewind_drops_the_rewound_calls(tmp_path, scorep):
+    source = (
+        "def a():\n    return 1\n"
+        "def b():\n    return 2\n"
+        "scorep.user.rewind_begin('r')\n"
+        "a()\n"
+        "scorep.user.rewind_end('r', True)\n"
+        "scorep.user.rewind_begin('k')\n"
+        "b()\n"
+        "scorep.user.rewind_end('k', False)\n"
+    )
+    rec = measure(tmp_path, source, scorep)
+    assert [c.name for c in calls(rec) if c.depth >= 1] == ["__main__:b"]
+    (thread,) = rec.threads
+    assert thread.markers is not None
+    assert [(m.kind, m.value) for m in thread.markers.items] == [("on_off", False), ("on_off", True)]
+
+
+def test_error_region_and_parameters_in_the_trace(tmp_path, scorep, capsys):
+    if not otf2_print_available():
+        pytest.skip("otf2-print is not installed")
+    source = (
+        "scorep.user.parameter_int('n', -3)\n"
+        "scorep.user.parameter_uint('u', 7)\n"
+        "scorep.user.parameter_string('s', 'text')\n"
+        "scorep.user.region_end('never begun')\n"
+        "scorep.user.region_end('nor this')\n"
+    )
+    rec = measure(tmp_path, source, scorep)
+    err = capsys.readouterr().err
+    assert err.count("SCOREP_BINDING_PYTHON ERROR") == 2  # once per run, as the bindings
+    assert [c.name for c in calls(rec) if c.depth >= 1] == ["error_region", "error_region"]
+    from scorep_kernel.formats.otf2_writer import write_otf2
+
+    write_otf2(rec, tmp_path)
+    text = subprocess.run(
+        ["otf2-print", str(tmp_path / "traces.otf2")], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r'PARAMETER_INT64 .*Parameter: "n" <\d+>, Value: -3', text)
+    assert re.search(r'PARAMETER_UINT64 .*Parameter: "u" <\d+>, Value: 7', text)
+    assert re.search(r'PARAMETER_STRING .*Parameter: "s" <\d+>, Value: "text"', text)
+    leave = r'PARAMETER_STRING .*Parameter: "leave-region" <\d+>, Value: "user:never begun"'
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if re.search(leave, line))
+    # inside its error_region: the enter before, the leave after
+    assert "ENTER" in lines[at - 1] and '"error_region"' in lines[at - 1]
+    assert "LEAVE" in lines[at + 1] and '"error_region"' in lines[at + 1]
+
+
+def test_force_finalize_ends_the_recording(tmp_path, scorep):
+    source = (
+        "def a():\n    return 1\n"
+        "def b():\n    return 2\n"
+        "a()\n"
+        "scorep.user.force_finalize()\n"
+        "b()\n"
+        "with scorep.user.region('late'):\n"
+        "    pass\n"
+    )
+    got = calls(measure(tmp_path, source, scorep))
+    assert [c.name for c in got if c.depth >= 1] == ["__main__:a"]

@@ -153,6 +153,10 @@ def test_instrumentation(tmp_path, mode):
     ran = run_case(tmp_path, mode, "instrumentation", ["--nocompiler"])
     assert ran.stderr == ""
     assert ran.stdout == "hello world\nbaz\nbar\n"
+    assert ran.manifest["binding_args"] == ["--nocompiler"]
+    if mode.startswith("builtin"):  # Score-P's own option: named, in the panel too
+        assert ran.manifest["binding_args_not_applicable"] == ["--nocompiler"]
+        assert "--nocompiler" in ran.cell.bundle()["summary"]["message"]
     assert ran.trace.has_region("__main__:foo")
     assert ran.trace.has_region("instrumentation2:bar")
     assert ran.trace.has_region("instrumentation2:baz")

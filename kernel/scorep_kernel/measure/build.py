@@ -346,6 +346,8 @@ def _markers(
 ) -> Markers | None:
     """The thread's markers placed among its final events; a parameter set while recording
     was off is dropped with the events (the measurement's own on/off marks stay)."""
+    if not inp.markers:
+        return None
     mine = [m for m in inp.markers if m.tid == tid]
     if not mine:
         return None
@@ -365,6 +367,8 @@ def _reuse_function_regions(inp: BuildInput, keys: _Keys, regions: _RegionTable)
     the tracer's region of that function when the tracer recorded a call of it earlier
     with the instrumenter on (Score-P keeps one region per code object: a method is then
     ``module.Class:name``, not the decorator's ``module:name``)."""
+    if all(x.code is None for x in inp.extras):
+        return
     raw = inp.raw
     by_code = {id(k[1]): i for i, k in enumerate(raw.keys) if k[0] == "py"}
     for x in inp.extras:

@@ -316,6 +316,11 @@ class RunBase(abc.ABC):
             manifest["run"] = self.run_id
         if self.backend == "builtin" and self.binding.not_applicable:
             manifest["binding_args_not_applicable"] = list(self.binding.not_applicable)
+            self.cell_notes.append(
+                "Not applicable under the builtin tracer (Score-P's own options): "
+                + " ".join(self.binding.not_applicable)
+                + "."
+            )
         experiment.write_manifest(self.exp_dir, manifest)
 
     def note_cell_start(self, index: int, epoch_ns: int) -> None:

@@ -6,7 +6,8 @@ Honoured: ``--noinstrumenter`` / ``--nopython`` (Python functions are not record
 ``scorep.instrumenter.enable()`` or a ``@scorep.user.region()`` asks for them, as under
 Score-P) and ``--instrumenter-file=<file>`` (run once before the run's first cell, in the
 process that runs the cells; under Score-P the worker runs it too, with the notebook's
-folder on ``sys.path`` as a cell has it). Not applicable: what selects Score-P's own
+folder on ``sys.path`` as a cell has it), ``--io=runtime:posix`` (the cell setting
+``io: posix``). Not applicable: what selects Score-P's own
 machinery (``--instrumenter-type``, ``--thread``, ``--mpp``, ``--nocompiler``, ``-v``, ...).
 """
 
@@ -19,12 +20,14 @@ from typing import Any
 
 NO_INSTRUMENTER = ("--noinstrumenter", "--nopython")
 INSTRUMENTER_FILE = "--instrumenter-file"
+IO_POSIX = ("--io=runtime:posix", "--io=posix")
 
 
 @dataclass(frozen=True)
 class BindingArgs:
     instrumenter: bool = True
     instrumenter_file: str | None = None
+    io: bool = False  # --io=runtime:posix: the cell setting io: posix
     not_applicable: list[str] = field(default_factory=list)
 
     def measure(self, backend: str) -> dict[str, Any]:
@@ -34,21 +37,26 @@ class BindingArgs:
             out["instrumenter_file"] = self.instrumenter_file
         if backend == "builtin" and not self.instrumenter:
             out["instrumenter"] = False
+        if backend == "builtin" and self.io:
+            out["io"] = "posix"
         return out
 
 
 def parse(args: list[str] | tuple[str, ...], cwd: str | None = None) -> BindingArgs:
     instrumenter = True
     instrumenter_file = None
+    io = False
     not_applicable = []
     for arg in args:
         if arg in NO_INSTRUMENTER:
             instrumenter = False
+        elif arg in IO_POSIX:
+            io = True
         elif arg.startswith(INSTRUMENTER_FILE + "="):
             instrumenter_file = os.path.join(cwd or os.getcwd(), arg.split("=", 1)[1])
         else:
             not_applicable.append(arg)
-    return BindingArgs(instrumenter, instrumenter_file, not_applicable)
+    return BindingArgs(instrumenter, instrumenter_file, io, not_applicable)
 
 
 def without_instrumenter_file(args: list[str] | tuple[str, ...]) -> list[str]:

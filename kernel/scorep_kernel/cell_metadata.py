@@ -37,6 +37,7 @@ SETTING_KEYS: dict[str, str] = {
     "imports_as_regions": "each `import x` as one region `import:x` (true/false)",
     "exclude_defaults": "leave IPython, ipykernel and the kernel out (true/false)",
     "accelerators": "record PyTorch operators and GPU activity (torch.profiler; Score-P's CUDA adapter) (true/false)",
+    "io": "posix: record file I/O (Score-P's POSIX I/O adapter; Python's open/read/write/close under the builtin tracer); none: not",
     "mpi": 'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
 }
 KEYS: dict[str, str] = {

@@ -25,8 +25,9 @@ MPI_ISOLATION = "mpi"
 # Passed through to measure.MeasureConfig.from_mapping.
 MEASURE_KEYS = (
     "include", "exclude", "max_depth", "event_cap", "metric_interval",
-    "c_functions", "imports_as_regions", "exclude_defaults", "accelerators",
+    "c_functions", "imports_as_regions", "exclude_defaults", "accelerators", "io",
 )  # fmt: skip
+IO_CHOICES = ("posix", "none")
 _FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults", "accelerators")
 _INT_KEYS = ("max_depth", "event_cap")
 _LIST_KEYS = ("include", "exclude")
@@ -112,6 +113,9 @@ def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
         elif key in _FLAG_KEYS:
             if not isinstance(value, bool):
                 raise SettingsError(f"{key} must be true or false, not {value!r}")
+        elif key == "io":
+            if value not in IO_CHOICES:
+                raise SettingsError(f"io must be one of {', '.join(IO_CHOICES)}, not {value!r}")
         elif key in _LIST_KEYS:
             if isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]

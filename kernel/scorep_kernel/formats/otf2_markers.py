@@ -1,7 +1,8 @@
 """A thread's events that are no enter or leave, written between its enter/leave runs:
 user parameters (PARAMETER_INT / _UNSIGNED_INT / _STRING, as ``SCOREP_User_Parameter*``
-writes them) and MEASUREMENT_ON_OFF (a rewound region, as Score-P's rewind writes it),
-and the accelerators' callsite parameter after each launch's enter (otf2_devices).
+writes them), MEASUREMENT_ON_OFF (a rewound region, as Score-P's rewind writes it), file
+I/O (IO_CREATE_HANDLE, IO_OPERATION_BEGIN / _COMPLETE, IO_DESTROY_HANDLE, as Score-P's
+POSIX I/O adapter writes them) and the accelerators' callsite parameter after each launch's enter (otf2_devices).
 
 Only threads that have such events take this path; the others stay on the fast writers.
 """
@@ -12,9 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from otf2 import MeasurementMode, ParameterType
+from otf2 import (
+    IoAccessMode,
+    IoCreationFlag,
+    IoOperationFlag,
+    IoOperationMode,
+    IoParadigmClass,
+    IoParadigmFlag,
+    IoStatusFlag,
+    MeasurementMode,
+    ParameterType,
+)
 
-from .recording import Recording, ThreadEvents
+from .recording import Marker, Recording, ThreadEvents
 
 PARAMETER_TYPES = {
     "int": ParameterType.INT64,
@@ -23,15 +34,49 @@ PARAMETER_TYPES = {
 }
 
 
-def define(defs: Any, recording: Recording) -> dict[tuple[str, str], Any]:
-    """One OTF2 parameter definition per (name, kind) the markers use."""
+IO_PARADIGM = ("POSIX", "POSIX I/O")  # identification and name, as Score-P's adapter
+
+
+def define(defs: Any, recording: Recording, node: Any) -> dict[tuple[str, str], Any]:
+    """One OTF2 parameter definition per (name, kind) the markers use; the I/O handles of
+    ``recording.io_handles`` (a regular file in the ``node``'s scope each) under
+    ``("", "handle <i>")``."""
     out: dict[tuple[str, str], Any] = {}
     for t in recording.threads:
         for m in t.markers.items if t.markers is not None else ():
             key = (m.name, m.kind)
             if m.kind in PARAMETER_TYPES and key not in out:
                 out[key] = defs.parameter(m.name, parameter_type=PARAMETER_TYPES[m.kind])
+    if recording.io_handles:
+        paradigm = defs.io_paradigm(
+            *IO_PARADIGM, io_paradigm_class=IoParadigmClass.SERIAL,
+            io_paradigm_flags=IoParadigmFlag.OS,
+        )  # fmt: skip
+        files: dict[str, Any] = {}
+        for i, path in enumerate(recording.io_handles):
+            if path not in files:
+                files[path] = defs.io_regular_file(path, scope=node)
+            out[("", f"handle {i}")] = defs.io_handle(path, files[path], paradigm)
     return out
+
+
+def _io_writes(writer: Any, m: Marker, handle: Any, ts: int) -> Callable[[], None]:
+    if m.kind == "io_create":
+        writes = any(c in m.name for c in "wax+")
+        reads = "r" in m.name or "+" in m.name
+        access = IoAccessMode.READ_ONLY
+        if writes:
+            access = IoAccessMode.READ_WRITE if reads else IoAccessMode.WRITE_ONLY
+        creation = IoCreationFlag.CREATE if any(c in m.name for c in "wax") else IoCreationFlag.NONE
+        return lambda: writer.io_create_handle(ts, handle, access, creation, IoStatusFlag.NONE)
+    if m.kind == "io_begin":
+        mode = IoOperationMode.READ if m.name == "read" else IoOperationMode.WRITE
+        return lambda: writer.io_operation_begin(
+            ts, handle, mode, IoOperationFlag.NONE, int(m.nbytes), int(m.value)
+        )
+    if m.kind == "io_complete":
+        return lambda: writer.io_operation_complete(ts, handle, int(m.nbytes), int(m.value))
+    return lambda: writer.io_destroy_handle(ts, handle)
 
 
 def _writes(writer: Any, m_kind: str, param: Any, ts: int, value: Any) -> Callable[[], None]:
@@ -74,6 +119,10 @@ def write_thread(
                 ts = max(ts, int(times[p]))
             if p + 1 < len(times):
                 ts = min(ts, int(times[p + 1]))
+            if m.kind.startswith("io_"):
+                handle = parameters[("", f"handle {m.handle}")]
+                entries.append((p, _io_writes(writer, m, handle, ts)))
+                continue
             entries.append(
                 (p, _writes(writer, m.kind, parameters.get((m.name, m.kind)), ts, m.value))
             )

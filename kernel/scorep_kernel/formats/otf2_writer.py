@@ -190,7 +190,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         regions=regions,
         thread_locations=threads,
         devices=otf2_devices.define(defs, recording, node, process, threads),
-        parameters=otf2_markers.define(defs, recording),
+        parameters=otf2_markers.define(defs, recording, node),
     )
     metrics = recording.metrics
     if metrics is not None and len(metrics.series):

@@ -97,12 +97,17 @@ class ThreadEvents:
 @dataclass(frozen=True)
 class Marker:
     """An event of a thread that is no enter or leave: a user parameter (``kind`` "int",
-    "uint" or "string", ``name`` and ``value``) or the measurement switched off and on
-    (``kind`` "on_off", ``value`` True for on), as Score-P writes them."""
+    "uint" or "string", ``name`` and ``value``), the measurement switched off and on
+    (``kind`` "on_off", ``value`` True for on), or a file I/O event (``name``: "read" or
+    "write" for an operation, ``value``: its matching id), as Score-P writes them."""
 
     kind: str
     name: str
     value: int | str | bool
+    # file I/O (kind "io_create", "io_begin", "io_complete", "io_destroy"): the handle's
+    # index into Recording.io_handles, and the bytes asked for (begin) or moved (complete)
+    handle: int = -1
+    nbytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,8 @@ class Recording:
     notes: dict = field(default_factory=dict)
     # Accelerator streams (torch.profiler's device activity), in (device, stream) order.
     devices: list[DeviceStream] = field(default_factory=list)
+    # files opened by the recorded code (their paths; Marker.handle indexes this)
+    io_handles: list[str] = field(default_factory=list)
 
     @property
     def event_count(self) -> int:

@@ -41,6 +41,9 @@ class ExtraRegion:
     # its region is the tracer's when the tracer recorded it before, as Score-P reuses
     # the region it made of that code object
     code: Any = None
+    # kept below an excluded module's call too (file I/O is recorded wherever it happens,
+    # as by Score-P's I/O adapter; IPython's own ``open`` wraps a cell's)
+    always: bool = False
 
 
 @dataclass
@@ -282,6 +285,7 @@ def build_threads(
         if excluded.any():
             included = np.zeros(N, bool)
             included[:n_raw] = keys.included[k]
+            included[n_raw : n_raw + n_x] = [x.always for x in mine]
             drop = _open_at_enter(excluded, iv, sign, enter) & keep & ~included & ~is_cell
             stats["excluded"] += int(drop[:n_raw].sum())
             keep &= ~drop
@@ -335,17 +339,22 @@ def build_threads(
                 times=times.astype(np.int64),
                 regions=R[iv[kept_ev]].astype(np.int32),
                 kinds=np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8),
-                markers=_markers(inp, tid, times, to_perf),
+                markers=_markers(inp, tid, times, to_perf, cells),
             )
         )
     return regions.regions, threads
 
 
 def _markers(
-    inp: BuildInput, tid: int, times: np.ndarray, to_perf: Callable[[np.ndarray], np.ndarray]
+    inp: BuildInput,
+    tid: int,
+    times: np.ndarray,
+    to_perf: Callable[[np.ndarray], np.ndarray],
+    cells: list[CellSpan],
 ) -> Markers | None:
-    """The thread's markers placed among its final events; a parameter set while recording
-    was off is dropped with the events (the measurement's own on/off marks stay)."""
+    """The thread's markers placed among its final events; one set while recording was
+    off is dropped with the events (the measurement's own on/off marks stay), and so is
+    one outside the cells on a cell's thread (the kernel's own work)."""
     if not inp.markers:
         return None
     mine = [m for m in inp.markers if m.tid == tid]
@@ -353,6 +362,8 @@ def _markers(
         return None
     t = np.array([m.t for m in mine], np.float64)
     off = _starts_in(inp.recording_off.get(tid, []), t)
+    if cells:
+        off |= ~_starts_in([(c.t0, c.t1) for c in cells], t)
     keep = [i for i, m in enumerate(mine) if m.marker.kind == "on_off" or not off[i]]
     if not keep:
         return None

@@ -41,6 +41,7 @@ _KEYS = {
     "imports_as_regions": "imports_as_regions",
     "c_functions": "c_functions",
     "accelerators": "accelerators",
+    "io": "io",
     # from the binding arguments (scorep_kernel.binding_args), not a cell setting
     "instrumenter": "instrumenter",
     "instrumenter_file": "instrumenter_file",
@@ -135,6 +136,8 @@ class MeasureConfig:
     torch.profiler when the run uses torch (scorep_kernel.accel); on by default.
     ``instrumenter``: Python functions recorded from the start (false: ``--noinstrumenter``);
     ``instrumenter_file``: ``--instrumenter-file``, run before the first cell.
+    ``io``: "posix" records Python's file I/O (open, read, write, close, bytes) as OTF2 I/O
+    events (measure.io_recorder).
     """
 
     include: tuple[str, ...] = ()
@@ -147,6 +150,7 @@ class MeasureConfig:
     accelerators: bool = True
     instrumenter: bool = True
     instrumenter_file: str | None = None
+    io: str = "none"
 
     def __post_init__(self) -> None:
         self.include = _modules("include", self.include)
@@ -158,6 +162,8 @@ class MeasureConfig:
         self.c_functions = _flag("c_functions", self.c_functions)
         self.accelerators = _flag("accelerators", self.accelerators)
         self.instrumenter = _flag("instrumenter", self.instrumenter)
+        if self.io not in ("posix", "none"):
+            raise ValueError(f"io must be posix or none, not {self.io!r}")
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any] | None) -> MeasureConfig:

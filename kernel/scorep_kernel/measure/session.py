@@ -23,6 +23,7 @@ from ..accel.torch_session import TorchProfiling
 from ..formats.recording import ROLE_IMPORT, Recording, Region
 from . import engine, imports
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
+from .io_recorder import IoRecorder
 from .measure_config import MeasureConfig
 from .sampler import MetricSampler
 from .user_recorder import UserRecorder
@@ -76,6 +77,7 @@ class _Cell:
         if m._master_tid is None:
             m._master_tid = self.tid  # the thread of the first cell is the "Master thread"
         m._tracer.install_here()
+        m._preexisting.discard(self.tid)  # a thread that runs a cell is recorded
         self.t0 = m._now()
         return self
 
@@ -103,6 +105,7 @@ class Measurement:
         self.to_perf: Callable[[np.ndarray], np.ndarray] | None = None  # set by stop()
         self.stop_timings: dict[str, float] = {}
         self._torch = TorchProfiling(self.exp_dir, self.config.accelerators)
+        self._io: IoRecorder | None = None  # the setting io: posix
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -140,6 +143,10 @@ class Measurement:
             } - {self._start_tid}
             if self.config.imports_as_regions:
                 imports.install(self)
+            if self.config.io == "posix":
+                self._io = IoRecorder(self._now, self.user.extras, self.user.markers,
+                                      self._preexisting)  # fmt: skip
+                self._io.install()
             _active = self
             self._state = "running"
             self._torch.start()  # only where torch is imported already
@@ -147,6 +154,8 @@ class Measurement:
         except BaseException:
             # Leave the interpreter as it was: no hook, no active measurement, no sampler.
             imports.uninstall()
+            if self._io is not None:
+                self._io.uninstall()
             _active = None
             self._state = "failed"
             self._sampler.stop()
@@ -176,6 +185,8 @@ class Measurement:
         end_perf = time.perf_counter_ns()
         kineto = self._torch.stop()
         imports.uninstall()
+        if self._io is not None:
+            self._io.uninstall()
         _active = None
         self._state = "stopped"
         metrics = self._sampler.stop()
@@ -220,6 +231,7 @@ class Measurement:
             pid=os.getpid(),
             metrics=metrics,
             notes=notes,
+            io_handles=list(self._io.handles) if self._io is not None else [],
         )
         if kineto is not None or self._torch.notes:
             self._add_accelerators(kineto)

@@ -184,6 +184,11 @@ class RunBase(abc.ABC):
             self.scorep_env, choice = scorep_cuda.choose(self.scorep_env, wanted)
             self.cuda = dict(choice)
         self.binding_args = list(binding_args)
+        if self.backend == "scorep" and settings.measure.get("io") == "posix":
+            # what Score-P 8.4 needs for its POSIX I/O adapter: both of these
+            self.scorep_env.setdefault("SCOREP_IO_POSIX", "true")
+            if not any(a.startswith("--io=") for a in self.binding_args):
+                self.binding_args.append("--io=runtime:posix")
         self.binding = binding_args_of(self.binding_args)
         # the measurement's settings: the cell's, and what the binding arguments say
         self.measure: dict[str, Any] = {**settings.measure, **self.binding.measure(self.backend)}

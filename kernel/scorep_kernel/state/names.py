@@ -16,7 +16,7 @@ Decision (documented in the package docstring too):
 
 from __future__ import annotations
 
-import io
+import _io
 import re
 from collections.abc import Iterable
 
@@ -49,7 +49,8 @@ def is_bookkeeping(name: str, value: object = None) -> bool:
     if name in IPYTHON_BOOKKEEPING or _HISTORY_NAME.match(name):
         return True
     # IPython's wrapper of builtins.open; a user's own `open` still travels
-    return name == "open" and getattr(value, "__wrapped__", None) is io.open
+    # (_io.open: io.open itself may be wrapped for a run's file I/O, measure.io_recorder)
+    return name == "open" and getattr(value, "__wrapped__", None) is _io.open
 
 
 def travelling_names(namespace: dict, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:

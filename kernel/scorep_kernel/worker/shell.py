@@ -9,11 +9,13 @@ worker's channel instead of printing; the kernel publishes them on iopub for the
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Literal
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
@@ -196,6 +198,13 @@ class WorkerShell(InteractiveShell):
 
     def enable_gui(self, gui=None):  # no event loops in a headless worker
         pass
+
+    @contextlib.contextmanager
+    def _tee(self, channel: Literal["stdout", "stderr"]) -> Iterator[None]:
+        """IPython 9 wraps ``sys.stdout.write`` in Python code per cell to keep the outputs
+        in its history; the worker's history is off (make_shell), and that wrapper would be
+        measured on every print (Score-P records it as ``...WorkerShell:write``)."""
+        yield
 
     def init_hooks(self) -> None:
         super().init_hooks()

@@ -99,6 +99,7 @@ def run_case(
     settings: dict | None = None,
 ) -> Ran:  # fmt: skip
     """The case's source as one profiled cell of a fresh kernel in ``tmp_path``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     shutil.copy(CASES / "instrumentation2.py", tmp_path / "instrumentation2.py")
     kernel = KernelHandle(tmp_path, {"SCOREP_ENABLE_TRACING": "true", **(env or {})})
     try:
@@ -265,3 +266,37 @@ def test_io(tmp_path, mode):
         for event, data in details.items():
             pattern = f'{event}[ ]*[0-9 ]*[0-9 ]*(Region|Handle): "{data}"'
             assert re.search(pattern, io_trace), (pattern, io_trace)
+
+
+COMPARED = {
+    "classes": ["--nocompiler"],
+    "decorator": ["--noinstrumenter"],
+    "user_instrumentation": ["--nocompiler", "--noinstrumenter"],
+    "error_region": ["--nocompiler", "--noinstrumenter"],
+}
+
+
+@pytest.mark.skipif(not HAVE_SCOREP, reason="Score-P is not installed here")
+@pytest.mark.parametrize("case", list(COMPARED))
+def test_a_compare_with_score_p_matches_function_by_function(tmp_path, case):
+    """The panel's Compare of the same cell under Score-P and the builtin tracer (both
+    isolations): every function in both, with the same visits; only the measurement's own
+    regions (``import:`` regions, the cell's, matched by its count) may differ."""
+    from jupyterlab_scorep.calltree import from_cubex
+    from jupyterlab_scorep.compare import compare_trees
+
+    trees = {}
+    for mode in MODES:
+        ran = run_case(tmp_path / mode, mode, case, COMPARED[case])
+        trees[mode] = from_cubex(Path(ran.cell.bundle()["path"]) / "profile.cubex")
+    for mode in ("builtin-inprocess", "builtin-subprocess"):
+        c = compare_trees(trees["scorep"], trees[mode])
+        unmatched = [f.name for f in c.functions if f.status != "both"]
+        assert all(name.startswith("import:") for name in unmatched), (mode, unmatched)
+        visits = [
+            (f.name, f.visits.a, f.visits.b)
+            for f in c.functions
+            if f.visits_changed and f.status == "both"
+        ]
+        assert not visits, (mode, visits)
+        assert any(f.status == "both" and not f.name.startswith(":cell") for f in c.functions)

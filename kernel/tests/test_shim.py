@@ -270,7 +270,10 @@ def test_rewind_drops_the_rewound_calls(tmp_path, scorep):
     assert [c.name for c in calls(rec) if c.depth >= 1] == ["__main__:b"]
     (thread,) = rec.threads
     assert thread.markers is not None
-    assert [(m.kind, m.value) for m in thread.markers.items] == [("on_off", False), ("on_off", True)]
+    assert [(m.kind, m.value) for m in thread.markers.items] == [
+        ("on_off", False),
+        ("on_off", True),
+    ]
 
 
 def test_error_region_and_parameters_in_the_trace(tmp_path, scorep, capsys):

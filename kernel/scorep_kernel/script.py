@@ -7,8 +7,9 @@ Score-P's user API (``scorep.user.region``, ``scorep.instrumenter``). The experi
 written where Score-P would write it: ``SCOREP_EXPERIMENT_DIRECTORY`` (an existing one moved
 aside first, as Score-P does), else ``scorep-experiments/<id>/`` in the working directory,
 which the panel's history and ``jupyter scorep report`` read. Of the bindings' options,
-``--noinstrumenter`` starts with the instrumenter off (``scorep.instrumenter.enable()``
-turns it on); the others (``--instrumenter-type``, ``--thread``, ``--mpp``, ...) choose what
+``--noinstrumenter`` / ``--nopython`` keep the instrumenter off on every thread
+(``scorep.instrumenter.enable()`` turns it on), ``--instrumenter-file`` runs before the
+script, ``--io=runtime:posix`` records file I/O (scorep_kernel.binding_args); the others (``--instrumenter-type``, ``--thread``, ``--mpp``, ...) choose what
 Score-P measures with and mean nothing here. Quiet like Score-P: ``-v`` says where the
 experiment went. The exit status is the script's.
 """
@@ -22,7 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
-from scorep_kernel import experiment
+from scorep_kernel import binding_args, experiment
 from scorep_kernel.runs.named_directory import move_aside
 from scorep_kernel.settings import SettingsError
 
@@ -62,11 +63,12 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
     install_scorep_shim()
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.parent))
-    measurement = Measurement(str(exp_dir), MeasureConfig())
+    binding = binding_args.parse(options)
+    measurement = Measurement(str(exp_dir), MeasureConfig.from_mapping(binding.measure("builtin")))
+    if binding.instrumenter_file:
+        binding_args.run_instrumenter_file(binding.instrumenter_file)
     t0 = time.perf_counter()
     measurement.start()
-    if "--noinstrumenter" in options:
-        measurement.set_instrumenter(False)
     status, code = experiment.STATUS_OK, 0
     try:
         with measurement.cell(script.name, code_filename=str(script)):

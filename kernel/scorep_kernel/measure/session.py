@@ -379,11 +379,6 @@ class Measurement:
         )  # fmt: skip
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))
 
-    # --- the scorep shim's entry points (measure.user_recorder) ------------------------
-    def set_instrumenter(self, enabled: bool) -> bool:
-        """Pause or resume function recording on this thread; returns the previous state."""
-        return self.user.set_instrumenter(enabled)
-
 
 def clock_offset() -> int:
     """time.time_ns() - time.perf_counter_ns(), read with the least jitter of a few tries."""

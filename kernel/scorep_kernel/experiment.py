@@ -222,6 +222,16 @@ def user_region_name(name: str, module: str = USER_MODULE) -> str:
     return f"{module}:{name}"
 
 
+def unclosed_regions_note(names: list[str]) -> str:
+    """What a cell says of the user regions it left open (closed at its end, under either
+    backend: Score-P would otherwise abort with an inconsistent profile)."""
+    listed = ", ".join(repr(n) for n in names)
+    return (
+        f"scorep: user region{'s' if len(names) > 1 else ''} {listed} left open by the cell: "
+        "closed at its end (end each scorep.user.region_begin with region_end).\n"
+    )
+
+
 def import_region_name(module: str) -> str:
     return f"{IMPORT_MODULE}:{module}"
 

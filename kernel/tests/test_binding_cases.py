@@ -300,3 +300,22 @@ def test_a_compare_with_score_p_matches_function_by_function(tmp_path, case):
         ]
         assert not visits, (mode, visits)
         assert any(f.status == "both" and not f.name.startswith(":cell") for f in c.functions)
+
+
+def test_a_region_left_open_is_closed_at_the_cell_end(tmp_path, mode):
+    """Better than both (issue 26.9): under Score-P such a cell crashed the worker
+    ("Inconsistent profile"), the builtin tracer closed it silently at the run's end."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    kernel = KernelHandle(tmp_path, {"SCOREP_ENABLE_TRACING": "true"})
+    source = "import scorep.user\nscorep.user.region_begin('left open')\nprint('done')\n"
+    try:
+        cell = kernel.run(source, {"scorep": {"profile": True, **MODES[mode]}}, timeout=240)
+        path = Path(cell.bundle()["path"])
+        manifest = wait_files(path, timeout=120)
+    finally:
+        kernel.shutdown()
+    assert cell.status == "ok", cell.reply
+    assert cell.stdout() == "done\n"
+    assert "'left open' left open by the cell: closed at its end" in cell.stderr()
+    assert manifest["status"] == "ok" and manifest["files_status"] == "ready", manifest
+    assert Trace(path / "traces.otf2").has_region("user:left open")

@@ -84,7 +84,12 @@ class _Cell:
     def __exit__(self, *exc) -> Literal[False]:
         m = self.m
         t1 = m._now()
+        left_open = m.user.close_cell(self.tid, t1)
         m._cells.append(CellSpan(self.label, self.code_filename, self.tid, self.t0, t1))
+        if left_open:
+            note = experiment.unclosed_regions_note(left_open)
+            m._notes.append(note.strip())
+            sys.stderr.write(note)
         return False
 
 

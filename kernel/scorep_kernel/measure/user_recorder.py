@@ -169,7 +169,18 @@ class UserRecorder:
             setattr(st, since_attr, self.now())
         return since is None
 
-    # --- the end of the run ------------------------------------------------------------------
+    # --- the end of a cell, of the run ---------------------------------------------------------
+    def close_cell(self, tid: int, t1: float) -> list[str]:
+        """Close the user regions the cell left open on its thread, innermost first, at
+        its end; their names."""
+        st = self.threads.get(tid)
+        closed: list[str] = []
+        while st is not None and st.open_user:
+            name, t0, region = st.open_user.pop()
+            self.extras.append(ExtraRegion(tid, t0, t1 - len(st.open_user) - 1, region))
+            closed.append(name)
+        return closed
+
     def close_open(self, stop_t: float, tids: list[int]) -> None:
         """Close what is still open at ``stop_t``; threads the shim never saw (``tids``
         recorded by the tracer) were off all along under ``--noinstrumenter``."""

@@ -34,11 +34,14 @@ from typing import Any
 
 from IPython.core.compilerop import CachingCompiler
 
+from scorep_kernel import experiment
+
 ON_NAME = "__scorep_kernel_on__"
 OFF_NAME = "__scorep_kernel_off__"
 VALUE_NAME = "__scorep_kernel_value__"  # the last expression's value, between two steps
 CELL_MODULE = ""  # the bindings name a region "<module>:<function>": ":cell [3]"
 IMPORT_MODULE = "import"
+USER_MODULE = "user"
 
 
 class ScorePSession:
@@ -52,6 +55,13 @@ class ScorePSession:
         self._importing = threading.local()
         self._real_import = builtins.__import__
         self._main_ident = threading.get_ident()  # (a C call: current_thread() is traced)
+        # user regions begun on the cell's thread and not ended yet: closed at the cell's
+        # end (Score-P aborts with an inconsistent profile otherwise)
+        self._open_user: list[str] = []
+        self._region_begin = self.instrumenter.region_begin
+        self._region_end = self.instrumenter.region_end
+        self.instrumenter.region_begin = self._user_begin
+        self.instrumenter.region_end = self._user_end
         setattr(builtins, ON_NAME, self.on)
         setattr(builtins, OFF_NAME, self.off)
         builtins.__import__ = self._import
@@ -66,10 +76,31 @@ class ScorePSession:
         self.instrumenter.unregister()
 
     def cell_begin(self, label: str, filename: str) -> None:
-        self.instrumenter.region_begin(CELL_MODULE, label, filename, 1)
+        self._region_begin(CELL_MODULE, label, filename, 1)
 
     def cell_end(self, label: str) -> None:
-        self.instrumenter.region_end(CELL_MODULE, label)
+        left_open = list(reversed(self._open_user))
+        for name in left_open:
+            self._region_end(USER_MODULE, name)
+        self._open_user.clear()
+        self._region_end(CELL_MODULE, label)
+        if left_open:
+            sys.stderr.write(experiment.unclosed_regions_note(left_open))
+
+    def _user_begin(self, module_name, function_name, *args, **kwargs):
+        if module_name == USER_MODULE and threading.get_ident() == self._main_ident:
+            self._open_user.append(function_name)
+        return self._region_begin(module_name, function_name, *args, **kwargs)
+
+    def _user_end(self, module_name, function_name, *args, **kwargs):
+        opened = self._open_user
+        if (
+            module_name == USER_MODULE
+            and threading.get_ident() == self._main_ident
+            and function_name in opened
+        ):
+            del opened[len(opened) - 1 - opened[::-1].index(function_name)]
+        return self._region_end(module_name, function_name, *args, **kwargs)
 
     # --- imports ------------------------------------------------------------------------
 

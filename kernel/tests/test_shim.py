@@ -206,11 +206,15 @@ def test_disable_recording_pauses_everything(tmp_path, scorep):
     ]
 
 
-def test_unclosed_user_region_is_closed_at_stop(tmp_path, scorep):
+def test_unclosed_user_region_is_closed_at_the_cell_end(tmp_path, scorep, capsys):
     rec = measure(tmp_path, "scorep.user.region_begin('left open')\n", scorep)
     got = calls(rec)
-    assert [c.name for c in got if c.role == ROLE_USER] == ["user:left open"]
-    assert any("was not closed" in m for m in rec.notes["messages"])
+    assert [(c.name, c.parent) for c in got if c.role == ROLE_USER] == [
+        ("user:left open", "cell [1]")
+    ]
+    note = "'left open' left open by the cell: closed at its end"
+    assert any(note in m for m in rec.notes["messages"])
+    assert note in capsys.readouterr().err
 
 
 def test_detect_scorep_ignores_the_shim(scorep):

@@ -21,9 +21,13 @@ so their cost does not matter):
 - ProgramBegin marks a trace of a whole process (Score-P's): its clock starts when the
   process started, not when the cell did (see index_build).
 
-Event files the builtin writer wrote (Enter/Leave only, no local id mappings) are read
-without callbacks: by the native scanner (otf2_scan, ~100M events/s) or, where it is not
-built, the numpy decoder (otf2_decode); see ``_decoded``.
+Before any callback, every location is offered to the fast paths (``otf2_fast``): the
+native scanner (otf2_scan, ~100M events/s) reads Score-P's archives and the builtin
+writer's alike, applying each location's local definitions (id mappings, clock offsets:
+``open_event_files`` collects them), and where it is not built the numpy decoder
+(otf2_decode) reads the builtin writer's files. The callbacks here read what those leave
+(a damaged file, a record they cannot read exactly; the reason is logged), and every
+location when ``decoder="callbacks"``.
 
 THREAD_BEGIN/END, PROGRAM_END, THREAD_CREATE/WAIT and attribute lists change nothing
 drawn and are skipped (no callback: libotf2 steps over them).
@@ -170,6 +174,8 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     import _otf2
     import otf2
 
+    from .otf2_fast import fast_location
+
     _check_anchor(anchor)
     try:
         trace = otf2.reader.Reader(anchor)
@@ -181,12 +187,19 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     try:
         definitions = read_definitions(trace)
         handle = trace.handle
-        raw = open_event_files(trace)
+        local: dict[int, Any] = {}
+        raw = open_event_files(trace, local if decoder != "callbacks" else None)
         chunk_size = int(_otf2.Reader_GetChunkSize(handle)[0])
         events = [
-            (_decoded(anchor, loc._ref, chunk_size, decoder) if decoder != "callbacks" else None)
-            or _read_location(raw, loc._ref, info["events"], definitions)
-            for loc, info in zip(trace.definitions.locations, definitions.locations)
+            (
+                fast_location(anchor, ref, chunk_size, decoder, definitions, local.get(ref))
+                if decoder != "callbacks"
+                else None
+            )
+            or _read_location(raw, ref, info["events"], definitions)
+            for ref, info in zip(
+                (loc._ref for loc in trace.definitions.locations), definitions.locations
+            )
         ]
         _otf2.Reader_CloseEvtFiles(handle)
     except TraceReadError:
@@ -201,11 +214,16 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     return definitions, events
 
 
-def open_event_files(trace: Any) -> ctypes.c_void_p:
+def open_event_files(trace: Any, local: dict[int, Any] | None = None) -> ctypes.c_void_p:
     """Every location of an open ``otf2.reader.Reader`` selected, its local definitions
-    read (they carry each location's id mappings) and its event files opened; the raw
-    reader handle for ``read_local_events``. Close with ``_otf2.Reader_CloseEvtFiles``."""
+    read (they carry each location's id mappings and clock offsets) and its event files
+    opened; the raw reader handle for ``read_local_events``. Close with
+    ``_otf2.Reader_CloseEvtFiles``. With ``local``, each location's mappings and offsets
+    go into it as ``otf2_scan.LocalDefinitions`` (or a string: why the native scanner
+    cannot apply them), by location ref (otf2_local_defs)."""
     import _otf2
+
+    from .otf2_local_defs import LocalDefsReader
 
     handle = trace.handle
     for loc in trace.definitions.locations:
@@ -223,49 +241,20 @@ def open_event_files(trace: Any) -> ctypes.c_void_p:
         for loc in trace.definitions.locations:
             def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
             if def_reader:
+                collect = LocalDefsReader() if local is not None else None
                 try:
+                    if collect is not None and collect.register(handle, def_reader) != 0:
+                        local[loc._ref] = "libotf2 refused the definition callbacks"
+                        collect = None
                     _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
                 finally:
                     _otf2.Reader_CloseDefReader(handle, def_reader)
+                if collect is not None:
+                    local[loc._ref] = collect.result()
         _otf2.Reader_CloseDefFiles(handle)
+    elif local is not None:
+        local.update({loc._ref: "the local definitions cannot be opened" for loc in trace.definitions.locations})
     return ctypes.cast(handle, _VP)
-
-
-def _decoded(anchor: str, ref: int, chunk_size: int, decoder: Decoder) -> LocationEvents | None:
-    """The location's Enter/Leave events through the native scanner (otf2_scan: ~100M
-    events/s) or, where it is not built, the numpy decoder (otf2_decode: ~2.5M/s, ~2x the
-    callbacks), where they read exactly what libotf2 would: the location's local
-    definitions hold nothing (no id mapping or clock offset to apply, as in the builtin
-    writer's archives; Score-P's map local ids) and its events are of the kinds the
-    decoders know. Else None, and the ctypes reader reads the location."""
-    from . import otf2_scan
-    from .otf2_decode import decode
-
-    base = os.path.join(os.path.dirname(anchor), os.path.splitext(os.path.basename(anchor))[0])
-    try:
-        with open(os.path.join(base, f"{ref}.def"), "rb") as f:
-            local_defs = f.read(64)
-        if len(local_defs) != _EMPTY_DEFS_SIZE or local_defs[-2:] != b"\x02\x01":
-            return None
-        data = np.fromfile(os.path.join(base, f"{ref}.evt"), np.uint8)
-    except OSError:
-        return None
-    if decoder == "auto" and otf2_scan.available():
-        decoded = otf2_scan.scan(data, chunk_size)
-    else:
-        decoded = decode(data, chunk_size)
-    if decoded is None:
-        return None
-    return LocationEvents(
-        ref=ref,
-        times=decoded.times,
-        signed_regions=decoded.signed_regions,
-        program_begin=decoded.program_begin,
-    )
-
-
-# A local definitions file with no records: an 18-byte chunk header, END_OF_FILE, END_OF_BUFFER.
-_EMPTY_DEFS_SIZE = 20
 
 
 def _read_location(

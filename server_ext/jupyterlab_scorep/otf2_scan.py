@@ -1,9 +1,16 @@
 """The native OTF2 event scanner (server_ext/native/otf2_scan.c) through ctypes: one C
-pass over a location's event file, 10 ms per 1M events against the numpy decoder's
-~0.4 s (the archive's ingest: 33M against 2.1M events/CPU-s, benchmarks/server_ingest.py).
-Same answers as ``otf2_decode.decode`` (test_otf2_decode.py runs both
-on the same files); where the library is not there (a source install without a C
-compiler) ``available()`` is False and the numpy decoder reads the file instead.
+pass over a location's event file, ~10 ms per 1M events against the numpy decoder's
+~0.4 s and libotf2's callbacks' ~0.7 s (benchmarks/server_ingest.py).
+
+It reads what the timeline index draws, as libotf2 reads it: Enter/Leave, Metric values,
+BufferFlush and MeasurementOnOff records and the first ProgramBegin, with the location's
+local definitions applied (``LocalDefinitions``: Score-P's local-to-global id mappings of
+regions and metrics, and its clock offsets), and steps over every other record by its
+length, as libotf2 does. Same answers as libotf2 (test_otf2_decode.py and
+test_scorep_archives.py compare them on the same files); a file it cannot read exactly
+gives the reason instead (``scan_or_reason``), and the caller reads that location with
+libotf2's callbacks. Where the library is not there (a source install without a C
+compiler) ``available()`` is False and the numpy decoder reads the builtin writer's files.
 
 The library is a plain shared object, not a Python extension: one build serves every
 Python, and it needs no headers to build. ``LIBRARY`` names it; hatch_build.py and
@@ -15,21 +22,80 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .otf2_decode import DecodedEvents
-
 log = logging.getLogger(__name__)
 
 LIBRARY = "libotf2_scan.so"
-ABI = 1  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
-SCAN_OK, SCAN_ELSEWHERE, SCAN_MALFORMED, SCAN_FULL = 0, 1, 2, 3
+ABI = 2  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
+SCAN_OK, SCAN_MALFORMED, SCAN_FULL = 0, 2, 3
 HEADER_SIZE = 18
+MARK_FLUSH, MARK_ON_OFF = 1, 2
+MEASUREMENT_OFF = 2  # OTF2_MEASUREMENT_OFF (ON is 1)
 
-_u64p = ctypes.POINTER(ctypes.c_uint64)
-_i64p = ctypes.POINTER(ctypes.c_int64)
+_P = ctypes.c_void_p
+_U64 = ctypes.c_uint64
+
+
+class _ScanIO(ctypes.Structure):
+    """otf2_scan.c's otf2_scan_io, field for field."""
+
+    _fields_ = [
+        ("region_map", _P),
+        ("region_map_size", _U64),
+        ("metric_map", _P),
+        ("metric_map_size", _U64),
+        ("clock_times", _P),
+        ("clock_offsets", _P),
+        ("n_clock", _U64),
+        ("times", _P),
+        ("regions", _P),
+        ("capacity", _U64),
+        ("n_events", _U64),
+        ("metric_times", _P),
+        ("metric_refs", _P),
+        ("metric_index", _P),
+        ("metric_types", _P),
+        ("metric_values", _P),
+        ("metric_capacity", _U64),
+        ("n_metric_values", _U64),
+        ("marks", _P),
+        ("mark_capacity", _U64),
+        ("n_marks", _U64),
+        ("program_begin", ctypes.c_int64),
+    ]
+
+
+@dataclass
+class LocalDefinitions:
+    """What a location's local definitions change in its events, as libotf2 applies it:
+    local -> global ids (uint32 tables, an id past a table's end stays as recorded) and
+    the ClockOffset records (time, offset) in file order."""
+
+    region_map: np.ndarray | None = None
+    metric_map: np.ndarray | None = None
+    clock_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    clock_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+@dataclass
+class ScannedEvents:
+    times: np.ndarray  # int64, ticks (clock offsets applied), of each Enter/Leave
+    signed_regions: np.ndarray  # int64: global region for Enter, ~region for Leave
+    program_begin: int | None
+    # one row per metric value: time, global metric ref, position in its record, OTF2 type,
+    # the value's 64 bits
+    metric_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    metric_refs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    metric_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    metric_types: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    metric_bits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    # (Enter/Leave position, time, stop time) per flush; (position, time, off?) per switch
+    flushes: list[tuple[int, int, int]] = field(default_factory=list)
+    switches: list[tuple[int, int, bool]] = field(default_factory=list)
 
 
 @functools.cache
@@ -50,17 +116,8 @@ def _library() -> ctypes.CDLL | None:
     except OSError as e:
         log.warning("cannot load %s (%s): OTF2 events are read with numpy (slower)", path, e)
         return None
-    lib.otf2_scan.restype = ctypes.c_int
-    lib.otf2_scan.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_uint64,
-        ctypes.c_uint64,
-        _i64p,
-        _i64p,
-        ctypes.c_uint64,
-        _u64p,
-        _i64p,
-    ]
+    lib.otf2_scan_location.restype = ctypes.c_int
+    lib.otf2_scan_location.argtypes = [_P, _U64, _U64, ctypes.POINTER(_ScanIO)]
     return lib
 
 
@@ -68,49 +125,101 @@ def available() -> bool:
     return _library() is not None
 
 
-def scan(data: bytes | np.ndarray, chunk_size: int) -> DecodedEvents | None:
-    """The Enter/Leave events of one location's event file, or None when the file holds
-    something left to the ctypes reader (or is not what the scanner expects), as
-    ``otf2_decode.decode``. The library must be ``available()``."""
+def scan(
+    data: bytes | np.ndarray, chunk_size: int, local: LocalDefinitions | None = None
+) -> ScannedEvents | None:
+    """The drawn events of one location's event file, or None where the scanner cannot
+    read it exactly (see ``scan_or_reason``). The library must be ``available()``."""
+    result = scan_or_reason(data, chunk_size, local)
+    return None if isinstance(result, str) else result
+
+
+def _ptr(a: np.ndarray | None) -> int | None:
+    return None if a is None else a.ctypes.data
+
+
+def scan_or_reason(
+    data: bytes | np.ndarray, chunk_size: int, local: LocalDefinitions | None = None
+) -> ScannedEvents | str:
+    """The drawn events of one location's event file, or why the scanner leaves it to
+    libotf2's callbacks (a damaged or foreign file, a record it does not know how to read
+    exactly)."""
     lib = _library()
     assert lib is not None, "otf2_scan.scan without the library: check available() first"
     buf = np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray)) else data
     buf = np.ascontiguousarray(buf, dtype=np.uint8)
     n = len(buf)
     if n < HEADER_SIZE or chunk_size <= HEADER_SIZE:
-        return None
+        return "shorter than a chunk header"
     # Room for every event the chunk headers announce (Enter/Leave are some of them).
     heads = np.arange(0, n, chunk_size)
     if heads[-1] + HEADER_SIZE > n:
-        return None
+        return "cut inside a chunk header"
     if not ((buf[heads] == 0x03).all() and (buf[heads + 1] == 0x42).all()):
-        return None  # not chunk headers: not an event file, or another chunk size
+        return "not OTF2 chunks of the archive's chunk size (or a big-endian file)"
     numbers = buf[heads[:, None] + np.arange(2, 18)].copy().view("<u8").reshape(-1, 2)
     announced = numbers[:, 1].astype(np.int64) + 1 - numbers[:, 0].astype(np.int64)
     if (announced < 0).any() or (announced > n).any():
-        return None
+        return "chunk headers with impossible event numbers"
     capacity = int(announced.sum())
     if capacity > n // 2:
-        return None  # more events than the bytes can hold (a record is >= 2 bytes): damaged
+        return "more events announced than the bytes can hold (a record is >= 2 bytes)"
+    local = local or LocalDefinitions()
+    region_map, metric_map = local.region_map, local.metric_map
+    clock_times = np.ascontiguousarray(local.clock_times, np.uint64)
+    clock_offsets = np.ascontiguousarray(local.clock_offsets, np.int64)
+    # np.empty leaves pages untouched until written: room for the worst case costs nothing
     times = np.empty(capacity, np.int64)
     regions = np.empty(capacity, np.int64)
-    count = ctypes.c_uint64(0)
-    program_begin = ctypes.c_int64(-1)
-    status = lib.otf2_scan(
-        buf.ctypes.data,
-        n,
-        chunk_size,
-        times.ctypes.data_as(_i64p),
-        regions.ctypes.data_as(_i64p),
-        capacity,
-        ctypes.byref(count),
-        ctypes.byref(program_begin),
-    )
+    marks = np.empty(4 * capacity, np.int64)
+    m_capacity = capacity
+    while True:
+        m_times = np.empty(m_capacity, np.int64)
+        m_refs = np.empty(m_capacity, np.uint32)
+        m_index = np.empty(m_capacity, np.uint8)
+        m_types = np.empty(m_capacity, np.uint8)
+        m_bits = np.empty(m_capacity, np.uint64)
+        io = _ScanIO(
+            _ptr(region_map),
+            0 if region_map is None else len(region_map),
+            _ptr(metric_map),
+            0 if metric_map is None else len(metric_map),
+            _ptr(clock_times),
+            _ptr(clock_offsets),
+            len(clock_times),
+            _ptr(times),
+            _ptr(regions),
+            capacity,
+            0,
+            _ptr(m_times),
+            _ptr(m_refs),
+            _ptr(m_index),
+            _ptr(m_types),
+            _ptr(m_bits),
+            m_capacity,
+            0,
+            _ptr(marks),
+            capacity,
+            0,
+            -1,
+        )
+        status = lib.otf2_scan_location(buf.ctypes.data, n, chunk_size, ctypes.byref(io))
+        if status != SCAN_FULL:
+            break
+        m_capacity = int(io.n_metric_values)  # more values than events: read again with room
     if status != SCAN_OK:
-        return None
-    k = int(count.value)
-    return DecodedEvents(
+        return "a record the scanner does not read exactly, or a damaged file"
+    k, m = int(io.n_events), int(io.n_metric_values)
+    rows = marks[: 4 * int(io.n_marks)].reshape(-1, 4).tolist()
+    return ScannedEvents(
         times[:k].copy() if k < capacity // 2 else times[:k],
         regions[:k].copy() if k < capacity // 2 else regions[:k],
-        None if program_begin.value < 0 else int(program_begin.value),
+        None if io.program_begin < 0 else int(io.program_begin),
+        metric_times=m_times[:m].copy(),
+        metric_refs=m_refs[:m].copy(),
+        metric_index=m_index[:m].copy(),
+        metric_types=m_types[:m].copy(),
+        metric_bits=m_bits[:m].copy(),
+        flushes=[(pos, t, v) for kind, pos, t, v in rows if kind == MARK_FLUSH],
+        switches=[(pos, t, v == MEASUREMENT_OFF) for kind, pos, t, v in rows if kind == MARK_ON_OFF],
     )

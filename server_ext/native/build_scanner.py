@@ -61,6 +61,7 @@ def build(target: Path = IN_PLACE, force: bool = False) -> Path | None:
         "-o",
         str(tmp),
         str(SOURCE),
+        "-lm",  # rint: the clock correction rounds as libotf2 does
     ]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:

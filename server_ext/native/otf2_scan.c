@@ -1,40 +1,83 @@
-/* One pass over a location's OTF2 event file: the Enter/Leave events the timeline index
- * needs, as otf2_decode.py reads them with numpy, at the speed of a byte loop.
+/* One pass over a location's OTF2 event file: what the timeline index draws (Enter/Leave,
+ * Metric, BufferFlush, MeasurementOnOff, the first ProgramBegin), read as libotf2 reads
+ * it, at the speed of a byte loop.
  *
  * Why C: records are of variable length, so where one begins is only known from the one
  * before; numpy has to guess record starts and check its guesses (otf2_decode.py), which
- * caps it at ~2.5M events/s, while this loop reads ~100M/s (10 ms per 1M events). It is a plain shared library
- * loaded with ctypes (no Python headers, one ABI for every Python), built by the wheel's
- * build hook (hatch_build.py) and by `make setup`; where it is missing, the numpy decoder
- * and then libotf2's callbacks read the file, with the same results.
+ * caps it at ~2.5M events/s, while this loop reads ~100M/s (10 ms per 1M events). It is a
+ * plain shared library loaded with ctypes (no Python headers, one ABI for every Python),
+ * built by the wheel's build hook (hatch_build.py) and by `make setup`; where it is
+ * missing, the numpy decoder and then libotf2's callbacks read the file, with the same
+ * results.
+ *
+ * What libotf2 applies while reading, this applies too, from the location's local
+ * definitions (read through libotf2 by otf2_local_defs.py and handed in): the id mapping
+ * tables of regions and metrics (Score-P writes events with process-local ids), and the
+ * clock offsets (a timestamp is corrected by the offset interpolated between the
+ * location's ClockOffset records, exactly as otf2_evt_reader_apply_clock_correction does).
  *
  * The format (OTF2 3.0, trace format 2; kernel/scorep_kernel/formats/_otf2_encode.py has
  * the details): chunks of chunk_size bytes, each with an 18-byte header (0x03, 0x42, the
- * numbers of its first and last event); records: TIMESTAMP 0x05 + uint64; ENTER 0x0C /
- * LEAVE 0x0D + a compressed uint32 (a count byte 0-4 and that many bytes, or 0xFF for
- * UINT32_MAX); every other record is its type, a length byte (0xFF: a uint64 length
- * follows) and that many bytes; END_OF_CHUNK 0x00 (padding follows); END_OF_FILE 0x02 +
- * END_OF_BUFFER 0x01 as the file's last two bytes.
+ * numbers of its first and last event); records: TIMESTAMP 0x05 + uint64 (the time of
+ * the records after it); the "singleton" events (Enter 0x0C, Leave 0x0D and eight MPI/OMP
+ * ones, see is_singleton) are their type and one compressed integer (a count byte 0-8 and
+ * that many bytes, or 0xFF for the undefined value); every other record is its type, a
+ * length byte (0xFF: a uint64 length follows) and that many bytes, of which a reader reads
+ * the fields it knows and steps over the rest; END_OF_CHUNK 0x00 (padding follows);
+ * END_OF_FILE 0x02 + END_OF_BUFFER 0x01 as the file's last two bytes.
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 /* Bump when the interface changes: the Python side refuses a library of another version. */
-#define OTF2_SCAN_ABI 1
+#define OTF2_SCAN_ABI 2
 
 enum {
     SCAN_OK = 0,
-    SCAN_ELSEWHERE = 1, /* records the ctypes reader turns into something drawn */
     SCAN_MALFORMED = 2, /* not what this reader expects: the caller falls back */
-    SCAN_FULL = 3,      /* more Enter/Leave events than the chunk headers announce */
+    SCAN_FULL = 3,      /* more metric values than the caller made room for (it retries) */
 };
 
 enum {
-    END_OF_CHUNK = 0x00, END_OF_BUFFER = 0x01, END_OF_FILE = 0x02, CHUNK_HEADER = 0x03,
-    TIMESTAMP = 0x05, ATTRIBUTE_LIST = 0x06, BUFFER_FLUSH = 0x0A, MEASUREMENT_ON_OFF = 0x0B,
-    ENTER = 0x0C, LEAVE = 0x0D, METRIC = 0x1F, PROGRAM_BEGIN = 0x53,
+    END_OF_CHUNK = 0x00, END_OF_FILE = 0x02, END_OF_BUFFER = 0x01, CHUNK_HEADER = 0x03,
+    TIMESTAMP = 0x05, ATTRIBUTE_LIST = 0x06, BUFFER_FLUSH = 10, MEASUREMENT_ON_OFF = 11,
+    ENTER = 12, LEAVE = 13, METRIC = 31, PROGRAM_BEGIN = 83,
     HEADER_SIZE = 18,
 };
+
+/* What a mark (flush or on/off switch) holds: 4 int64 each. */
+enum { MARK_FLUSH = 1, MARK_ON_OFF = 2, MARK_FIELDS = 4 };
+
+typedef struct {
+    /* in: the location's local definitions (NULL / 0: none) */
+    const uint32_t *region_map; /* local region id -> global; ids past the end as recorded */
+    uint64_t region_map_size;
+    const uint32_t *metric_map;
+    uint64_t metric_map_size;
+    const uint64_t *clock_times; /* the ClockOffset records, in file order */
+    const int64_t *clock_offsets;
+    uint64_t n_clock;
+    /* out: Enter/Leave (capacity = the events the chunk headers announce) */
+    int64_t *times;
+    int64_t *regions; /* region for Enter, ~region for Leave */
+    uint64_t capacity;
+    uint64_t n_events;
+    /* out: one row per metric value; n_metric_values counts them all, also past capacity */
+    int64_t *metric_times;
+    uint32_t *metric_refs;
+    uint8_t *metric_index; /* position of the value in its record */
+    uint8_t *metric_types; /* OTF2_Type of the value */
+    uint64_t *metric_values; /* the value's bits */
+    uint64_t metric_capacity;
+    uint64_t n_metric_values;
+    /* out: MARK_FIELDS int64 per flush or switch: kind, Enter/Leave position, time, value
+     * (a flush's stop time, a switch's measurement mode); capacity as for events */
+    int64_t *marks;
+    uint64_t mark_capacity;
+    uint64_t n_marks;
+    int64_t program_begin; /* time of the first ProgramBegin, -1 if none */
+} otf2_scan_io;
 
 int otf2_scan_abi(void) { return OTF2_SCAN_ABI; }
 
@@ -44,16 +87,127 @@ static uint64_t load_u64(const uint8_t *p) {
     return v;
 }
 
-/* Fills times[i] (ticks as recorded) and signed_regions[i] (region for Enter, ~region for
- * Leave) for up to capacity events; *n_events gets their number, *program_begin the time
- * of the first ProgramBegin (-1 if none). Returns a SCAN_* code. */
-int otf2_scan(const uint8_t *buf, uint64_t n, uint64_t chunk_size, int64_t *times,
-              int64_t *signed_regions, uint64_t capacity, uint64_t *n_events,
-              int64_t *program_begin) {
-    uint64_t out = 0;
-    int64_t now = -1; /* no timestamp yet */
-    *program_begin = -1;
-    *n_events = 0;
+/* Singleton events: one compressed attribute, no length byte (libotf2's
+ * otf2_evt_reader_skip lists them; "there won't be any after 1.1"). */
+static int is_singleton(uint8_t type) {
+    switch (type) {
+    case ENTER: case LEAVE:
+    case 16: case 17: case 20: case 21: /* MpiIsendComplete, MpiIrecvRequest, MpiRequestTest, -Cancelled */
+    case 24: case 28: case 29: case 30: /* OmpFork, OmpTaskCreate, -Switch, -Complete */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A compressed integer at p (a count byte, then that many little-endian bytes; 0xFF: all
+ * ones) of at most max_bytes, ending by end: its size in bytes, or 0 where it is not one. */
+static uint64_t read_compressed(const uint8_t *p, const uint8_t *end, unsigned max_bytes,
+                                uint64_t *value) {
+    if (p >= end) return 0;
+    uint8_t count = p[0];
+    if (count == 0xFF) {
+        *value = max_bytes == 4 ? 0xFFFFFFFFULL : UINT64_MAX;
+        return 1;
+    }
+    if (count > max_bytes || (uint64_t)(end - p) < 1u + count) return 0;
+    uint64_t v = 0;
+    for (unsigned k = 0; k < count; k++) v |= (uint64_t)p[1 + k] << (8 * k);
+    *value = v;
+    return 1u + count;
+}
+
+/* The clock correction of libotf2 (otf2_archive_location_add_clock_offset builds the
+ * intervals between consecutive ClockOffset records; otf2_evt_reader_apply_clock_correction
+ * moves forward through them as times come and interpolates), with the same arithmetic. */
+typedef struct {
+    const uint64_t *times;
+    const int64_t *offsets;
+    uint64_t n_intervals; /* n_clock - 1, or 0: no correction */
+    uint64_t current;
+    double slope;
+} clock_state;
+
+static double interval_slope(const clock_state *c, uint64_t i) {
+    return (double)(c->offsets[i + 1] - c->offsets[i]) /
+           (double)(c->times[i + 1] - c->times[i]);
+}
+
+static uint64_t corrected(clock_state *c, uint64_t time) {
+    if (c->n_intervals == 0) return time;
+    /* timestamps past the last interval use the last one */
+    while (c->current + 1 < c->n_intervals && time > c->times[c->current + 1]) {
+        c->current++;
+        c->slope = interval_slope(c, c->current);
+    }
+    const uint64_t begin = c->times[c->current];
+    const double diff = time >= begin ? (double)(time - begin) : -(double)(begin - time);
+    const double interpolated = c->slope * diff;
+    const int64_t offset = c->offsets[c->current] + (int64_t)rint(interpolated);
+    return time + (uint64_t)offset;
+}
+
+static uint32_t mapped(const uint32_t *map, uint64_t size, uint32_t local) {
+    return map != NULL && local < size ? map[local] : local;
+}
+
+/* One record of length form at body..body_end (type already known): what is drawn. */
+static int read_record(uint8_t type, const uint8_t *body, const uint8_t *body_end,
+                       int64_t now, clock_state *clock, otf2_scan_io *io) {
+    uint64_t v, size;
+    if (type == METRIC) {
+        const uint8_t *q = body;
+        if (!(size = read_compressed(q, body_end, 4, &v))) return SCAN_MALFORMED;
+        q += size;
+        uint32_t metric = mapped(io->metric_map, io->metric_map_size, (uint32_t)v);
+        if (q >= body_end) return SCAN_MALFORMED;
+        uint8_t count = *q++;
+        for (unsigned i = 0; i < count; i++) {
+            if (q >= body_end) return SCAN_MALFORMED;
+            uint8_t value_type = *q++;
+            if (!(size = read_compressed(q, body_end, 8, &v))) return SCAN_MALFORMED;
+            q += size;
+            uint64_t k = io->n_metric_values++;
+            if (k < io->metric_capacity) {
+                io->metric_times[k] = now;
+                io->metric_refs[k] = metric;
+                io->metric_index[k] = (uint8_t)i;
+                io->metric_types[k] = value_type;
+                io->metric_values[k] = v;
+            }
+        }
+        return SCAN_OK;
+    }
+    if (type == BUFFER_FLUSH || type == MEASUREMENT_ON_OFF) {
+        uint64_t need = type == BUFFER_FLUSH ? 8 : 1;
+        if ((uint64_t)(body_end - body) < need || io->n_marks >= io->mark_capacity)
+            return SCAN_MALFORMED;
+        int64_t *mark = io->marks + MARK_FIELDS * io->n_marks++;
+        mark[0] = type == BUFFER_FLUSH ? MARK_FLUSH : MARK_ON_OFF;
+        mark[1] = (int64_t)io->n_events;
+        mark[2] = now;
+        /* the stop time is a timestamp: corrected after the record's own, as libotf2 does */
+        mark[3] = type == BUFFER_FLUSH ? (int64_t)corrected(clock, load_u64(body)) : body[0];
+        return SCAN_OK;
+    }
+    if (type == PROGRAM_BEGIN && io->program_begin < 0) io->program_begin = now;
+    return SCAN_OK;
+}
+
+/* Reads the file into io (see otf2_scan_io). Returns a SCAN_* code. */
+int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2_scan_io *io) {
+    uint64_t raw = 0;
+    int have_time = 0;
+    int64_t now = 0;
+    clock_state clock = {io->clock_times, io->clock_offsets, 0, 0, 0.0};
+    io->n_events = io->n_metric_values = io->n_marks = 0;
+    io->program_begin = -1;
+    if (io->n_clock >= 2) {
+        for (uint64_t i = 1; i < io->n_clock; i++)
+            if (io->clock_times[i - 1] >= io->clock_times[i]) return SCAN_MALFORMED;
+        clock.n_intervals = io->n_clock - 1;
+        clock.slope = interval_slope(&clock, 0);
+    }
     if (n < HEADER_SIZE || chunk_size <= HEADER_SIZE) return SCAN_MALFORMED;
     for (uint64_t c0 = 0; c0 < n; c0 += chunk_size) {
         uint64_t c1 = c0 + chunk_size < n ? c0 + chunk_size : n;
@@ -79,36 +233,32 @@ int otf2_scan(const uint8_t *buf, uint64_t n, uint64_t chunk_size, int64_t *time
             }
             if (type == TIMESTAMP) {
                 if (p + 9 > c1) return SCAN_MALFORMED;
-                now = (int64_t)load_u64(buf + p + 1);
+                raw = load_u64(buf + p + 1);
+                have_time = 1;
                 p += 9;
                 continue;
             }
-            if (type == ENTER || type == LEAVE) {
-                if (p + 2 > c1) return SCAN_MALFORMED;
-                uint8_t count = buf[p + 1];
-                int64_t region;
-                if (count == 0xFF) {
-                    region = 0xFFFFFFFFLL;
-                    p += 2;
-                } else if (count <= 4) {
-                    if (p + 2 + count > c1) return SCAN_MALFORMED;
-                    uint64_t v = 0;
-                    for (unsigned k = 0; k < count; k++) v |= (uint64_t)buf[p + 2 + k] << (8 * k);
-                    region = (int64_t)v;
-                    p += 2 + count;
-                } else {
-                    return SCAN_MALFORMED;
-                }
-                if (now < 0 || out >= capacity) return now < 0 ? SCAN_MALFORMED : SCAN_FULL;
-                times[out] = now;
-                signed_regions[out] = type == ENTER ? region : ~region;
-                out++;
+            if (type < ATTRIBUTE_LIST) return SCAN_MALFORMED; /* 0x01, 0x03, 0x04 */
+            if (type != ATTRIBUTE_LIST) {
+                if (!have_time) return SCAN_MALFORMED; /* an event before any time */
+                /* every event's time is corrected once, in order, as libotf2 does */
+                now = (int64_t)corrected(&clock, raw);
                 counted++;
+            }
+            if (is_singleton(type)) {
+                uint64_t v, size = read_compressed(buf + p + 1, buf + c1, 8, &v);
+                if (!size) return SCAN_MALFORMED;
+                if (type == ENTER || type == LEAVE) {
+                    if (size > 5) return SCAN_MALFORMED; /* a region is a uint32 */
+                    if (io->n_events >= io->capacity) return SCAN_MALFORMED;
+                    uint32_t region = mapped(io->region_map, io->region_map_size, (uint32_t)v);
+                    io->times[io->n_events] = now;
+                    io->regions[io->n_events] = type == ENTER ? (int64_t)region : ~(int64_t)region;
+                    io->n_events++;
+                }
+                p += 1 + size;
                 continue;
             }
-            if (type == BUFFER_FLUSH || type == MEASUREMENT_ON_OFF || type == METRIC)
-                return SCAN_ELSEWHERE;
-            if (type < ATTRIBUTE_LIST) return SCAN_MALFORMED; /* 0x01, 0x03, 0x04 */
             /* any other record: its length byte (0xFF: a uint64 length) and that many bytes */
             if (p + 2 > c1) return SCAN_MALFORMED;
             uint64_t length = buf[p + 1], body = p + 2;
@@ -118,11 +268,10 @@ int otf2_scan(const uint8_t *buf, uint64_t n, uint64_t chunk_size, int64_t *time
                 body = p + 10;
             }
             if (length > c1 - body) return SCAN_MALFORMED;
-            if (type == PROGRAM_BEGIN && *program_begin < 0) {
-                if (now < 0) return SCAN_MALFORMED;
-                *program_begin = now;
+            if (type != ATTRIBUTE_LIST) {
+                int status = read_record(type, buf + body, buf + body + length, now, &clock, io);
+                if (status != SCAN_OK) return status;
             }
-            if (type != ATTRIBUTE_LIST) counted++;
             p = body + length;
         }
         if (!ended) return SCAN_MALFORMED; /* a chunk's records ran into its end */
@@ -130,6 +279,5 @@ int otf2_scan(const uint8_t *buf, uint64_t n, uint64_t chunk_size, int64_t *time
          * end markers): a reading that lost its way cannot match it */
         if (last + 1 - first != counted) return SCAN_MALFORMED;
     }
-    *n_events = out;
-    return SCAN_OK;
+    return io->n_metric_values > io->metric_capacity ? SCAN_FULL : SCAN_OK;
 }

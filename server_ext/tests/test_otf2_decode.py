@@ -85,10 +85,24 @@ def test_the_decoder_is_the_inverse_of_the_writers_encoder(seed, decode):
     np.testing.assert_array_equal(d.signed_regions, np.where(kinds == 1, refs, ~refs))
 
 
-def test_a_location_with_metric_records_goes_to_the_ctypes_reader(large, decode):
+def test_metric_records_are_read_by_the_scanner_and_left_by_numpy(large, decode):
+    """The numpy decoder leaves a location with metric records to the ctypes reader; the
+    native scanner reads their values as it does (the same samples, members and scale)."""
+    from jupyterlab_scorep.otf2_fast import location_events
+
     pairs = both(large, decode)
-    metric_locations = [d for ev, d in pairs if len(ev.metric_times)]
-    assert metric_locations and all(d is None for d in metric_locations)
+    metric_locations = [(ev, d) for ev, d in pairs if len(ev.metric_times)]
+    assert metric_locations
+    if decode is otf2_decode.decode:
+        assert all(d is None for _ev, d in metric_locations)
+        return
+    defs, _events = otf2_read.read_trace(str(large / "traces.otf2"), decoder="callbacks")
+    for ev, d in metric_locations:
+        assert isinstance(d, otf2_scan.ScannedEvents), f"location {ev.ref} fell back"
+        mine = location_events(ev.ref, d, defs)
+        np.testing.assert_array_equal(mine.metric_times, ev.metric_times)
+        np.testing.assert_array_equal(mine.metric_members, ev.metric_members)
+        np.testing.assert_array_equal(mine.metric_values, ev.metric_values)
 
 
 def test_events_that_share_a_timestamp(tmp_path, decode):

@@ -47,12 +47,14 @@ def fast_location(
     native = decoder == "auto" and otf2_scan.available()
     try:
         if isinstance(local, str):
-            return _fell_back(ref, local)
+            _fell_back(ref, local)
+            return None
         if not native and not _empty_local_defs(os.path.join(base, f"{ref}.def")):
             return None  # the numpy decoder applies no mappings: Score-P's go to the callbacks
         data = np.fromfile(os.path.join(base, f"{ref}.evt"), np.uint8)
     except OSError as e:
-        return _fell_back(ref, f"its event file cannot be read here ({e.strerror})")
+        _fell_back(ref, f"its event file cannot be read here ({e.strerror})")
+        return None
     if not native:
         decoded = decode(data, chunk_size)
         if decoded is None:
@@ -60,7 +62,8 @@ def fast_location(
         return LocationEvents(ref, decoded.times, decoded.signed_regions)
     scanned = otf2_scan.scan_or_reason(data, chunk_size, local)
     if isinstance(scanned, str):
-        return _fell_back(ref, scanned)
+        _fell_back(ref, scanned)
+        return None
     return location_events(ref, scanned, defs)
 
 
@@ -120,10 +123,10 @@ def metric_samples(
     refs = scanned.metric_refs.astype(np.int64)
     row = np.where(refs <= top, refs, top + 1)
     index = scanned.metric_index.astype(np.int64)
-    members = np.where(index < width, table[row, np.minimum(index, max(width, 1) - 1)], -1)
+    member = np.where(index < width, table[row, np.minimum(index, max(width, 1) - 1)], -1)
     scale = np.ones(max(defs.metric_members, default=-1) + 2, np.float64)
-    for member, info in defs.metric_members.items():
+    for ref, info in defs.metric_members.items():
         if info["scale"] != 1.0:
-            scale[member] = info["scale"]
-    scaled = values * scale[np.where(members >= 0, members, scale.size - 1)]
-    return scanned.metric_times, members.astype(np.int32), scaled
+            scale[ref] = info["scale"]
+    scaled = values * scale[np.where(member >= 0, member, scale.size - 1)]
+    return scanned.metric_times, member.astype(np.int32), scaled

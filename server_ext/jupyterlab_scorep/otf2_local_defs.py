@@ -58,6 +58,7 @@ class LocalDefsReader:
     def __init__(self) -> None:
         self.pairs: dict[int, tuple[list[int], list[int]]] = {}
         self.clock: list[tuple[int, int]] = []
+        self.refused = ""  # why the callbacks could not be registered, if they could not
         self._callbacks = (_MAPPING(self._on_mapping), _CLOCK(self._on_clock))
 
     def _on_mapping(self, _user: Any, kind: int, id_map: Any) -> int:

@@ -244,16 +244,20 @@ def open_event_files(trace: Any, local: dict[int, Any] | None = None) -> ctypes.
                 collect = LocalDefsReader() if local is not None else None
                 try:
                     if collect is not None and collect.register(handle, def_reader) != 0:
-                        local[loc._ref] = "libotf2 refused the definition callbacks"
-                        collect = None
+                        collect.refused = "libotf2 refused the definition callbacks"
                     _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
                 finally:
                     _otf2.Reader_CloseDefReader(handle, def_reader)
-                if collect is not None:
-                    local[loc._ref] = collect.result()
+                if local is not None and collect is not None:
+                    local[loc._ref] = collect.refused or collect.result()
         _otf2.Reader_CloseDefFiles(handle)
     elif local is not None:
-        local.update({loc._ref: "the local definitions cannot be opened" for loc in trace.definitions.locations})
+        local.update(
+            {
+                loc._ref: "the local definitions cannot be opened"
+                for loc in trace.definitions.locations
+            }
+        )
     return ctypes.cast(handle, _VP)
 
 

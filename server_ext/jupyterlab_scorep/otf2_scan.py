@@ -221,5 +221,7 @@ def scan_or_reason(
         metric_types=m_types[:m].copy(),
         metric_bits=m_bits[:m].copy(),
         flushes=[(pos, t, v) for kind, pos, t, v in rows if kind == MARK_FLUSH],
-        switches=[(pos, t, v == MEASUREMENT_OFF) for kind, pos, t, v in rows if kind == MARK_ON_OFF],
+        switches=[
+            (pos, t, v == MEASUREMENT_OFF) for kind, pos, t, v in rows if kind == MARK_ON_OFF
+        ],
     )

@@ -90,6 +90,8 @@ def test_the_scanner_reads_what_libotf2_reads(kind, caplog):
     if kind == "threads":
         assert all(e.metric_times.size for e in fast)
         assert len(np.unique(np.concatenate([e.metric_members for e in fast]))) == 2
+        # ru_utime in µs, ru_maxrss in KiB: the members' scales are applied
+        assert {m["scale"] for m in defs.metric_members.values()} == {1e-6, 1024.0}
     if kind == "filtered":
         assert not any("leaf" in n for n in names) and any(":work" in n for n in names)
     if kind in ("flush", "mpi"):
@@ -184,7 +186,9 @@ def _libotf2_reads(exp: Path, ref: int, data: np.ndarray) -> dict | None:
         try:
             _defs, events = otf2_read.read_trace(str(work / "traces.otf2"), decoder="callbacks")
             (ev,) = [e for e in events if e.ref == ref]
-            payload = pickle.dumps({f: getattr(ev, f) for f in (*FIELDS, "program_begin", "synthetic")})
+            payload = pickle.dumps(
+                {f: getattr(ev, f) for f in (*FIELDS, "program_begin", "synthetic")}
+            )
         except Exception:
             payload = pickle.dumps(None)
         with os.fdopen(write, "wb") as f:
@@ -252,7 +256,10 @@ def test_where_both_read_a_damaged_scorep_file_they_agree(edits):
     mine = location_events(ref, scanned, defs)
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(mine, name), expected[name], err_msg=name)
-    assert (mine.program_begin, mine.synthetic) == (expected["program_begin"], expected["synthetic"])
+    assert (mine.program_begin, mine.synthetic) == (
+        expected["program_begin"],
+        expected["synthetic"],
+    )
 
 
 @functools.cache

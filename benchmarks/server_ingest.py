@@ -6,6 +6,11 @@ native scanner (otf2_scan, what the server uses), the numpy decoder (otf2_decode
 the scanner is not built), the ctypes callbacks alone (otf2_read's fallback, the peer:
 libotf2 reading the same file), and the public otf2 reader (on its first 200k events; it
 builds an object per event). Target (issue 11): >= 10M events/CPU-s.
+
+Then Score-P's own archives (recorded once by Score-P, _scorep_tracegen.py): the native
+scanner against libotf2's callbacks on each, interleaved over ROUNDS rounds, in the
+archive's events (every record libotf2 delivers: Enter/Leave, Metric, ...) per CPU-second,
+definitions included. Target (issue 22): >= 20M events/CPU-s.
 """
 
 from __future__ import annotations
@@ -84,6 +89,41 @@ def main() -> None:
     for name, ms in per_file.items():
         report(f"one location's event file, {name} alone", ms, "ms per 1M events",
                note=f"median of {ROUNDS}, CPU time, the file already in memory")  # fmt: skip
+    scorep_archives()
+
+
+def scorep_archives() -> None:
+    """The rows of Score-P's own archives (none where Score-P is not installed)."""
+    from _scorep_tracegen import archives
+
+    from jupyterlab_scorep.otf2_read import read_trace
+
+    found = archives()
+    if not found:
+        print("Score-P is not installed: no rows for Score-P's archives")
+    for name, exp in found.items():
+        anchor = str(exp / "traces.otf2")
+        defs, _events = read_trace(anchor, decoder="callbacks")
+        n = sum(int(loc["events"]) for loc in defs.locations)
+        rates: dict[str, list[float]] = {"auto": [], "callbacks": []}
+        for i in range(ROUNDS):
+            for decoder in ("auto", "callbacks") if i % 2 == 0 else ("callbacks", "auto"):
+                c = time.process_time()
+                read_trace(anchor, decoder=decoder)  # type: ignore[arg-type]
+                rates[decoder].append(n / (time.process_time() - c))
+        med = statistics.median(rates["auto"])
+        report(
+            f"Score-P archive ingest ({name}), native scanner",
+            med,
+            "events/CPU-s",
+            peer="libotf2 callbacks (the fallback)",
+            peer_value=statistics.median(rates["callbacks"]),
+            target=">= 2e7",
+            met=bool(med >= 2e7),
+            note=f"median (range) of {ROUNDS}, interleaved: scanner {span(rates['auto'])}, "
+            f"callbacks {span(rates['callbacks'])}; {n:,} events in {len(defs.locations)} "
+            "locations, definitions included",
+        )
 
 
 def decoders_alone(exp: Path) -> dict[str, float]:

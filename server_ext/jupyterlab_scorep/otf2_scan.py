@@ -27,10 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .otf2_definitions import Definitions
+
 log = logging.getLogger(__name__)
 
 LIBRARY = "libotf2_scan.so"
-ABI = 2  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
+ABI = 3  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
 SCAN_OK, SCAN_MALFORMED, SCAN_FULL = 0, 2, 3
 HEADER_SIZE = 18
 MARK_FLUSH, MARK_ON_OFF = 1, 2
@@ -51,14 +53,17 @@ class _ScanIO(ctypes.Structure):
         ("clock_times", _P),
         ("clock_offsets", _P),
         ("n_clock", _U64),
+        ("member_table", _P),
+        ("member_rows", _U64),
+        ("member_width", _U64),
+        ("member_scale", _P),
+        ("n_members", _U64),
         ("times", _P),
         ("regions", _P),
         ("capacity", _U64),
         ("n_events", _U64),
         ("metric_times", _P),
-        ("metric_refs", _P),
-        ("metric_index", _P),
-        ("metric_types", _P),
+        ("metric_members", _P),
         ("metric_values", _P),
         ("metric_capacity", _U64),
         ("n_metric_values", _U64),
@@ -82,17 +87,37 @@ class LocalDefinitions:
 
 
 @dataclass
+class MetricTables:
+    """The archive's metrics as the scanner decodes their values: ``members[metric, i]``
+    the member ref of value i of a global metric (-1: none, as past a row's end),
+    ``scales[member]`` the factor its values are recorded in (base**exponent)."""
+
+    members: np.ndarray  # int32, 2-d
+    scales: np.ndarray  # float64
+
+    @classmethod
+    def of(cls, defs: Definitions) -> MetricTables:
+        classes = defs.metric_classes
+        width = max((len(m) for m in classes.values()), default=0)
+        members = np.full((max(classes, default=-1) + 1, width), -1, np.int32)
+        for metric, refs in classes.items():
+            members[metric, : len(refs)] = refs
+        scales = np.ones(max(defs.metric_members, default=-1) + 1, np.float64)
+        for ref, info in defs.metric_members.items():
+            scales[ref] = info["scale"]
+        return cls(members, scales)
+
+
+@dataclass
 class ScannedEvents:
     times: np.ndarray  # int64, ticks (clock offsets applied), of each Enter/Leave
     signed_regions: np.ndarray  # int64: global region for Enter, ~region for Leave
     program_begin: int | None
-    # one row per metric value: time, global metric ref, position in its record, OTF2 type,
-    # the value's 64 bits
+    # one row per metric value: time, member ref (-1: unknown), value (scaled), as the
+    # ctypes reader's on_metric gives them
     metric_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    metric_refs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
-    metric_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
-    metric_types: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
-    metric_bits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    metric_members: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    metric_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     # (Enter/Leave position, time, stop time) per flush; (position, time, off?) per switch
     flushes: list[tuple[int, int, int]] = field(default_factory=list)
     switches: list[tuple[int, int, bool]] = field(default_factory=list)
@@ -126,11 +151,14 @@ def available() -> bool:
 
 
 def scan(
-    data: bytes | np.ndarray, chunk_size: int, local: LocalDefinitions | None = None
+    data: bytes | np.ndarray,
+    chunk_size: int,
+    local: LocalDefinitions | None = None,
+    metrics: MetricTables | None = None,
 ) -> ScannedEvents | None:
     """The drawn events of one location's event file, or None where the scanner cannot
     read it exactly (see ``scan_or_reason``). The library must be ``available()``."""
-    result = scan_or_reason(data, chunk_size, local)
+    result = scan_or_reason(data, chunk_size, local, metrics)
     return None if isinstance(result, str) else result
 
 
@@ -139,11 +167,15 @@ def _ptr(a: np.ndarray | None) -> int | None:
 
 
 def scan_or_reason(
-    data: bytes | np.ndarray, chunk_size: int, local: LocalDefinitions | None = None
+    data: bytes | np.ndarray,
+    chunk_size: int,
+    local: LocalDefinitions | None = None,
+    metrics: MetricTables | None = None,
 ) -> ScannedEvents | str:
     """The drawn events of one location's event file, or why the scanner leaves it to
     libotf2's callbacks (a damaged or foreign file, a record it does not know how to read
-    exactly)."""
+    exactly). ``metrics``: the archive's (``MetricTables.of(definitions)``); without it
+    every metric value's member is -1 and its value unscaled."""
     lib = _library()
     assert lib is not None, "otf2_scan.scan without the library: check available() first"
     buf = np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray)) else data
@@ -168,17 +200,18 @@ def scan_or_reason(
     region_map, metric_map = local.region_map, local.metric_map
     clock_times = np.ascontiguousarray(local.clock_times, np.uint64)
     clock_offsets = np.ascontiguousarray(local.clock_offsets, np.int64)
+    tables = metrics or MetricTables(np.zeros((0, 0), np.int32), np.zeros(0, np.float64))
+    member_table = np.ascontiguousarray(tables.members, np.int32)
+    member_scale = np.ascontiguousarray(tables.scales, np.float64)
     # np.empty leaves pages untouched until written: room for the worst case costs nothing
     times = np.empty(capacity, np.int64)
     regions = np.empty(capacity, np.int64)
     marks = np.empty(4 * capacity, np.int64)
-    m_capacity = capacity
+    m_capacity = 2 * capacity  # Score-P records two rusage values per Metric record
     while True:
         m_times = np.empty(m_capacity, np.int64)
-        m_refs = np.empty(m_capacity, np.uint32)
-        m_index = np.empty(m_capacity, np.uint8)
-        m_types = np.empty(m_capacity, np.uint8)
-        m_bits = np.empty(m_capacity, np.uint64)
+        m_members = np.empty(m_capacity, np.int32)
+        m_values = np.empty(m_capacity, np.float64)
         io = _ScanIO(
             _ptr(region_map),
             0 if region_map is None else len(region_map),
@@ -187,15 +220,18 @@ def scan_or_reason(
             _ptr(clock_times),
             _ptr(clock_offsets),
             len(clock_times),
+            _ptr(member_table),
+            member_table.shape[0],
+            member_table.shape[1],
+            _ptr(member_scale),
+            len(member_scale),
             _ptr(times),
             _ptr(regions),
             capacity,
             0,
             _ptr(m_times),
-            _ptr(m_refs),
-            _ptr(m_index),
-            _ptr(m_types),
-            _ptr(m_bits),
+            _ptr(m_members),
+            _ptr(m_values),
             m_capacity,
             0,
             _ptr(marks),
@@ -211,15 +247,14 @@ def scan_or_reason(
         return "a record the scanner does not read exactly, or a damaged file"
     k, m = int(io.n_events), int(io.n_metric_values)
     rows = marks[: 4 * int(io.n_marks)].reshape(-1, 4).tolist()
+    # views, not copies: the pages past what was written were never touched (not resident)
     return ScannedEvents(
-        times[:k].copy() if k < capacity // 2 else times[:k],
-        regions[:k].copy() if k < capacity // 2 else regions[:k],
+        times[:k],
+        regions[:k],
         None if io.program_begin < 0 else int(io.program_begin),
-        metric_times=m_times[:m].copy(),
-        metric_refs=m_refs[:m].copy(),
-        metric_index=m_index[:m].copy(),
-        metric_types=m_types[:m].copy(),
-        metric_bits=m_bits[:m].copy(),
+        metric_times=m_times[:m],
+        metric_members=m_members[:m],
+        metric_values=m_values[:m],
         flushes=[(pos, t, v) for kind, pos, t, v in rows if kind == MARK_FLUSH],
         switches=[
             (pos, t, v == MEASUREMENT_OFF) for kind, pos, t, v in rows if kind == MARK_ON_OFF

@@ -31,7 +31,7 @@
 #include <string.h>
 
 /* Bump when the interface changes: the Python side refuses a library of another version. */
-#define OTF2_SCAN_ABI 2
+#define OTF2_SCAN_ABI 3
 
 enum {
     SCAN_OK = 0,
@@ -44,6 +44,7 @@ enum {
     TIMESTAMP = 0x05, ATTRIBUTE_LIST = 0x06, BUFFER_FLUSH = 10, MEASUREMENT_ON_OFF = 11,
     ENTER = 12, LEAVE = 13, METRIC = 31, PROGRAM_BEGIN = 83,
     HEADER_SIZE = 18,
+    TYPE_INT64 = 8, TYPE_DOUBLE = 10, /* OTF2_Type */
 };
 
 /* What a mark (flush or on/off switch) holds: 4 int64 each. */
@@ -58,17 +59,25 @@ typedef struct {
     const uint64_t *clock_times; /* the ClockOffset records, in file order */
     const int64_t *clock_offsets;
     uint64_t n_clock;
+    /* in: the archive's metrics (NULL / 0: none): member_table[metric * member_width + i]
+     * is the member ref of value i of a global metric (-1: none), member_scale[member] the
+     * factor its recorded values are in (base**exponent) */
+    const int32_t *member_table;
+    uint64_t member_rows;
+    uint64_t member_width;
+    const double *member_scale;
+    uint64_t n_members;
     /* out: Enter/Leave (capacity = the events the chunk headers announce) */
     int64_t *times;
     int64_t *regions; /* region for Enter, ~region for Leave */
     uint64_t capacity;
     uint64_t n_events;
-    /* out: one row per metric value; n_metric_values counts them all, also past capacity */
+    /* out: one row per metric value, decoded as otf2_read's on_metric does (a DOUBLE's
+     * bits, INT64 signed, the rest unsigned; times its member's scale); n_metric_values
+     * counts them all, also past capacity */
     int64_t *metric_times;
-    uint32_t *metric_refs;
-    uint8_t *metric_index; /* position of the value in its record */
-    uint8_t *metric_types; /* OTF2_Type of the value */
-    uint64_t *metric_values; /* the value's bits */
+    int32_t *metric_members;
+    double *metric_values;
     uint64_t metric_capacity;
     uint64_t n_metric_values;
     /* out: MARK_FIELDS int64 per flush or switch: kind, Enter/Leave position, time, value
@@ -140,6 +149,7 @@ static uint64_t corrected(clock_state *c, uint64_t time) {
         c->current++;
         c->slope = interval_slope(c, c->current);
     }
+    if (c->slope == 0.0 && c->offsets[c->current] == 0) return time; /* what rint gives */
     const uint64_t begin = c->times[c->current];
     const double diff = time >= begin ? (double)(time - begin) : -(double)(begin - time);
     const double interpolated = c->slope * diff;
@@ -169,11 +179,18 @@ static int read_record(uint8_t type, const uint8_t *body, const uint8_t *body_en
             q += size;
             uint64_t k = io->n_metric_values++;
             if (k < io->metric_capacity) {
+                int32_t member = metric < io->member_rows && i < io->member_width
+                                     ? io->member_table[metric * io->member_width + i]
+                                     : -1;
+                double value;
+                if (value_type == TYPE_DOUBLE) memcpy(&value, &v, 8);
+                else if (value_type == TYPE_INT64) value = (double)(int64_t)v;
+                else value = (double)v;
+                if (member >= 0 && (uint64_t)member < io->n_members)
+                    value *= io->member_scale[member];
                 io->metric_times[k] = now;
-                io->metric_refs[k] = metric;
-                io->metric_index[k] = (uint8_t)i;
-                io->metric_types[k] = value_type;
-                io->metric_values[k] = v;
+                io->metric_members[k] = member;
+                io->metric_values[k] = value;
             }
         }
         return SCAN_OK;

@@ -225,10 +225,12 @@ def test_damaged_scorep_files_never_crash_the_scanner(edits, cut):
     """C reading untrusted bytes: a Score-P event file changed or cut anywhere gives events
     or a reason, never a crash or a read past the buffer (mappings and offsets applied)."""
     data, exp, ref, chunk = _damaged(edits, cut)
-    result = otf2_scan.scan_or_reason(data, chunk, _cached_local(exp, ref))
+    tables = otf2_scan.MetricTables.of(_definitions(exp))
+    result = otf2_scan.scan_or_reason(data, chunk, _cached_local(exp, ref), tables)
     if not isinstance(result, str):
         assert result.times.size == result.signed_regions.size
-        assert result.metric_times.size == result.metric_bits.size == result.metric_refs.size
+        assert result.metric_times.size == result.metric_values.size
+        assert result.metric_members.size == result.metric_values.size
 
 
 @functools.cache
@@ -246,13 +248,13 @@ def test_where_both_read_a_damaged_scorep_file_they_agree(edits):
     from jupyterlab_scorep.otf2_fast import location_events
 
     data, exp, ref, chunk = _damaged(edits, None)
-    scanned = otf2_scan.scan(data, chunk, _cached_local(exp, ref))
+    defs = _definitions(exp)
+    scanned = otf2_scan.scan(data, chunk, _cached_local(exp, ref), otf2_scan.MetricTables.of(defs))
     if scanned is None:
         return
     expected = _libotf2_reads(exp, ref, data)
     if expected is None:
         return
-    defs = _definitions(exp)
     mine = location_events(ref, scanned, defs)
     for name in FIELDS:
         np.testing.assert_array_equal(getattr(mine, name), expected[name], err_msg=name)

@@ -206,7 +206,9 @@ def _small_file() -> np.ndarray:
 def test_damaged_bytes_never_crash_and_both_readers_agree(edits, cut):
     """The scanner is C reading untrusted files: bytes changed anywhere and files cut
     anywhere must give None or events, never a crash or a read past the buffer; where
-    both readers read a damaged file, they read the same events."""
+    both readers read a damaged file, they read the same events. (Score-P's event files,
+    with their mappings, clock offsets, metrics, flushes and switches, are damaged the
+    same way in test_scorep_archives.py and checked against libotf2.)"""
     data = _small_file().copy()
     for where, value in edits:
         data[int(where * len(data))] = value

@@ -38,9 +38,12 @@ KINDS = ["threads", "flush", "off", "filtered", pytest.param("mpi", marks=NEEDS_
 
 @functools.cache
 def _root() -> Path:
+    import atexit
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix="scorep-archives-"))
+    root = Path(tempfile.mkdtemp(prefix="scorep-archives-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)  # the forked readers skip it
+    return root
 
 
 @functools.cache

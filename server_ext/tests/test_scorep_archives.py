@@ -288,3 +288,24 @@ def test_the_definition_reader_collects_nothing_from_builtin_archives(tmp_path):
     )
     empty = LocalDefsReader().result()
     assert isinstance(empty, otf2_scan.LocalDefinitions) and empty.region_map is None
+
+
+@NEEDS_MPI
+def test_what_the_scanner_cannot_apply_goes_to_the_callbacks_with_the_reason(monkeypatch, caplog):
+    """A mapping table too sparse for the scanner's tables (here: any, by lowering the
+    bound) leaves that rank to libotf2's callbacks, says why, and reads the same."""
+    from jupyterlab_scorep import otf2_local_defs
+
+    exp = archive("mpi")
+    _fast, slow, _defs = both_paths(exp, caplog)
+    monkeypatch.setattr(otf2_local_defs, "MAX_DENSE", 1)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="jupyterlab_scorep.otf2_fast"):
+        _defs, mixed = otf2_read.read_trace(str(exp / "traces.otf2"), decoder="auto")
+    reasons = [r.getMessage() for r in caplog.records if "callbacks" in r.getMessage()]
+    mapped = [r for r, v in local_definitions(exp).items() if isinstance(v, str)]
+    assert mapped and len(reasons) == len(mapped)
+    assert all("mapping table with local ids up to" in m for m in reasons), reasons
+    for a, b in zip(mixed, slow):
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any, TypeVar
 
 from scorep_kernel import experiment
@@ -77,19 +78,23 @@ class SubprocessRun(RunBase):
             raise WorkerDied(
                 describe_exit(code, while_doing="while starting") + self._last_words()
             ) from None
-        try:
-            # the worker writes the files (or Score-P does, as it exits): it is a writer
-            self.create_experiment(self.worker.reserved, writer_pids=[self.worker.pid])
-        except SettingsError:
-            await self.worker.close(graceful=False)
-            self.finished = True
-            raise
+        if self.backend == "scorep":
+            # Score-P's measurement starts at StartRun (worker.scorep_first_pass) and makes
+            # the directory itself: named now, at the cell, and written into after.
+            reserved = self.worker.reserved
+            if reserved is None:
+                reserved = self.worker.reserved = await self._reserve_or_close()
+            exp_dir = reserved[1]
+        else:
+            await self._create_experiment_or_close(None)
+            assert self.exp_dir is not None
+            exp_dir = self.exp_dir
         sent = time.monotonic()
         await self.worker.send(
             msg.StartRun(
-                exp_dir=str(self.exp_dir),
+                exp_dir=str(exp_dir),
                 measure=self.measure if ready.measure else None,
-                env={"SCOREP_EXPERIMENT_DIRECTORY": str(self.exp_dir)},
+                env={"SCOREP_EXPERIMENT_DIRECTORY": str(exp_dir)},
             )
         )
         started = await self._recv_until(msg.RunStarted)
@@ -101,12 +106,33 @@ class SubprocessRun(RunBase):
                 ("started", "measure_start"),
             ),
         )
+        if self.backend == "scorep":
+            await self._create_experiment_or_close(reserved)
         self.measured = started.measured
         if started.error:
             self.errors.append(f"measurement could not start: {started.error}")
         if self.backend == "scorep":
             interval = float(self.settings.measure.get("metric_interval", 0.1))
             self.metrics = scorep_backend.WorkerMetrics(self.worker.pid, interval)
+
+    async def _reserve_or_close(self) -> tuple[str, Path]:
+        assert self.worker is not None
+        try:
+            return self.recipe.reserve_for_run()
+        except SettingsError:
+            await self.worker.close(graceful=False)
+            self.finished = True
+            raise
+
+    async def _create_experiment_or_close(self, reserved: tuple[str, Path] | None) -> None:
+        assert self.worker is not None
+        try:
+            # the worker writes the files (or Score-P does, as it exits): it is a writer
+            self.create_experiment(reserved, writer_pids=[self.worker.pid])
+        except SettingsError:
+            await self.worker.close(graceful=False)
+            self.finished = True
+            raise
 
     def _add_stamps(
         self, sent: float, stamps: dict[str, float], phases: tuple[tuple[str, str], ...]

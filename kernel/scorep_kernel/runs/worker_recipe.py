@@ -4,12 +4,14 @@ recipe can take a run."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import experiment_parent, reserve_experiment
-from scorep_kernel.worker.client import WorkerKey
+from scorep_kernel.worker import scorep_first_pass
+from scorep_kernel.worker.client import WorkerKey, scorep_arguments
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,18 @@ class WorkerRecipe:
         return dataclasses.replace(self, scorep_env=scorep_env, binding_args=binding_args)
 
     def reserve(self) -> tuple[str, Path] | None:
-        """Score-P must be told its experiment directory when its process starts."""
+        """The experiment directory a worker is told at its start: none, unless Score-P's
+        measurement starts with the process (a first pass that cannot defer it, see
+        worker.scorep_first_pass); a deferred one is told at the run (reserve_for_run)."""
         if self.backend != "scorep":
             return None
+        path = os.environ.get("PATH", "")
+        if scorep_first_pass.defers_measurement(scorep_arguments(self.binding_args), path):
+            return None
+        return self.reserve_for_run()
+
+    def reserve_for_run(self) -> tuple[str, Path]:
+        """An experiment id and directory, not yet made (Score-P makes it)."""
         reserved = reserve_experiment(self.scorep_env, self.experiment_parent)
         scorep_backend.make_parent(reserved[1])
         return reserved

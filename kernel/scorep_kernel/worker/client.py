@@ -143,6 +143,13 @@ class WorkerProcess:
     async def spawn(
         cls, key: WorkerKey, env: dict[str, str], cwd: str, reserved: tuple[str, Path] | None = None
     ) -> WorkerProcess:
+        if key.backend == "scorep":  # the bindings' first pass, once per kernel
+            from scorep_kernel.worker import scorep_first_pass
+
+            args = scorep_arguments(key.binding_args)
+            first = await scorep_first_pass.prepared(key.python, args, env)
+            if first is not None:
+                env = first.apply(env)
         kernel_end, worker_end = socket.socketpair()
         try:
             # A plain Popen (a fork and exec, milliseconds): the loop's child watcher is

@@ -160,8 +160,12 @@ class Worker:
         # before each cell, leaves SCOREP_* alone (transfer.ENVIRON_IGNORE).
         os.environ.update(start.env)
         error = None
-        if self.scorep is not None and start.measure is not None:
-            self.scorep.imports_as_regions = bool(start.measure.get("imports_as_regions", True))
+        if self.scorep is not None:
+            if start.measure is not None:
+                self.scorep.imports_as_regions = bool(
+                    start.measure.get("imports_as_regions", True)
+                )
+            self.scorep.begin_measurement()
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.
             from scorep_kernel.measure import MeasureConfig, Measurement
@@ -294,8 +298,12 @@ class Worker:
 
     def stop_measurement(self) -> None:
         """Stop measuring and build the Recording (or keep the error), with the figures the
-        kernel shows. Called right after the run's last cell was sent back, so that this
-        work overlaps with the kernel taking the namespace in; else by finish_run."""
+        kernel shows; Score-P finalizes. Called right after the run's last cell was sent
+        back, so that this work overlaps with the kernel taking the namespace in; else by
+        finish_run (Score-P: at the process's exit)."""
+        if self.scorep is not None and self.stopped is None:
+            self.stopped = (None, msg.RunStopped(measured=True))
+            self.scorep.end_measurement()
         if self.measurement is None or self.stopped is not None:
             return
         begin = time.monotonic()

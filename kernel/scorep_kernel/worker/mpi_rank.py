@@ -168,6 +168,8 @@ class RankWorker(Worker):
 
             session.MetricSampler = _CapTicker  # type: ignore[misc]
         super().__init__(channel, backend, instrument)
+        if self.scorep is not None:  # Score-P finalizes in MPI_Finalize, with every rank
+            self.scorep.finalize_after_last_cell = False
         self.rank = rank
         self.gather: list[str] = []
         self.in_band = True

@@ -52,6 +52,7 @@ class ScorePSession:
         # False under --noinstrumenter as the user asked for it: only user regions count
         self.instrument = instrument
         self.imports_as_regions = True
+        self.finalize_after_last_cell = True  # not for MPI ranks (worker.mpi_rank)
         self._importing = threading.local()
         self._real_import = builtins.__import__
         self._main_ident = threading.get_ident()  # (a C call: current_thread() is traced)
@@ -65,6 +66,24 @@ class ScorePSession:
         setattr(builtins, ON_NAME, self.on)
         setattr(builtins, OFF_NAME, self.off)
         builtins.__import__ = self._import
+
+    # --- the measurement, from the run's start to its last cell -------------------------
+
+    def begin_measurement(self) -> None:
+        """Start Score-P's measurement now (with SCOREP_EXPERIMENT_DIRECTORY as the run set
+        it), where a worker started without Score-P's constructor (worker.scorep_first_pass)
+        has it still to start; a no-op where the constructor started it with the process."""
+        lib = _scorep_library()
+        if lib is not None and not lib.SCOREP_IsInitialized():
+            lib.SCOREP_InitMeasurement()
+
+    def end_measurement(self) -> None:
+        """Finalize now, after the run's last cell: the files are written and the program
+        region ends here, not when the process exits after the namespace went back."""
+        if not self.finalize_after_last_cell:
+            return
+        self.instrumenter.unregister()
+        self.instrumenter.force_finalize()
 
     # --- the instrumenter, around the cell's statements ------------------------------
 
@@ -127,6 +146,19 @@ class ScorePSession:
             self.instrumenter.register()
             self.instrumenter.region_end(IMPORT_MODULE, full)
             self._importing.active = False
+
+
+def _scorep_library() -> Any:
+    """Score-P's measurement library as LD_PRELOAD loaded it (None: not loaded that way)."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(None)
+        lib.SCOREP_IsInitialized.restype = ctypes.c_bool
+        lib.SCOREP_InitMeasurement.restype = None
+    except (OSError, AttributeError):
+        return None
+    return lib
 
 
 def _resolve(name: str, globals_: Any, level: int) -> str:

@@ -5,6 +5,7 @@ with the scale of their recorded values, and Score-P's artificial regions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
@@ -146,3 +147,23 @@ def read_definitions(trace: Any) -> Definitions:
         flush_region=_artificial_region(regions, FLUSH_REGION_NAME),
         off_region=_artificial_region(regions, OFF_REGION_NAME),
     )
+
+
+def thread_names_of(anchor: str) -> dict[str, str]:
+    """The manifest's ``thread_names`` beside the archive at ``anchor`` ({Score-P's
+    location name: the Python thread's, as the builtin tracer names it}; {} when none)."""
+    try:
+        manifest = ex.read_manifest(Path(anchor).parent)
+    except ex.ExperimentError:
+        return {}
+    names = manifest.get("thread_names")
+    if not isinstance(names, dict):
+        return {}
+    return {str(k): str(v) for k, v in names.items() if isinstance(v, str) and v}
+
+
+def rename_locations(definitions: Definitions, names: dict[str, str]) -> None:
+    """Show Score-P's "Orphan thread N" as the Python thread it was."""
+    for location in definitions.locations:
+        location["name"] = names.get(location["name"], location["name"])
+

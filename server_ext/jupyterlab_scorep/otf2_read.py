@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .otf2_definitions import Definitions, read_definitions
+from .otf2_definitions import Definitions, read_definitions, rename_locations, thread_names_of
 
 # How read_trace reads the event files the fast paths can read (see read_trace).
 Decoder = Literal["auto", "numpy", "callbacks"]
@@ -186,6 +186,7 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
         ) from None
     try:
         definitions = read_definitions(trace)
+        rename_locations(definitions, thread_names_of(anchor))
         handle = trace.handle
         local: dict[int, Any] = {}
         raw = open_event_files(trace, local if decoder != "callbacks" else None)

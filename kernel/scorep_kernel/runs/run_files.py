@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scorep_kernel import experiment
-from scorep_kernel.runs import scorep_backend
+from scorep_kernel.runs import scorep_backend, scorep_threads
 from scorep_kernel.runs.faults import describe_exit
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed
@@ -58,6 +58,11 @@ async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
         errors = [describe_exit(code, while_doing="while writing the experiment files")]
     code = await worker.wait_exit(600.0)
     if run.backend == "scorep":  # Score-P writes its files when the process exits
+        names = await asyncio.to_thread(
+            scorep_threads.name_threads, run.exp_dir, run.python_threads
+        )
+        if names:
+            experiment.update_manifest(run.exp_dir, thread_names=names)
         _note_scorep_files(run, code, errors)
     elif status != "exit":  # "exit": nothing was measured, finish_manifest said so
         manifest = experiment.read_manifest(run.exp_dir)

@@ -62,6 +62,7 @@ class SubprocessRun(RunBase):
         self.in_cell = False
         self.interrupt_requested = False
         self.metrics: scorep_backend.WorkerMetrics | None = None  # Score-P runs: sampled here
+        self.python_threads: dict[str, str] = {}  # Score-P runs: native id -> thread name
 
     async def begin(self) -> None:
         pool = self.side.pool
@@ -390,8 +391,11 @@ class SubprocessRun(RunBase):
             self.measured_s = stopped.measured_s
             if stopped.error:
                 self.errors.append(f"stopping the measurement failed: {stopped.error}")
-            if stopped.notes:
-                extra["measurement"] = dict(stopped.notes)
+            notes = dict(stopped.notes)
+            # Score-P's runs: the Python threads, to name Score-P's locations (run_files)
+            self.python_threads = dict(notes.pop("python_threads", None) or {})
+            if notes:
+                extra["measurement"] = notes
         except (ChannelClosed, WorkerDied) as e:
             message = e.message if isinstance(e, WorkerDied) else str(e)
             self.note_status(experiment.STATUS_CRASHED)

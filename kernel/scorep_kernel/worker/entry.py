@@ -302,7 +302,8 @@ class Worker:
         back, so that this work overlaps with the kernel taking the namespace in; else by
         finish_run (Score-P: at the process's exit)."""
         if self.scorep is not None and self.stopped is None:
-            self.stopped = (None, msg.RunStopped(measured=True))
+            notes = {"python_threads": self.scorep.thread_names()}
+            self.stopped = (None, msg.RunStopped(measured=True, notes=notes))
             self.scorep.end_measurement()
         if self.measurement is None or self.stopped is not None:
             return
@@ -330,7 +331,13 @@ class Worker:
     def finish_run(self) -> None:
         lifeline.writing_files.set()
         if self.measurement is None:
-            self._tell(msg.RunStopped(measured=self.scorep is not None))
+            if self.stopped is not None:  # Score-P, finalized after the last cell
+                self._tell(self.stopped[1])
+            elif self.scorep is not None:  # finalized at the exit
+                notes = {"python_threads": self.scorep.thread_names()}
+                self._tell(msg.RunStopped(measured=True, notes=notes))
+            else:
+                self._tell(msg.RunStopped(measured=False))
             self._tell(msg.FilesDone("exit"))
             return
         self.stop_measurement()

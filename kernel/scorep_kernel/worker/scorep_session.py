@@ -63,6 +63,10 @@ class ScorePSession:
         self._region_end = self.instrumenter.region_end
         self.instrumenter.region_begin = self._user_begin
         self.instrumenter.region_end = self._user_end
+        # native thread id -> the Python thread: Score-P's trace names a thread's location
+        # "Orphan thread N" and gives its id (THREAD_BEGIN's ThreadId attribute)
+        self.threads: dict[int, threading.Thread] = {}
+        _watch_thread_starts(self.threads)
         setattr(builtins, ON_NAME, self.on)
         setattr(builtins, OFF_NAME, self.off)
         builtins.__import__ = self._import
@@ -84,6 +88,11 @@ class ScorePSession:
             return
         self.instrumenter.unregister()
         self.instrumenter.force_finalize()
+
+    def thread_names(self) -> dict[str, str]:
+        """{native id: the Python thread's name} of the threads started in this process
+        (the kernel names Score-P's locations with them, runs.scorep_threads)."""
+        return {str(tid): thread.name for tid, thread in list(self.threads.items())}
 
     # --- the instrumenter, around the cell's statements ------------------------------
 
@@ -146,6 +155,21 @@ class ScorePSession:
             self.instrumenter.register()
             self.instrumenter.region_end(IMPORT_MODULE, full)
             self._importing.active = False
+
+
+def _watch_thread_starts(threads: dict[int, threading.Thread]) -> None:
+    """Note every thread as it starts, in the thread itself, before Score-P's profile
+    hook is set there (this module's frames are never recorded: its name is scorep*)."""
+    original = getattr(threading.Thread, "_set_native_id", None)
+    if original is None:  # no native thread ids on this platform
+        return
+
+    def set_native_id(thread: threading.Thread) -> None:
+        original(thread)
+        if thread.native_id is not None:
+            threads[thread.native_id] = thread
+
+    threading.Thread._set_native_id = set_native_id  # type: ignore[attr-defined]
 
 
 def _scorep_library() -> Any:

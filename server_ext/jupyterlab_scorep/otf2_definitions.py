@@ -166,4 +166,3 @@ def rename_locations(definitions: Definitions, names: dict[str, str]) -> None:
     """Show Score-P's "Orphan thread N" as the Python thread it was."""
     for location in definitions.locations:
         location["name"] = names.get(location["name"], location["name"])
-

@@ -162,9 +162,7 @@ class Worker:
         error = None
         if self.scorep is not None:
             if start.measure is not None:
-                self.scorep.imports_as_regions = bool(
-                    start.measure.get("imports_as_regions", True)
-                )
+                self.scorep.imports_as_regions = bool(start.measure.get("imports_as_regions", True))
             self.scorep.begin_measurement()
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.

@@ -153,15 +153,14 @@ def _cached_first_pass(python: str, config: list[str], env: dict[str, str]) -> F
     if folder is not None:
         try:
             data = json.loads((folder / "first_pass.json").read_text())
-            first = FirstPass(dict(data["env"]), str(folder), bool(data["deferred"]))
             if all(Path(folder, lib).exists() for lib in data["libs"]):
-                return first
+                return FirstPass(dict(data["env"]), str(folder), bool(data["deferred"]))
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    first = _run_first_pass(python, config, env)
-    if first is None or folder is None or not first.lib_dir:
-        return first
-    return _kept(first, folder) or first
+    ran = _run_first_pass(python, config, env)
+    if ran is None or folder is None or not ran.lib_dir:
+        return ran
+    return _kept(ran, folder) or ran
 
 
 def _kept(first: FirstPass, folder: Path) -> FirstPass | None:

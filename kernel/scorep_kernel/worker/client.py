@@ -318,7 +318,8 @@ class WorkerProcess:
         self._remove_unused_experiment()
 
     def _remove_unused_experiment(self) -> None:
-        """Score-P made the directory reserved for this process when it started; if no run
+        """Score-P made the directory reserved for this process when it started (where
+        its measurement starts with the process: worker.scorep_first_pass); if no run
         took it (a spare that was never used, a start that failed), it holds only Score-P's
         own files: remove it rather than leave an experiment-looking folder behind."""
         if self.reserved is None or self.alive():

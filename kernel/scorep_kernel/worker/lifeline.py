@@ -58,7 +58,8 @@ def continue_when_the_kernel_dies() -> None:
 
 
 def remove_unused_experiment() -> None:
-    """Score-P made this process's experiment directory at its start; when no run took it
+    """Score-P made this process's experiment directory at its start (only where its
+    measurement starts with the process, see worker.scorep_first_pass); when no run took it
     (no manifest in it), leave nothing behind. (Score-P does not finalize after os._exit,
     so nothing writes there afterwards; the kernel does the same for a spare it closes.)"""
     path = os.environ.get("SCOREP_EXPERIMENT_DIRECTORY")

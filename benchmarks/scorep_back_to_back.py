@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _kernel_client import kernel  # noqa: E402
-from _report import report  # noqa: E402
+from _report import report as _report  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 ROUNDS = int(os.environ.get("SCOREP_BACK_TO_BACK_ROUNDS", "5"))
@@ -42,6 +42,13 @@ SCOREP = "(d) Score-P, subprocess"
 OLD = "(d0) Score-P, first pass per worker"
 CASES = [(STOCK, "python3", None), (SCOREP, "scorep-python", None),
          (OLD, "scorep-python", {"SCOREP_KERNEL_SCOREP_FIRST_PASS": "0"})]  # fmt: skip
+
+
+def report(name: str, value: float, unit: str, **kwargs) -> None:
+    """_report.report, and the note (medians' ranges) as a line of the output too."""
+    _report(name, value, unit, **kwargs)
+    if kwargs.get("note"):
+        print(f"  ({kwargs['note']})")
 
 
 def steps() -> list[tuple[str, bool]]:

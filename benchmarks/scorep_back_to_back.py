@@ -117,9 +117,10 @@ def main() -> None:
            note=f"median of {ROUNDS} rounds, range {min(times[STOCK]):.2f} .. "
                 f"{max(times[STOCK]):.2f} s")  # fmt: skip
     for label in (SCOREP, OLD):
+        name = label.split(") ", 1)[1]
         diffs = [x - b for x, b in zip(times[label], times[STOCK])]
         median = statistics.median(diffs)
-        report(f"back to back: two paper cells, {label[5:]}, over stock", median, "s",
+        report(f"back to back: two paper cells, {name}, over stock", median, "s",
                peer="stock ipykernel, same run", peer_value=base,
                target="<= +1.0 s" if label == SCOREP else None,
                met=median <= 1.0 if label == SCOREP else None,
@@ -127,7 +128,7 @@ def main() -> None:
                     f"{min(diffs):+.2f} .. {max(diffs):+.2f} s")  # fmt: skip
         for key, values in sorted(phases.get(label, {}).items()):
             if statistics.median(values) >= 0.05 and key != "cell":
-                report(f"back to back: {label[5:]}, phase {key} (both cells)",
+                report(f"back to back: {name}, phase {key} (both cells)",
                        statistics.median(values), "s",
                        note=f"range {min(values):.2f} .. {max(values):.2f} s")  # fmt: skip
 

@@ -170,9 +170,10 @@ export interface IMetricSeries {
   unit: string;
   group: 'cpu' | 'memory' | 'io' | 'network' | 'gpu' | string;
   t: number[];
-  mean: number[];
-  min: number[];
-  max: number[];
+  /** per bucket; null where the bucket's samples had no value (JSON has no NaN) */
+  mean: (number | null)[];
+  min: (number | null)[];
+  max: (number | null)[];
 }
 
 export interface IMetrics {

@@ -10,7 +10,7 @@ import { Widget } from '@lumino/widgets';
 import type { IComparison, ICompareRun } from '../api';
 import type { ScorepAPI } from '../apiClient';
 import { el, errorText } from '../dom';
-import { backendName, formatWhen } from '../history/runs';
+import { backendName, formatWhen, measuredDifferently } from '../history/runs';
 import { TabStrip } from '../tabStrip';
 import { formatSeconds } from '../timeaxis';
 import type { IWindowRequest } from '../timeline/fetcher';
@@ -134,6 +134,12 @@ export class CompareView extends Widget {
       `Noise: ${v.noise.basis}; floor ${formatSeconds(v.noise.floor_s)}.`
     );
     this.verdict.appendChild(noise);
+    const differently = measuredDifferently(c.a, c.b);
+    if (differently) {
+      const warn = el('div', 'jp-scorep-compare-warning', `⚠ ${differently}`);
+      warn.setAttribute('role', 'note');
+      this.verdict.appendChild(warn);
+    }
     const run = (r: ICompareRun, name: string) =>
       `${name}: ${formatWhen(r.start_ns ?? null)} · ${backendName(r.backend)}` +
       `${r.isolation ? `, ${r.isolation}` : ''} · ${formatSeconds(name === 'A' ? c.total.a_s : c.total.b_s)} measured` +

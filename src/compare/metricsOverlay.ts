@@ -13,7 +13,8 @@ import {
   observeTheme
 } from '../colors';
 import { el } from '../dom';
-import { formatValue, yMax } from '../metrics/format';
+import { formatValue } from '../metrics/format';
+import { tickLabels, yRange } from '../metrics/scale';
 import {
   IMetricRow,
   MetricsLoader,
@@ -129,12 +130,14 @@ export class MetricsOverlay extends Widget {
       const same = [sa, sb].filter(
         (s): s is IMetricSeries => s !== null && s.unit === unit
       );
-      const top = yMax(
+      // memory over the two runs' own range, as in a run's charts (scale.ts)
+      const range = yRange(
         same.flatMap(s => s.mean),
         unit
       );
       const span = this.view.t1 - this.view.t0;
-      const y = (v: number) => HEIGHT - 2 - (v / top) * (HEIGHT - 14);
+      const y = (v: number) =>
+        HEIGHT - 2 - ((v - range.lo) / (range.hi - range.lo)) * (HEIGHT - 14);
       const color = groupColor(`${key}:0`, theme).line;
       const draw = (
         s: IMetricSeries | null,
@@ -175,8 +178,10 @@ export class MetricsOverlay extends Widget {
       ctx.fillStyle = text;
       const label = `${(sb ?? sa)!.label}: A dashed, B solid`;
       ctx.fillText(label, 4, 2);
-      const topLabel = formatValue(top, unit);
-      ctx.fillText(topLabel, w - ctx.measureText(topLabel).width - 4, 2);
+      const [low, , high] = tickLabels(range, unit);
+      ctx.fillText(high, w - ctx.measureText(high).width - 4, 2);
+      ctx.textBaseline = 'bottom';
+      ctx.fillText(low, w - ctx.measureText(low).width - 4, HEIGHT - 2);
       const mean = (s: IMetricSeries | null) => {
         const v = (s?.mean ?? []).filter(
           (m): m is number => m !== null && Number.isFinite(m)

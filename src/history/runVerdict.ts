@@ -5,7 +5,7 @@
  */
 import type { IComparison, IRunEntry } from '../api';
 import { el } from '../dom';
-import { formatWhen } from './runs';
+import { formatWhen, measuredDifferently } from './runs';
 
 /** Fill `node` with the verdict of comparison `c`; `open` shows the comparison. */
 export function renderRunVerdict(
@@ -34,4 +34,8 @@ export function renderRunVerdict(
     document.createTextNode(v.sentence + ' '),
     button
   );
+  const differently = measuredDifferently(c.a, c.b);
+  if (differently) {
+    node.append(el('div', 'jp-scorep-compare-warning', `⚠ ${differently}`));
+  }
 }

@@ -156,3 +156,32 @@ export function bundleOf(entry: IRunEntry): IExperimentBundle {
     summary: typeof m.wall_s === 'number' ? { wall_s: m.wall_s } : undefined
   };
 }
+
+/**
+ * A warning when two runs were measured differently (backend or isolation): their times
+ * hold different measurement costs, so their difference is not only the code's. Null when
+ * they were measured alike.
+ */
+export function measuredDifferently(
+  a: { backend: string; isolation?: string | null },
+  b: { backend: string; isolation?: string | null }
+): string | null {
+  if (a.backend !== b.backend) {
+    return (
+      `A was measured with ${measuredBy(a.backend)}, B with ${measuredBy(b.backend)}: ` +
+      'their costs differ, so the difference is not only the code’s.'
+    );
+  }
+  if (a.isolation && b.isolation && a.isolation !== b.isolation) {
+    return (
+      `A ran ${a.isolation === 'subprocess' ? 'in a subprocess' : 'in the kernel'}, ` +
+      `B ${b.isolation === 'subprocess' ? 'in a subprocess' : 'in the kernel'}: ` +
+      'the difference is not only the code’s.'
+    );
+  }
+  return null;
+}
+
+function measuredBy(backend: string): string {
+  return backend === 'scorep' ? 'Score-P' : 'the builtin tracer';
+}

@@ -53,13 +53,6 @@ export class RunsControl {
     this.list.setAttribute('aria-label', 'Runs of this cell');
     this.button.setAttribute('aria-controls', this.list.id);
     this.button.addEventListener('click', () => this.toggle());
-    this.list.addEventListener('keydown', e => {
-      if (e.key === 'Escape') {
-        e.stopPropagation();
-        this.toggle(false);
-        this.button.focus();
-      }
-    });
     this.disk = el('span', 'jp-scorep-runs-disk');
     this.node.append(this.button, this.disk, this.list);
   }
@@ -89,12 +82,39 @@ export class RunsControl {
   toggle(open = this.list.hidden): void {
     this.list.hidden = !open;
     this.button.setAttribute('aria-expanded', String(open));
+    // while open, Escape anywhere and a click outside close it, as a menu does; caught
+    // before JupyterLab's own handlers (Escape would otherwise only leave edit mode)
+    const doc = this.node.ownerDocument;
     if (open) {
+      doc.addEventListener('keydown', this.onKey, true);
+      doc.addEventListener('pointerdown', this.onPointer, true);
       this.list
         .querySelector<HTMLButtonElement>('button:not(:disabled)')
         ?.focus();
+    } else {
+      doc.removeEventListener('keydown', this.onKey, true);
+      doc.removeEventListener('pointerdown', this.onPointer, true);
     }
   }
+
+  private readonly onKey = (e: KeyboardEvent): void => {
+    if (e.key !== 'Escape') {
+      return;
+    }
+    e.stopPropagation();
+    e.preventDefault();
+    const inside = this.node.contains(e.target as Node);
+    this.toggle(false);
+    if (inside || !this.node.isConnected) {
+      this.button.focus();
+    }
+  };
+
+  private readonly onPointer = (e: PointerEvent): void => {
+    if (!this.node.isConnected || !this.node.contains(e.target as Node)) {
+      this.toggle(false);
+    }
+  };
 
   private renderList(): void {
     const current = this.current;

@@ -1,4 +1,4 @@
-/** Formatting metric values by unit, and choosing a chart's y range. */
+/** Formatting metric values by unit. */
 
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
@@ -30,27 +30,4 @@ export function formatValue(v: number, unit: string): string {
   }
   const text = Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3);
   return u ? `${text} ${u}` : text;
-}
-
-/** Upper end of a chart's y axis: 100 for percentages, else the data max rounded up. */
-export function yMax(values: number[], unit: string): number {
-  let max = 0;
-  for (const v of values) {
-    if (Number.isFinite(v) && v > max) {
-      max = v;
-    }
-  }
-  if (unit.trim() === '%') {
-    return Math.max(100, max);
-  }
-  if (max <= 0) {
-    return 1;
-  }
-  const pow = Math.pow(10, Math.floor(Math.log10(max)));
-  for (const m of [1, 2, 2.5, 5, 10]) {
-    if (m * pow >= max) {
-      return m * pow;
-    }
-  }
-  return 10 * pow;
 }

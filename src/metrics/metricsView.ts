@@ -6,17 +6,14 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IMetricSeries, IMetrics } from '../api';
-import {
-  cssVar,
-  currentTheme,
-  groupColor,
-  hiDpiContext,
-  observeTheme
-} from '../colors';
+import { cssVar, currentTheme, observeTheme } from '../colors';
 import { el } from '../dom';
 import type { IView } from '../timeline/projection';
 import { IWindowRequest, WindowFetcher } from '../timeline/fetcher';
-import { formatValue, yMax } from './format';
+import { formatSeconds } from '../timeaxis';
+import { drawChart } from './chart';
+import { formatValue } from './format';
+import { IStep, sampleSteps, shortRunNote, stepAt } from './scale';
 
 const GROUPS: { key: string; title: string }[] = [
   { key: 'cpu', title: 'CPU' },
@@ -26,18 +23,53 @@ const GROUPS: { key: string; title: string }[] = [
   { key: 'gpu', title: 'GPU' }
 ];
 
-const CHART_HEIGHT = 64;
-
 export type MetricsLoader = (
   request: IWindowRequest,
   signal: AbortSignal
 ) => Promise<IMetrics>;
+
+/** One chart: a group's series, or (for amounts in bytes) one series of a group. */
+interface IChart {
+  key: string;
+  title: string;
+  series: IMetricSeries[];
+}
+
+/**
+ * The charts for the data: one per group, except that each series of bytes (memory: the
+ * process tree's RSS, the machine's memory in use) gets its own chart and its own range,
+ * as Perfetto gives each counter its own track: on one scale the machine's GiB flatten the
+ * process's growth.
+ */
+export function chartsOf(series: IMetricSeries[]): IChart[] {
+  const charts: IChart[] = [];
+  for (const g of GROUPS) {
+    const own = series.filter(s => s.group === g.key);
+    if (own.length === 0) {
+      continue;
+    }
+    if (['bytes', 'B'].includes(own[0].unit.trim())) {
+      own.forEach((s, i) =>
+        charts.push({
+          key: i === 0 ? g.key : `${g.key}:${s.key}`,
+          title: i === 0 ? g.title : s.label,
+          series: [s]
+        })
+      );
+    } else {
+      charts.push({ key: g.key, title: g.title, series: own });
+    }
+  }
+  return charts;
+}
 
 export class MetricsView extends Widget {
   constructor(load: MetricsLoader) {
     super();
     this.addClass('jp-scorep-metrics');
     this.notes = el('div', 'jp-scorep-metrics-notes');
+    this.readout = el('div', 'jp-scorep-metric-readout');
+    this.readout.hidden = true;
     this.fetcher = new WindowFetcher<IMetrics>(
       load,
       data => {
@@ -48,17 +80,16 @@ export class MetricsView extends Widget {
         this.notes.textContent = `Metrics: ${error.message}`;
       }
     );
-    for (const g of GROUPS) {
-      const row = metricRow(g.key, g.title);
-      this.node.appendChild(row.row);
-      this.rows.set(g.key, row);
-    }
-    this.node.appendChild(this.notes);
+    this.node.append(this.notes, this.readout);
     this.themeObserver = observeTheme(() => this.render());
   }
 
   /** Follow the timeline: redraw now with what we have, fetch the new window shortly. */
   setView(view: IView, width: number): void {
+    if (this.runNs === null && view.t1 > view.t0) {
+      // the first view is the whole run: its length is the run's
+      this.runNs = view.t1 - view.t0;
+    }
     this.view = view;
     this.width = width;
     this.render();
@@ -78,103 +109,114 @@ export class MetricsView extends Widget {
     if (!data || this.width <= 0) {
       return;
     }
-    this.notes.textContent = data.notes.join(' ');
-    this.notes.hidden = data.notes.length === 0;
-    const theme = currentTheme();
-    const bg = cssVar('--jp-layout-color0', '#fff', this.node);
-    const grid = cssVar('--jp-border-color2', '#ccc', this.node);
-    const text = cssVar('--jp-ui-font-color2', '#666', this.node);
-    const font = cssVar('--jp-ui-font-family', 'sans-serif', this.node);
-    for (const g of GROUPS) {
-      const entry = this.rows.get(g.key)!;
-      const series = data.series.filter(s => s.group === g.key);
-      entry.row.hidden = series.length === 0;
-      if (series.length === 0) {
-        continue;
-      }
-      this.drawChart(entry.canvas, series, { theme, bg, grid, text, font });
-      const last = series
+    const charts = chartsOf(data.series);
+    if (this.shortNote === undefined) {
+      // decided once, on the first answer (the whole run): too few samples to chart
+      const samples = Math.max(0, ...data.series.map(s => s.t.length));
+      const values = charts.map(c => {
+        const s = c.series[0];
+        return `${s.label} ${formatValue(s.mean[0] ?? NaN, s.unit)}`;
+      });
+      this.shortNote = shortRunNote(
+        samples,
+        this.runNs ?? 0,
+        data.interval_s,
+        values
+      );
+    }
+    const notes = [...(this.shortNote ? [this.shortNote] : []), ...data.notes];
+    this.notes.textContent = notes.join(' ');
+    this.notes.hidden = notes.length === 0;
+    for (const row of this.rows.values()) {
+      row.row.hidden = true;
+    }
+    if (this.shortNote) {
+      return;
+    }
+    const style = {
+      theme: currentTheme(),
+      bg: cssVar('--jp-layout-color0', '#fff', this.node),
+      grid: cssVar('--jp-border-color2', '#ccc', this.node),
+      text: cssVar('--jp-ui-font-color2', '#666', this.node),
+      font: cssVar('--jp-ui-font-family', 'sans-serif', this.node)
+    };
+    // the kernel's sampler (it has an interval): from the window's start (scale.ts)
+    const from = data.interval_s ? data.window[0] : null;
+    for (const chart of charts) {
+      const entry = this.row(chart);
+      entry.row.hidden = false;
+      const steps = chart.series.map(s => sampleSteps(s.t, s.mean, from));
+      this.steps.set(chart.key, steps);
+      drawChart(entry.canvas, chart.series, steps, {
+        ...style,
+        width: this.width,
+        view: this.view,
+        hoverT: this.hoverT
+      });
+      const words = chart.series
         .map(s => `${s.label}: ${formatValue(mean(s.mean), s.unit)} mean`)
         .join(', ');
-      entry.canvas.setAttribute('aria-label', `${g.title} over time. ${last}`);
-      entry.label.title = last;
+      entry.canvas.setAttribute(
+        'aria-label',
+        `${chart.title} over time. ${words}`
+      );
+      entry.label.title = words;
     }
   }
 
-  private drawChart(
-    canvas: HTMLCanvasElement,
-    series: IMetricSeries[],
-    c: {
-      theme: 'light' | 'dark';
-      bg: string;
-      grid: string;
-      text: string;
-      font: string;
+  /** The row of a chart, made on first use, in the order the charts come. */
+  private row(chart: IChart): IMetricRow {
+    let entry = this.rows.get(chart.key);
+    if (!entry) {
+      entry = metricRow(chart.key, chart.title);
+      this.node.insertBefore(entry.row, this.notes);
+      this.rows.set(chart.key, entry);
+      const canvas = entry.canvas;
+      canvas.addEventListener('mousemove', e =>
+        this.hover(e, canvas, chart.key)
+      );
+      canvas.addEventListener('mouseleave', () => {
+        this.hoverT = null;
+        this.readout.hidden = true;
+        this.render();
+      });
     }
-  ): void {
-    const width = this.width;
-    const height = CHART_HEIGHT;
-    const ctx = hiDpiContext(canvas, width, height);
-    if (!ctx) {
-      return;
-    }
-    ctx.fillStyle = c.bg;
-    ctx.fillRect(0, 0, width, height);
-    ctx.strokeStyle = c.grid;
-    ctx.strokeRect(0.5, 0.5, width - 1, height - 1);
-    // one y scale per unit; the first series' unit labels the axis
-    const unit = series[0].unit;
-    const same = series.filter(s => s.unit === unit);
-    const top = yMax(
-      same.flatMap(s => s.max),
-      unit
-    );
+    return entry;
+  }
+
+  /** The values under the pointer, as Perfetto's counter tracks show them. */
+  private hover(e: MouseEvent, canvas: HTMLCanvasElement, key: string): void {
+    const box = canvas.getBoundingClientRect();
+    const x = e.clientX - box.left;
     const span = this.view.t1 - this.view.t0;
-    const x = (t: number) => ((t - this.view.t0) / span) * width;
-    const y = (v: number) => height - 2 - (v / top) * (height - 14);
-    same.forEach((s, i) => {
-      // the total first and strongest; per-core and secondary series lighter
-      const color = groupColor(`${s.group}:${i}`, c.theme).line;
-      ctx.fillStyle = color;
-      ctx.globalAlpha = 0.18;
-      ctx.beginPath();
-      tracePolyline(ctx, s.t, s.max, x, y);
-      for (let j = s.t.length - 1; j >= 0; j--) {
-        ctx.lineTo(x(s.t[j]), y(s.min[j]));
-      }
-      ctx.closePath();
-      ctx.fill();
-      ctx.globalAlpha = 1;
-      ctx.strokeStyle = color;
-      ctx.lineWidth = i === 0 ? 1.5 : 1;
-      ctx.beginPath();
-      tracePolyline(ctx, s.t, s.mean, x, y);
-      ctx.stroke();
+    this.hoverT = this.view.t0 + (x / Math.max(1, box.width)) * span;
+    const chart = chartsOf(this.data?.series ?? []).find(c => c.key === key);
+    const steps = this.steps.get(key) ?? [];
+    const parts = (chart?.series ?? []).slice(0, 4).map((s, i) => {
+      const step = stepAt(steps[i] ?? [], this.hoverT!);
+      return `${s.label} ${step ? formatValue(step.value, s.unit) : '–'}`;
     });
-    // legend: each series' label in its line colour
-    ctx.font = `10px ${c.font}`;
-    ctx.textBaseline = 'top';
-    let lx = 4;
-    same.slice(0, 6).forEach((s, i) => {
-      const label = i === 0 ? s.label : `· ${s.label}`;
-      ctx.fillStyle = groupColor(`${s.group}:${i}`, c.theme).line;
-      ctx.fillText(label, lx, 2);
-      lx += ctx.measureText(label).width + 6;
-    });
-    if (same.length > 6) {
-      ctx.fillStyle = c.text;
-      ctx.fillText(`+${same.length - 6}`, lx, 2);
-    }
-    ctx.fillStyle = c.text;
-    const topLabel = formatValue(top, unit);
-    ctx.fillText(topLabel, width - ctx.measureText(topLabel).width - 4, 2);
+    const more = (chart?.series.length ?? 0) - 4;
+    this.readout.textContent =
+      `${formatSeconds(this.hoverT / 1e9)}: ${parts.join(' · ')}` +
+      (more > 0 ? ` · +${more}` : '');
+    this.readout.hidden = false;
+    const host = this.node.getBoundingClientRect();
+    this.readout.style.top = `${box.top - host.top + box.height + 2}px`;
+    this.readout.style.left = `${Math.max(0, Math.min(x + box.left - host.left, host.width - 260))}px`;
+    this.render();
   }
 
   private data: IMetrics | null = null;
   private view: IView = { t0: 0, t1: 1 };
   private width = 0;
+  private runNs: number | null = null;
+  private shortNote: string | null | undefined = undefined;
+  private hoverT: number | null = null;
+  private readonly steps = new Map<string, IStep[][]>();
   private readonly rows = new Map<string, IMetricRow>();
   private readonly notes: HTMLDivElement;
+  private readonly readout: HTMLDivElement;
   private readonly fetcher: WindowFetcher<IMetrics>;
   private readonly themeObserver: MutationObserver;
 }
@@ -216,26 +258,12 @@ export function metricsWindow(
   return { t0, t1, width: Math.max(1, Math.min(scaled, 4 * width)) };
 }
 
-function mean(values: number[]): number {
-  if (values.length === 0) {
+function mean(values: (number | null)[]): number {
+  const finite = values.filter(
+    (v): v is number => v !== null && Number.isFinite(v)
+  );
+  if (finite.length === 0) {
     return NaN;
   }
-  return values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-/** Add the polyline through (t[j], v[j]) to the current path, starting a new subpath. */
-function tracePolyline(
-  ctx: CanvasRenderingContext2D,
-  t: ArrayLike<number>,
-  v: ArrayLike<number>,
-  x: (t: number) => number,
-  y: (v: number) => number
-): void {
-  for (let j = 0; j < t.length; j++) {
-    if (j === 0) {
-      ctx.moveTo(x(t[j]), y(v[j]));
-    } else {
-      ctx.lineTo(x(t[j]), y(v[j]));
-    }
-  }
+  return finite.reduce((a, b) => a + b, 0) / finite.length;
 }

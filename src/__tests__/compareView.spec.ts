@@ -2,6 +2,7 @@ import { Widget } from '@lumino/widgets';
 import type { IComparison, IExperiment } from '../api';
 import { ScorepAPI } from '../apiClient';
 import { CompareView } from '../compare/compareView';
+import { RunPicker } from '../compare/runPicker';
 import { TimelineView } from '../timeline/timelineView';
 
 // jsdom has no ResizeObserver; the timelines only need it to exist
@@ -104,5 +105,63 @@ describe('CompareView timelines', () => {
     tb.setView({ t0: 650e6, t1: 750e6 });
     expect(ta.view).toEqual({ t0: 50e6, t1: 150e6 });
     view.dispose();
+  });
+});
+
+describe('CompareView across backends', () => {
+  it('warns when the two runs were measured by different backends', async () => {
+    const api = new ScorepAPI({ baseUrl: 'http://localhost/' } as any);
+    api.experiment = async (path: string) => experiment(path, 520e6);
+    api.timeline = () => new Promise(() => undefined);
+    const view = new CompareView(api, '/e/b');
+    Widget.attach(view, document.body);
+    const across: IComparison = {
+      ...comparison,
+      b: { ...comparison.b, backend: 'scorep', isolation: 'subprocess' }
+    };
+    await view.compareWith('/e/a', across);
+    const warning = view.node.querySelector('.jp-scorep-compare-warning');
+    expect(warning?.textContent).toBe(
+      '⚠ A was measured with the builtin tracer, B with Score-P: their costs differ, ' +
+        'so the difference is not only the code’s.'
+    );
+    // measured alike: no warning
+    await view.compareWith('/e/a', comparison);
+    expect(view.node.querySelector('.jp-scorep-compare-warning')).toBeNull();
+    view.dispose();
+  });
+});
+
+describe('RunPicker', () => {
+  it('names the notebook of another notebook’s runs', () => {
+    const api = new ScorepAPI({ baseUrl: 'http://localhost/' } as any);
+    const picker = new RunPicker(api, '/e/b', () => undefined);
+    const manifest = (id: string, notebook?: string) => ({
+      format_version: 1,
+      id,
+      backend: 'builtin' as const,
+      status: 'ok' as const,
+      start_ns: 1.7e18,
+      notebook
+    });
+    picker.setChoices(
+      [{ path: '/e/a', manifest: manifest('a', 'work/nb.ipynb') }],
+      [
+        { path: '/e/c', manifest: manifest('c', 'work/other.ipynb') },
+        { path: '/e/d', manifest: manifest('d', 'work/nb.ipynb') },
+        { path: '/e/e', manifest: manifest('e') }
+      ]
+    );
+    const labels = Array.from(
+      picker.node.querySelectorAll<HTMLOptionElement>(
+        'optgroup[label="Other experiments"] option'
+      )
+    ).map(o => o.textContent!.split(' · ')[0]);
+    expect(labels).toEqual(['other.ipynb', 'this notebook', 'no notebook']);
+    // the cell's own runs are not named by notebook
+    const own = picker.node.querySelector(
+      'optgroup[label="This cell\'s runs"] option'
+    );
+    expect(own?.textContent).not.toContain('nb.ipynb');
   });
 });

@@ -103,10 +103,13 @@ export class RunPicker {
     const placeholder = new Option('choose a run…', '');
     placeholder.disabled = true;
     this.select.add(placeholder);
-    const describe = (c: ICandidate) => {
+    // the notebook of this cell's runs: another notebook's run is named by its notebook
+    const own = this.cellRuns.find(c => c.manifest.notebook)?.manifest.notebook;
+    const describe = (c: ICandidate, other: boolean) => {
       const m = c.manifest;
       const cell = (m.cells ?? [])[m.cells ? m.cells.length - 1 : 0];
       const parts = [
+        other ? notebookLabel(m.notebook ?? null, own ?? null) : '',
         formatWhen(typeof m.start_ns === 'number' ? m.start_ns : null),
         cell?.execution_count !== undefined ? `[${cell.execution_count}]` : '',
         typeof m.wall_s === 'number' ? formatSeconds(m.wall_s) : '',
@@ -115,21 +118,23 @@ export class RunPicker {
       ].filter(Boolean);
       return parts.length > 1 ? parts.join(' · ') : m.id;
     };
-    const group = (title: string, list: ICandidate[]) => {
+    const group = (title: string, list: ICandidate[], other = false) => {
       if (!list.length) {
         return;
       }
       const g = document.createElement('optgroup');
       g.label = title;
       for (const c of list) {
-        const o = new Option(describe(c), c.path);
-        o.title = c.path;
+        const o = new Option(describe(c, other), c.path);
+        o.title = c.manifest.notebook
+          ? `${c.path} (notebook ${c.manifest.notebook})`
+          : c.path;
         g.appendChild(o);
       }
       this.select.appendChild(g);
     };
     group("This cell's runs", this.cellRuns);
-    group('Other experiments', this.others);
+    group('Other experiments', this.others, true);
     this.select.value = value;
     if (this.select.selectedIndex < 0) {
       this.select.value = '';
@@ -141,4 +146,19 @@ export class RunPicker {
   private cellRuns: ICandidate[] = [];
   private others: ICandidate[] = [];
   private othersLoaded = false;
+}
+
+/** How an experiment's notebook is named in the picker: its file name, "this notebook"
+ * for the notebook of the cell's runs, "no notebook" when none was recorded. */
+export function notebookLabel(
+  notebook: string | null,
+  own: string | null
+): string {
+  if (!notebook) {
+    return 'no notebook';
+  }
+  if (own && notebook === own) {
+    return 'this notebook';
+  }
+  return notebook.replace(/^.*\//, '');
 }

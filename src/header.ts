@@ -18,7 +18,11 @@ export function renderFacts(
   const events =
     summary?.events ?? experiment?.trace?.events ?? bundle.summary?.events;
   container.textContent = '';
-  container.appendChild(el('span', 'jp-scorep-title', 'Score-P'));
+  // titled by what measured the run: a builtin run is no Score-P run
+  const scorep = (m?.backend ?? bundle.backend) === 'scorep';
+  container.appendChild(
+    el('span', 'jp-scorep-title', scorep ? 'Score-P' : 'Builtin tracer')
+  );
   const known = (v: number | null | undefined, f: (x: number) => string) =>
     v !== undefined && v !== null ? f(v) : '–';
   const items: [string, string, string][] = [

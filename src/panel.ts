@@ -47,7 +47,10 @@ export class ExperimentPanel extends Widget {
     super();
     this.addClass('jp-scorep-panel');
     this.node.setAttribute('role', 'region');
-    this.node.setAttribute('aria-label', `Score-P experiment ${bundle.id}`);
+    this.node.setAttribute(
+      'aria-label',
+      `${bundle.backend === 'scorep' ? 'Score-P' : 'Builtin tracer'} experiment ${bundle.id}`
+    );
     this.node.dataset.path = bundle.path;
 
     this.header = el('div', 'jp-scorep-header');
@@ -152,6 +155,7 @@ export class ExperimentPanel extends Widget {
     if (this.pollTimer) {
       clearTimeout(this.pollTimer);
     }
+    this.stopTicker();
     for (const view of this.pages.all()) {
       view.dispose();
     }
@@ -199,6 +203,10 @@ export class ExperimentPanel extends Widget {
       }
       this.setState('processing');
       this.setMessage(progressText(experiment, elapsed), false);
+      // the seconds count on while a poll waits for the server's answer
+      this.startTicker(() =>
+        progressText(experiment, (Date.now() - started) / 1000)
+      );
       await new Promise<void>(resolve => {
         this.pollTimer = setTimeout(resolve, POLL_MS);
       });
@@ -324,6 +332,26 @@ export class ExperimentPanel extends Widget {
 
   private setState(state: 'processing' | 'ready' | 'error'): void {
     this.node.dataset.state = state;
+    if (state !== 'processing') {
+      this.stopTicker();
+    }
+  }
+
+  /** Rewrite the progress message every second with `text()`, until the state changes. */
+  private startTicker(text: () => string): void {
+    this.stopTicker();
+    this.ticker = setInterval(() => {
+      if (this.node.dataset.state === 'processing') {
+        this.setMessage(text(), false);
+      }
+    }, 1000);
+  }
+
+  private stopTicker(): void {
+    if (this.ticker !== null) {
+      clearInterval(this.ticker);
+      this.ticker = null;
+    }
   }
 
   private setMessage(text: string, isError: boolean): void {
@@ -352,6 +380,7 @@ export class ExperimentPanel extends Widget {
   private readonly facts: HTMLDivElement;
   private readonly message: HTMLDivElement;
   private readonly verdicts: HTMLUListElement;
+  private ticker: ReturnType<typeof setInterval> | null = null;
   private readonly history: HTMLDivElement;
   private readonly runVerdict: HTMLDivElement;
   private readonly runs: RunsControl;

@@ -139,6 +139,41 @@ describe('ExperimentPanel', () => {
     plain.dispose();
   });
 
+  it('counts the seconds while a poll waits for the server', async () => {
+    jest.useFakeTimers();
+    let answer: (e: IExperiment) => void = () => undefined;
+    const api = fakeApi([
+      async () => experiment('pending', { otf2: 'traces.otf2' }),
+      () => new Promise<IExperiment>(resolve => (answer = resolve))
+    ]);
+    const panel = new ExperimentPanel(bundle, api);
+    const flush = async () => {
+      for (let i = 0; i < 20; i++) {
+        await Promise.resolve();
+      }
+    };
+    Widget.attach(panel, document.body);
+    await flush();
+    const message = () =>
+      panel.node.querySelector('.jp-scorep-message')!.textContent!;
+    expect(message()).toMatch(/\(0 s\)$/);
+    // the second poll's answer takes 3 s: the count goes on meanwhile
+    for (let i = 0; i < 4; i++) {
+      jest.advanceTimersByTime(1000);
+      await flush();
+    }
+    expect(message()).toMatch(/\(4 s\)$/);
+    answer(experiment('ready'));
+    await flush();
+    expect(panel.node.dataset.state).toBe('ready');
+    // titled by the backend: a builtin run is not a "Score-P" run
+    expect(panel.node.querySelector('.jp-scorep-title')!.textContent).toBe(
+      'Builtin tracer'
+    );
+    panel.dispose();
+    jest.useRealTimers();
+  });
+
   it('shows progress while the files are pending, then the panel', async () => {
     jest.useFakeTimers();
     const api = fakeApi([

@@ -3,6 +3,7 @@
  * for a profiled cell becomes an {@link ExperimentPanel}.
  */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api';
 import { ScorepAPI } from './apiClient';
@@ -68,10 +69,35 @@ export class ExperimentRenderer
     }
   }
 
-  protected onAfterAttach(): void {
+  /*
+   * The panel is attached into this renderer's node (Widget.attach), not through a layout,
+   * so Lumino passes the renderer's attach and detach messages on to it only through these:
+   * without them a re-run (the output area removes the renderer, then disposes it) left the
+   * panel marked attached in a detached node, and its dispose threw "Widget is not
+   * attached." in the console on every re-run.
+   */
+  protected onAfterAttach(msg: Message): void {
     if (this.pendingAttach && this.panel) {
       this.pendingAttach = false;
       Widget.attach(this.panel, this.node);
+    } else if (
+      this.panel &&
+      !this.panel.isAttached &&
+      this.panel.node.isConnected
+    ) {
+      MessageLoop.sendMessage(this.panel, msg);
+    }
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    if (this.panel?.isAttached) {
+      MessageLoop.sendMessage(this.panel, msg);
+    }
+  }
+
+  protected onAfterDetach(msg: Message): void {
+    if (this.panel?.isAttached) {
+      MessageLoop.sendMessage(this.panel, msg);
     }
   }
 

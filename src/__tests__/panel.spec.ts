@@ -1,6 +1,7 @@
 import { Panel, Widget } from '@lumino/widgets';
 import { IExperiment, IExperimentBundle } from '../api';
 import { ApiError, ScorepAPI } from '../apiClient';
+import { ExperimentRenderer } from '../mime';
 import { ExperimentPanel } from '../panel';
 
 // jsdom has no ResizeObserver; the timeline only needs it to exist
@@ -262,6 +263,35 @@ describe('ExperimentPanel', () => {
     Widget.detach(notebook);
     expect(() => notebook.dispose()).not.toThrow();
     expect(panel.isDisposed).toBe(true);
+  });
+});
+
+describe('ExperimentRenderer', () => {
+  it('is removed and disposed on a re-run without "Widget is not attached."', async () => {
+    const api = fakeApi([async () => experiment('ready')]);
+    const renderer = new ExperimentRenderer(api);
+    // the output area: a layout holding the renderer, attached to the page
+    const outputArea = new Panel();
+    outputArea.addWidget(renderer);
+    Widget.attach(outputArea, document.body);
+    await renderer.renderModel({
+      data: { 'application/vnd.scorep.experiment+json': bundle as any }
+    } as any);
+    for (let i = 0; i < 20; i++) {
+      await Promise.resolve();
+    }
+    const panel = renderer.node.querySelector('.jp-scorep-panel');
+    expect(panel?.getAttribute('data-state')).toBe('ready');
+    // a re-run clears the outputs: the layout removes the renderer, then disposes it
+    const errors: unknown[] = [];
+    const spy = jest
+      .spyOn(console, 'error')
+      .mockImplementation((...a) => void errors.push(a));
+    renderer.parent = null;
+    expect(() => renderer.dispose()).not.toThrow();
+    spy.mockRestore();
+    expect(errors).toEqual([]);
+    outputArea.dispose();
   });
 });
 

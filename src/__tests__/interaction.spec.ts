@@ -1,8 +1,10 @@
 import {
   keyAction,
+  cellSourcesOf,
   tooltipLines,
   wheelZoomFactor
 } from '../timeline/interaction';
+import { CellSources } from '../cellSources';
 
 describe('timeline keys', () => {
   const view = { t0: 1000, t1: 2000 };
@@ -53,5 +55,42 @@ describe('tooltip text', () => {
     const t = tooltipLines(undefined, 7, 0, 1000, 40);
     expect(t.title).toBe('region 7');
     expect(t.lines[0]).toBe('40 calls merged, 1 µs span');
+  });
+});
+
+describe('where a region is, in the notebook', () => {
+  const cellFile = '/tmp/ipykernel_3673/577800406.py';
+  const regions = {
+    '0': {
+      name: 'cell [1]',
+      group: 'cell',
+      file: cellFile,
+      role: 'cell' as const
+    },
+    '1': { name: '__main__:grow', group: '__main__', file: cellFile, line: 3 }
+  };
+  it('names the cell and line of a function defined in a cell of the run', () => {
+    const t = tooltipLines(regions['1'], 1, 0, 1000, 1, cellSourcesOf(regions));
+    expect(t.lines[2]).toBe('cell [1], line 3');
+  });
+  it('reads IPython’s input names and exec’d code of a one-cell run', () => {
+    const one = new CellSources([{ label: 'cell [5]' }]);
+    expect(one.where('<ipython-input-3-5f2a9c01>', 14)).toBe(
+      'cell [3], line 14'
+    );
+    expect(one.where('<dynamic-code>', 8)).toBe('cell [5], line 8');
+    expect(one.where('/tmp/ipykernel_9/123.py', 2)).toBe(
+      'an earlier cell, line 2'
+    );
+    // a module's file, and a pseudo-file that is no cell, stay as they are
+    expect(one.where('/usr/lib/python3/json/decoder.py', 337)).toBe(
+      '/usr/lib/python3/json/decoder.py:337'
+    );
+    expect(one.where('<frozen importlib._bootstrap>', 1)).toBe(
+      '<frozen importlib._bootstrap>:1'
+    );
+    // two cells in the run: exec'd code could be either
+    const two = new CellSources([{ label: 'cell [5]' }, { label: 'cell [6]' }]);
+    expect(two.where('<dynamic-code>', 8)).toBe('<dynamic-code>:8');
   });
 });

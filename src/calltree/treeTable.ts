@@ -3,6 +3,7 @@
  * with the keyboard (up/down move, right expands, left collapses, Enter selects); selecting
  * a row highlights that region's calls in the timeline.
  */
+import { CellSources, ICellFile } from '../cellSources';
 import { Widget } from '@lumino/widgets';
 import type { ICallNode, ICallTree } from '../api';
 import { el } from '../dom';
@@ -37,6 +38,7 @@ export class CallTreeView extends Widget {
     super();
     this.addClass('jp-scorep-calltree');
     this.tree = tree;
+    this.sources = new CellSources(cellNodes(tree.root));
     this.expanded.add(ROOT_KEY);
     for (const key of hottestPath(tree.root, 0.5)) {
       this.expanded.add(key);
@@ -208,9 +210,8 @@ export class CallTreeView extends Widget {
       this.toggle(row.key);
     });
     const label = el('span', '', n.name);
-    name.title = n.file
-      ? `${n.name} — ${n.file}${n.line ? `:${n.line}` : ''}`
-      : n.name;
+    const where = this.sources.where(n.file, n.line);
+    name.title = where ? `${n.name} — ${where}` : n.name;
     name.append(twisty, label);
     tr.appendChild(name);
     const cells = [
@@ -317,6 +318,8 @@ export class CallTreeView extends Widget {
   }
 
   private readonly tree: ICallTree;
+  /** the run's cells (the tree's cell regions), for "cell [3], line 8" in the tooltips */
+  private readonly sources: CellSources;
   private readonly expanded = new Set<string>();
   private matches = new Set<string>();
   private selected = ROOT_KEY;
@@ -325,4 +328,20 @@ export class CallTreeView extends Widget {
   private readonly searchInput: HTMLInputElement;
   private readonly table: HTMLTableElement;
   private readonly body: HTMLTableSectionElement;
+}
+
+/** The tree's cell regions (group "cell") with the files their code ran as. */
+function cellNodes(root: ICallNode): ICellFile[] {
+  const out: ICellFile[] = [];
+  const visit = (n: ICallNode, depth: number) => {
+    if (n.group === 'cell') {
+      out.push({ label: n.name, file: n.file });
+    }
+    // cells are near the root: no need to walk a deep tree
+    if (depth < 3) {
+      n.children.forEach(c => visit(c, depth + 1));
+    }
+  };
+  visit(root, 0);
+  return out;
 }

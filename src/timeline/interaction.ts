@@ -2,6 +2,7 @@
  * What keys do to the timeline view, and what a tooltip says about a span: pure functions
  * so the canvas widget stays about wiring, and the behaviour is tested without a browser.
  */
+import { CellSources } from '../cellSources';
 import type { IRegionInfo } from '../api';
 import { IView, zoomAround } from './projection';
 import { formatDuration } from '../timeaxis';
@@ -64,12 +65,12 @@ export function tooltipLines(
   regionId: number,
   start: number,
   end: number,
-  count: number
+  count: number,
+  sources: CellSources = new CellSources([])
 ): { title: string; lines: string[] } {
   const duration = end - start;
-  const where = info?.file
-    ? `${info.file}${info.line ? `:${info.line}` : ''}`
-    : '';
+  // in the notebook's words: "cell [3], line 8"
+  const where = sources.where(info?.file, info?.line);
   const lines = [
     count > 1
       ? `${count.toLocaleString()} calls merged, ${formatDuration(duration)} span`
@@ -78,4 +79,15 @@ export function tooltipLines(
     where
   ].filter(Boolean);
   return { title: info?.name ?? `region ${regionId}`, lines };
+}
+
+/** The run's cells and the files their code ran as, from the trace's cell regions. */
+export function cellSourcesOf(
+  regions: Record<string, IRegionInfo>
+): CellSources {
+  return new CellSources(
+    Object.values(regions)
+      .filter(r => r.role === 'cell')
+      .map(r => ({ label: r.name, file: r.file }))
+  );
 }

@@ -27,7 +27,12 @@ import { formatDuration } from '../timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { layoutTimeline } from './rankLanes';
 import { IWindowRequest, WindowFetcher } from './fetcher';
-import { keyAction, tooltipLines, wheelZoomFactor } from './interaction';
+import {
+  cellSourcesOf,
+  keyAction,
+  tooltipLines,
+  wheelZoomFactor
+} from './interaction';
 import { renderLegend, showTooltip } from './overlays';
 import { laneAt, LaunchLinks, LinkLoader } from './launchLinks';
 
@@ -450,7 +455,8 @@ export class TimelineView extends Widget {
       id,
       this.list.start[k],
       this.list.end[k],
-      this.list.count[k]
+      this.list.count[k],
+      cellSourcesOf(this._data?.regions ?? {})
     );
     showTooltip(this.tooltip, content, x, y, this.cssWidth);
   }

@@ -5,6 +5,7 @@
  * comparison with another run and exports. It is built from the kernel's MIME bundle
  * alone, so a notebook reopened from disk reloads everything from the experiment path.
  */
+import { firstLocation } from './calltree/treeRoot';
 import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type {
@@ -315,7 +316,16 @@ export class ExperimentPanel extends Widget {
     }
     this.version = version.status === 'fulfilled' ? version.value : null;
     if (tree.status === 'fulfilled') {
-      this.pages.showCallTree(tree.value);
+      // several threads: open the tree of the one that ran the cell (calltree/treeRoot)
+      const first = firstLocation(tree.value);
+      const shown =
+        first === null
+          ? tree.value
+          : await this.api.calltree(path, first).catch(() => tree.value);
+      if (this.disposedFlag) {
+        return;
+      }
+      this.pages.showCallTree(shown);
     } else {
       this.pages.showError('calltree', tree.reason);
     }

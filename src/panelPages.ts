@@ -4,6 +4,7 @@
  * function picked in the summary is highlighted in the timeline and revealed in the call
  * tree, a node picked in the call tree highlighted in the timeline.
  */
+import { presentTree } from './calltree/treeRoot';
 import { Widget } from '@lumino/widgets';
 import type {
   ICallTree,
@@ -130,7 +131,9 @@ export class PanelPages {
     Widget.attach(this.functionSummary, page);
   }
 
-  showCallTree(tree: ICallTree): void {
+  showCallTree(answer: ICallTree): void {
+    // the cell (or a named sum over the threads) at the top, not the experiment's id
+    const tree = presentTree(answer);
     const page = this.host.page('calltree');
     this.calltree?.dispose();
     page.textContent = '';

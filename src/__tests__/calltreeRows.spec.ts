@@ -1,3 +1,4 @@
+import { firstLocation, presentTree } from '../calltree/treeRoot';
 import type { ICallNode } from '../api';
 import {
   flatten,
@@ -84,5 +85,54 @@ describe('call tree', () => {
 
   it('sums the visits of a region called from several places', () => {
     expect(totalVisits(tree, '__main__:f')).toBe(4);
+  });
+});
+
+describe("the call tree's root", () => {
+  const node = (
+    id: number,
+    name: string,
+    incl: number,
+    children: any[] = []
+  ) => ({
+    id,
+    name,
+    incl_s: incl,
+    excl_s: 0,
+    visits: 1,
+    min_s: incl,
+    max_s: incl,
+    children
+  });
+  const locations = [
+    { id: 0, name: 'Master thread' },
+    { id: 1, name: 'Thread 1 (heartbeat)' }
+  ];
+  it('is the cell on one thread, not the experiment id', () => {
+    const tree = {
+      source: 'cubex' as const,
+      location: 0,
+      total_s: 0.505,
+      locations,
+      root: node(-1, '20261202T061351_088892Z-8eb2aa', 0.505, [
+        node(0, 'cell [1]', 0.505)
+      ])
+    };
+    expect(firstLocation({ ...tree, location: null })).toBe(0);
+    expect(firstLocation(tree)).toBeNull();
+    expect(presentTree(tree).root.name).toBe('cell [1]');
+  });
+  it('says that the sum over the threads is a sum', () => {
+    const all = {
+      source: 'cubex' as const,
+      location: null,
+      total_s: 1.01,
+      locations,
+      root: node(-1, '20261202T061351_088892Z-8eb2aa', 1.01, [
+        node(0, 'cell [1]', 0.505),
+        node(1, '__main__:heartbeat', 0.505)
+      ])
+    };
+    expect(presentTree(all).root.name).toBe('All 2 locations (summed)');
   });
 });

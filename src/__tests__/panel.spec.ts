@@ -231,6 +231,8 @@ describe('ExperimentPanel', () => {
       'Master thread',
       'Thread 2'
     ]);
+    // opened on the thread that ran the cell, not summed over the threads
+    expect(select.value).toBe('0');
     select.value = '1';
     select.dispatchEvent(new Event('change'));
     await flush();

@@ -168,8 +168,24 @@ export class PanelPages {
     const help = el(
       'div',
       'jp-scorep-help',
-      'Wheel: zoom · drag: pan · shift-drag: zoom to selection · alt/ctrl-drag: measure · double-click or 0: show all'
+      'Wheel: zoom · drag: pan · shift-drag: zoom to selection · alt/ctrl-drag: measure (the functions in the range) · double-click or 0: show all'
     );
+    // search the timeline's regions by name, as Perfetto's search box does
+    const bar = el('div', 'jp-scorep-timeline-bar');
+    const search = el('input', 'jp-scorep-timeline-search jp-mod-styled');
+    search.type = 'search';
+    search.placeholder = 'Search the timeline…';
+    search.setAttribute('aria-label', 'Search the timeline by region name');
+    const found = el('span', 'jp-scorep-hint jp-scorep-timeline-found');
+    found.setAttribute('aria-live', 'polite');
+    search.addEventListener('input', () => {
+      const n = this.timeline?.search(search.value) ?? 0;
+      found.textContent = search.value.trim()
+        ? `${n} region${n === 1 ? '' : 's'} in view match`
+        : '';
+    });
+    bar.append(search, found);
+    page.appendChild(bar);
     this.timeline = new TimelineView({
       range: trace.range,
       locations: trace.locations,

@@ -5,6 +5,7 @@
  * (width = canvas px, one request in flight, the newest view sent next); between answers the last data is
  * re-projected so interaction stays smooth on large traces.
  */
+import { rangeText, regionIdsMatching, summariseRange } from './rangeSummary';
 import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import type { ITimeline, ITraceLocation } from '../api';
@@ -160,6 +161,15 @@ export class TimelineView extends Widget {
     this.scheduleDraw();
   }
 
+  /** Emphasise the regions whose name contains `query` (the timeline's search); '' clears.
+   * Returns how many regions of the window drawn match. */
+  search(query: string): number {
+    this.query = query;
+    this.updateHighlight();
+    this.scheduleDraw();
+    return this.query.trim() ? this.highlight.size : 0;
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
@@ -201,6 +211,11 @@ export class TimelineView extends Widget {
       this.highlightName && this._data
         ? regionIdsNamed(this._data.regions, this.highlightName)
         : new Set();
+    if (this.query.trim() && this._data) {
+      for (const id of regionIdsMatching(this._data.regions, this.query)) {
+        this.highlight.add(id);
+      }
+    }
   }
 
   /** Re-render the legend when the groups seen or the theme changed (cheap: runs per frame). */
@@ -386,7 +401,18 @@ export class TimelineView extends Widget {
       const [a, b] = this.measure;
       const dt =
         (Math.abs(b - a) / this.cssWidth) * (this._view.t1 - this._view.t0);
-      this.setStatus(`Measured: ${formatDuration(dt)}`);
+      // the range summarised: the functions in it by their time there (rangeSummary.ts)
+      const t0 = xToTime(Math.min(a, b), this._view, this.cssWidth);
+      const t1 = xToTime(Math.max(a, b), this._view, this.cssWidth);
+      this.setStatus(
+        dt > 0 && this._data
+          ? rangeText(
+              summariseRange(this.list, this._data.regions, t0, t1),
+              t0,
+              t1
+            )
+          : `Measured: ${formatDuration(dt)}`
+      );
     }
     if (this.dragMode === 'pan' && this.dragView !== this._view) {
       this.requestWindow();
@@ -493,6 +519,7 @@ export class TimelineView extends Widget {
   private _data: ITimeline | null = null;
   private list: IDrawList = emptyDrawList();
   private highlightName: string | null = null;
+  private query = '';
   private highlight = new Set<number>();
   private groups = new Set<string>();
   private legendKey = '';

@@ -4,6 +4,7 @@
  * function picked in the summary is highlighted in the timeline and revealed in the call
  * tree, a node picked in the call tree highlighted in the timeline.
  */
+import { TreeModes } from './calltree/treeModes';
 import { presentTree } from './calltree/treeRoot';
 import { Widget } from '@lumino/widgets';
 import type {
@@ -59,6 +60,7 @@ export class PanelPages {
       this.timeline,
       this.metrics,
       this.calltree,
+      ...(this.treeModes?.views.slice(1) ?? []),
       this.functionSummary,
       this._compare,
       this._scorep,
@@ -123,6 +125,7 @@ export class PanelPages {
         this.selectedFunction = name;
         this.timeline?.highlightRegion(name);
         if (name) {
+          this.treeModes?.show('top-down');
           this.calltree?.revealRegion(name);
         }
       },
@@ -135,6 +138,7 @@ export class PanelPages {
     // the cell (or a named sum over the threads) at the top, not the experiment's id
     const tree = presentTree(answer);
     const page = this.host.page('calltree');
+    this.treeModes?.dispose();
     this.calltree?.dispose();
     page.textContent = '';
     this.calltree = new CallTreeView(
@@ -154,7 +158,8 @@ export class PanelPages {
         }
       }
     );
-    Widget.attach(this.calltree, page);
+    // top-down, bottom-up and a flame graph of the same tree (calltree/treeModes)
+    this.treeModes = new TreeModes(page, tree, this.calltree);
     if (this.selectedFunction) {
       this.calltree.revealRegion(this.selectedFunction);
     }
@@ -251,6 +256,7 @@ export class PanelPages {
   private timeline: TimelineView | null = null;
   private metrics: MetricsView | null = null;
   private calltree: CallTreeView | null = null;
+  private treeModes: TreeModes | null = null;
   private _compare: CompareView | null = null;
   private _scorep: ScorePTab | null = null;
   private _ranks: RanksView | null = null;

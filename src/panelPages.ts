@@ -184,10 +184,8 @@ export class PanelPages {
     const found = el('span', 'jp-scorep-hint jp-scorep-timeline-found');
     found.setAttribute('aria-live', 'polite');
     search.addEventListener('input', () => {
-      const n = this.timeline?.search(search.value) ?? 0;
-      found.textContent = search.value.trim()
-        ? `${n} region${n === 1 ? '' : 's'} in view match`
-        : '';
+      found.textContent = '';
+      this.timeline?.search(search.value);
     });
     bar.append(search, found);
     page.appendChild(bar);
@@ -202,6 +200,11 @@ export class PanelPages {
             (await api.link(path, location, start)).links
         : undefined
     });
+    this.timeline.onSearchMatches = n => {
+      found.textContent = search.value.trim()
+        ? `${n} region${n === 1 ? '' : 's'} in view match`
+        : '';
+    };
     Widget.attach(this.timeline, page);
     page.appendChild(help);
     if (experiment.available.metrics) {

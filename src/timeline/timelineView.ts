@@ -161,13 +161,11 @@ export class TimelineView extends Widget {
     this.scheduleDraw();
   }
 
-  /** Emphasise the regions whose name contains `query` (the timeline's search); '' clears.
-   * Returns how many regions of the window drawn match. */
-  search(query: string): number {
+  /** Emphasise the regions whose name contains `query` (the timeline's search); '' clears. */
+  search(query: string): void {
     this.query = query;
     this.updateHighlight();
     this.scheduleDraw();
-    return this.query.trim() ? this.highlight.size : 0;
   }
 
   dispose(): void {
@@ -212,9 +210,12 @@ export class TimelineView extends Widget {
         ? regionIdsNamed(this._data.regions, this.highlightName)
         : new Set();
     if (this.query.trim() && this._data) {
-      for (const id of regionIdsMatching(this._data.regions, this.query)) {
+      const matching = regionIdsMatching(this._data.regions, this.query);
+      for (const id of matching) {
         this.highlight.add(id);
       }
+      // each window fetched has its own regions: the count follows it
+      this.onSearchMatches?.(matching.size);
     }
   }
 
@@ -520,6 +521,8 @@ export class TimelineView extends Widget {
   private list: IDrawList = emptyDrawList();
   private highlightName: string | null = null;
   private query = '';
+  /** told how many regions of the window drawn match the search, after each change */
+  onSearchMatches: ((n: number) => void) | null = null;
   private highlight = new Set<number>();
   private groups = new Set<string>();
   private legendKey = '';

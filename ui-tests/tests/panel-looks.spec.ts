@@ -136,6 +136,55 @@ test('selected rows, metric charts and the Runs list, light and dark', async ({
   }
   await page.theme.setLightTheme();
 
+  // the call tree turned around, and as a flame graph
+  await panel.getByRole('tab', { name: 'Call tree', exact: true }).click();
+  await panel.getByRole('button', { name: 'Bottom-up' }).click();
+  const bottomUp = panel.locator('.jp-scorep-bottomup-table tbody tr');
+  await expect(bottomUp.first()).toHaveAttribute('data-name', '__main__:grow');
+  await bottomUp.first().click(); // its callers: the cell
+  await expect(bottomUp.nth(1)).toHaveAttribute('data-name', /^cell \[/);
+  await shot('bottom-up-light');
+  await panel.getByRole('button', { name: 'Flame graph' }).click();
+  const flame = panel.locator('.jp-scorep-flame-canvas');
+  await expect(flame).toBeVisible();
+  const fbox = (await flame.boundingBox())!;
+  await page.mouse.move(fbox.x + 20, fbox.y + 18 + 9);
+  await expect(panel.locator('.jp-scorep-flame-info')).toContainText(
+    '__main__:grow'
+  );
+  await panel.screenshot({ path: testInfo.outputPath('flame-light.png') });
+  await page.theme.setDarkTheme();
+  await panel.screenshot({ path: testInfo.outputPath('flame-dark.png') });
+  await page.theme.setLightTheme();
+  await panel.getByRole('button', { name: 'Top-down' }).click();
+
+  // the timeline: search by name, and a measured range names its functions
+  await panel.getByRole('tab', { name: 'Timeline' }).click();
+  await panel.locator('.jp-scorep-timeline-search').fill('listcomp');
+  await expect(panel.locator('.jp-scorep-timeline-found')).toHaveText(
+    '2 regions in view match' // the two list comprehensions: two regions (two lines)
+  );
+  const tl = panel.locator('.jp-scorep-timeline-canvas');
+  const tlb = (await tl.boundingBox())!;
+  await page.keyboard.down('Alt');
+  await page.mouse.move(tlb.x + tlb.width * 0.1, tlb.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(tlb.x + tlb.width * 0.5, tlb.y + 40, { steps: 5 });
+  await page.mouse.up();
+  await page.keyboard.up('Alt');
+  await expect(panel.locator('.jp-scorep-timeline-status')).toContainText(
+    /^Measured .*: .*__main__:grow \d/
+  );
+  await panel.screenshot({
+    path: testInfo.outputPath('timeline-search-light.png')
+  });
+  await page.theme.setDarkTheme();
+  await panel.screenshot({
+    path: testInfo.outputPath('timeline-search-dark.png')
+  });
+  await page.theme.setLightTheme();
+  await panel.locator('.jp-scorep-timeline-search').fill('');
+
   // the metric charts: memory on a chart of its own, the growth readable on hover
   await panel.getByRole('tab', { name: 'Timeline' }).click();
   const memory = panel.locator('.jp-scorep-metric-row[data-group="memory"]');

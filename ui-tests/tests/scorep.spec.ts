@@ -440,7 +440,8 @@ test.describe('Score-P experiment panel', () => {
       panel.locator('.jp-scorep-metric-row[data-group="memory"]')
     ).toBeVisible();
 
-    // hovering a call of f (row depth 3 of the first lane) shows name, duration, file:line
+    // hovering a call of f (row depth 3 of the first lane) shows name, duration, and where
+    // it is in the notebook: f is defined on line 1 of the cell
     const box0 = (await canvas.boundingBox())!;
     const rowY = 22 + 16 + 3 * 18 + 9; // axis + lane title + depth 3 + half a row
     await page.mouse.move(box0.x + box0.width * 0.6, box0.y + rowY);
@@ -448,7 +449,7 @@ test.describe('Score-P experiment panel', () => {
     await expect(tooltip).toBeVisible();
     await expect(tooltip).toContainText(/__main__:f/);
     await expect(tooltip).toContainText(/Duration \d/);
-    await expect(tooltip).toContainText(/:1$/);
+    await expect(tooltip).toContainText(/cell \[\d+\], line 1$/);
     await page.mouse.move(0, 0);
 
     // wheel zoom asks the server for a narrower window
@@ -522,8 +523,9 @@ test.describe('Score-P experiment panel', () => {
     await page.mouse.move(box.x + box.width * 0.7, box.y + 60, { steps: 4 });
     await page.mouse.up();
     await page.keyboard.up('Alt');
+    // the measured range names the functions in it (f runs through the whole run)
     await expect(panel.locator('.jp-scorep-timeline-status')).toContainText(
-      /Measured: \d/
+      /^Measured \d.*: .*__main__:f \d/
     );
     await canvas.focus();
     await page.keyboard.press('0');

@@ -265,3 +265,58 @@ test('selected rows, metric charts and the Runs list, light and dark', async ({
   await short.screenshot({ path: testInfo.outputPath('short-cell-dark.png') });
   await page.theme.setLightTheme();
 });
+
+const DOCS_CODE = `import threading, time
+import numpy as np
+def step(a):
+    return np.sqrt(a) + 1
+def f(n):
+    a = np.ones(n)
+    for _ in range(200):
+        a = step(a)
+    return a
+def io():
+    for _ in range(5):
+        time.sleep(0.05)
+def g():
+    t = threading.Thread(target=io, name="io"); t.start()
+    r = [f(200_000) for _ in range(3)]
+    t.join()
+    return r
+result = g()
+print("done")`;
+
+test.describe('README', () => {
+  test.use({ viewport: { width: 1280, height: 2000 } });
+  test('the README screenshots: a cell with its panel, every tab named', async ({
+    page
+  }, testInfo) => {
+    test.setTimeout(180_000);
+    await page.notebook.createNew('docs.ipynb', { kernel: 'scorep-python' });
+    await setCell(page, 0, DOCS_CODE);
+    await page.notebook.runCell(0);
+    const panel = page.locator('.jp-scorep-panel').first();
+    await expect(panel).toHaveAttribute('data-state', 'ready', {
+      timeout: 90_000
+    });
+    // every tab of a builtin run (a Score-P run adds its own)
+    await expect(panel.getByRole('tab')).toHaveText([
+      'Summary',
+      'Timeline',
+      'Call tree',
+      'Compare',
+      'Export'
+    ]);
+    const cell = page.locator('.jp-Notebook .jp-Cell').first();
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
+    await expect(
+      panel.locator('.jp-scorep-metric-row[data-group="cpu"]')
+    ).toBeVisible();
+    await page.waitForTimeout(1000); // the metric windows' answers drawn
+    await page.mouse.move(0, 0);
+    await cell.screenshot({ path: testInfo.outputPath('panel-timeline.png') });
+    await panel.getByRole('tab', { name: 'Call tree', exact: true }).click();
+    await page.mouse.move(0, 0);
+    await panel.screenshot({ path: testInfo.outputPath('panel-calltree.png') });
+  });
+});

@@ -39,6 +39,14 @@ test('Notebook 7: toggle a cell, run it, the panel under it', async ({
           outputs: [],
           source:
             'def f(n):\n    return sum(i * i for i in range(n))\n\nf(200_000)'
+        },
+        {
+          cell_type: 'code',
+          id: 'c2',
+          metadata: {},
+          execution_count: null,
+          outputs: [],
+          source: 'x = 1'
         }
       ]
     }),
@@ -58,13 +66,19 @@ test('Notebook 7: toggle a cell, run it, the panel under it', async ({
   await cell.click();
   const toggle = page.locator(TOGGLE).first();
   await expect(toggle).toHaveAttribute('aria-pressed', 'true');
-  // and writes it: off, then on again
-  await toggle.click();
-  await expect(toggle).toHaveAttribute('aria-pressed', 'false');
-  await expect(cell).not.toHaveClass(/jp-scorep-profiled/);
-  await toggle.click();
-  await expect(toggle).toHaveAttribute('aria-pressed', 'true');
   await expect(cell).toHaveClass(/jp-scorep-profiled/);
+  // and writes it: the second cell on, then off again
+  const second = page.locator('.jp-Notebook .jp-CodeCell').nth(1);
+  await second.click();
+  const toggle2 = second.locator(TOGGLE);
+  await expect(toggle2).toHaveAttribute('aria-pressed', 'false');
+  await toggle2.click();
+  await expect(toggle2).toHaveAttribute('aria-pressed', 'true');
+  await expect(second).toHaveClass(/jp-scorep-profiled/);
+  await toggle2.click();
+  await expect(toggle2).toHaveAttribute('aria-pressed', 'false');
+  await expect(second).not.toHaveClass(/jp-scorep-profiled/);
+  // the first cell runs under the builtin tracer its metadata names
   await cell.locator('.jp-InputArea-editor').click();
   await page.keyboard.press('Shift+Enter');
   const panel = page.locator('.jp-scorep-panel').first();

@@ -181,9 +181,10 @@ class ScorePKernel(IPythonKernel):
                          allow_stdin=False, *, cell_meta=None, cell_id=None):  # fmt: skip
         args = dict(silent=silent, store_history=store_history, user_expressions=user_expressions,
                     allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id)  # fmt: skip
-        # Nothing of ours competes with a cell: a spare still starting or importing is
-        # paused (SIGSTOP) until the reply is sent; a run that takes it resumes it.
-        self.pool.pause()
+        # Nothing of ours competes with a cell that runs in the kernel: a spare still
+        # starting or importing is paused (SIGSTOP) then, until the reply is sent
+        # (_in_kernel). While a cell runs in a worker the kernel is idle, and the next
+        # spare is made meanwhile (pool.while_running).
         self.defer(self.pool.resume)
         self._cell_t0 = time.perf_counter()
         try:
@@ -297,6 +298,7 @@ class ScorePKernel(IPythonKernel):
             if magic is not None and magic.name == "finalize_multicellmode":
                 self.magic_run = None
         if not profiled or args.get("silent"):  # silent requests are the frontend's own
+            self.pool.pause()
             return await super().do_execute(code, **args)
         settings = self.scorep_settings.resolve(
             {**meta.settings, **own},
@@ -337,6 +339,8 @@ class ScorePKernel(IPythonKernel):
         if run is None:
             s = self.scorep_settings
             run = RUN_KINDS[settings.isolation](settings, s.scorep_env, s.binding_args, self.side)
+        if not isinstance(run, SubprocessRun):
+            self.pool.pause()  # the cell runs in the kernel (or as MPI ranks beside it)
         # While a run that forwards SIGINT is set up and runs its cell, an interrupt is
         # the run's to handle (before the cell starts, it cancels the cell).
         with self._sigint_to(run):

@@ -4,6 +4,8 @@ promises, from the ScorePKernel it wraps."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import logging
 import sys
@@ -98,12 +100,24 @@ class KernelSideOf:
         self._kernel.worker_imports.update(dict.fromkeys(modules))
 
     def import_ahead(self, module: str) -> None:
-        if module in sys.modules or module in self._importing:
+        """The worker's cell began importing ``module``: the kernel imports it meanwhile,
+        then the spare template does (one import beside the cell's at a time, on two
+        cores: the template's waits for the kernel's)."""
+        if module in self._importing:
             return
         self._importing.add(module)
-        threading.Thread(
-            target=_import_quietly, args=(module,), name="scorep-import-ahead", daemon=True
-        ).start()
+        pool = self.pool
+        if module in sys.modules:
+            pool.import_started([module])
+            return
+        loop = asyncio.get_running_loop()
+
+        def then() -> None:
+            _import_quietly(module)
+            with contextlib.suppress(RuntimeError):  # the loop closed (shutdown)
+                loop.call_soon_threadsafe(pool.import_started, [module])
+
+        threading.Thread(target=then, name="scorep-import-ahead", daemon=True).start()
 
 
 def _import_quietly(module: str) -> None:

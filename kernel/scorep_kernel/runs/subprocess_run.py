@@ -110,6 +110,8 @@ class SubprocessRun(RunBase):
         if self.backend == "scorep":
             await self._create_experiment_or_close(reserved)
         self.measured = started.measured
+        # the cell runs in the worker from here: the kernel is idle, the next spare is made
+        pool.while_running(self.recipe, os.getcwd())
         if started.error:
             self.errors.append(f"measurement could not start: {started.error}")
         if self.backend == "scorep":

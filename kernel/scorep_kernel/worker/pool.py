@@ -69,6 +69,8 @@ class WorkerPool:
         # the modules the notebook uses, as of the latest prepare(): a spare still starting
         # imports them once it is up
         self._wanted: list[str] = []
+        # how the spare at hand was forked (key, env, cwd): a fork again is made the same way
+        self._spare_made: tuple[WorkerKey, dict[str, str], str] | None = None
 
     def _templated(self, key: WorkerKey) -> bool:
         return self.use_template and self.template_failed is None and key.backend == "builtin"
@@ -105,18 +107,22 @@ class WorkerPool:
         return await WorkerProcess.spawn(key, env, cwd, recipe.reserve()), False
 
     def prepare(self, recipe: WorkerRecipeLike, cwd: str, modules: list[str]) -> None:
-        """Start a spare in the background (after a cell, never during one)."""
+        """Make a spare in the background, after a cell (its reply sent), with
+        ``modules`` imported."""
         if not self.enabled:
             return
         key = recipe.key()
         self._wanted = list(modules)
-        if self.spare is not None and self.spare.key == key and self.spare.alive():
-            self.tasks.spawn(self.preload(modules), "preloading the spare worker")
-            return
         if self._starting is not None and not self._starting.done():
             if self._starting_key == key:
-                return  # it preloads self._wanted once ready
+                return  # it preloads (or forks again for) self._wanted once ready
             self._starting.cancel()  # started with settings that changed since
+        if self.spare is not None and self.spare.key == key and self.spare.alive():
+            if not (self._templated(key) and self._lacks(self.spare)):
+                self.tasks.spawn(self.preload(modules), "preloading the spare worker")
+                return
+            # A fork of the template once it has them (milliseconds), not the imports
+            # again in this spare (seconds): _fork_spare closes this one.
         self._starting_key = key
         env = recipe.env(dict(os.environ))
         if self._templated(key):
@@ -161,16 +167,24 @@ class WorkerPool:
     async def _fork_spare(self, key: WorkerKey, env: dict[str, str], cwd: str) -> None:
         """The spare, forked from the template (started first if need be) once the
         template has imported what the notebook uses; a fresh one if that fails."""
+        self._spare_made = (key, env, cwd)
         old, self.spare = self.spare, None
         if old is not None:
             await old.close(graceful=False)
         worker = None
         try:
             template = await self._template_for(key, env, cwd)
-            await template.preload(self._wanted)
-            worker = await template.fork(cwd, env)
-            self._starting_worker = worker
-            await worker.wait_ready()
+            while True:
+                await template.preload(self._wanted)
+                worker = await template.fork(cwd, env)
+                self._starting_worker = worker
+                await worker.wait_ready()
+                if not self._lacks(worker):
+                    break
+                # The notebook wanted more while this fork started (the running cell
+                # imported it): a fork that has it, once the template has imported it.
+                self._starting_worker, stale, worker = None, worker, None
+                await stale.close(graceful=False)
         except BaseException as e:
             if worker is not None:
                 await worker.close(graceful=False)
@@ -183,6 +197,49 @@ class WorkerPool:
             self._starting_worker = None
         self.spare = worker
         await self.preload(self._wanted)
+
+    def _lacks(self, worker: WorkerProcess) -> bool:
+        """Whether ``worker`` lacks modules the notebook uses (while a template lives, a
+        fork from it once it has imported them is the quicker way to have them)."""
+        template = self.template
+        if template is None or not template.alive():
+            return False
+        return any(m not in worker.preloaded for m in self._wanted)
+
+    def while_running(self, recipe: WorkerRecipeLike, cwd: str) -> None:
+        """A run took its worker and the cell runs there: the kernel is idle, so the next
+        spare is made now (builtin: forked from the template, started first if need be),
+        ready when the next cell comes back to back (Run All, headless runs). Score-P
+        spares still start after the cell (prepare): they cost an interpreter start and
+        Score-P's own start beside the measured cell."""
+        key = recipe.key()
+        if not self.enabled or not self._templated(key):
+            return
+        if self.spare is not None or (self._starting is not None and not self._starting.done()):
+            return
+        self._starting_key = key
+        env = recipe.env(dict(os.environ))
+        self._starting = self.tasks.spawn(
+            self._fork_spare(key, env, cwd), "forking a spare worker"
+        )
+
+    def import_started(self, modules: list[str]) -> None:
+        """The running cell imported ``modules`` (the kernel has them now too): the
+        template imports them while the cell goes on, and the spare is forked again from
+        it, so that the next cell finds them imported without waiting for the imports."""
+        template = self.template
+        if not self.enabled or template is None or not template.alive():
+            return
+        self._wanted += [m for m in modules if m not in self._wanted]
+        if self._starting is not None and not self._starting.done():
+            return  # it forks again for self._wanted once ready
+        spare, made = self.spare, self._spare_made
+        lacking = spare is not None and any(m not in spare.preloaded for m in modules)
+        if lacking and spare is not None and made is not None and spare.key == made[0]:
+            self._starting_key = spare.key
+            self._starting = self.tasks.spawn(self._fork_spare(*made), "forking a spare worker")
+        else:
+            self.tasks.spawn(template.preload(modules), "preloading the spare template")
 
     async def _template_for(self, key: WorkerKey, env: dict[str, str], cwd: str) -> Template:
         from scorep_kernel.worker.forking import Template

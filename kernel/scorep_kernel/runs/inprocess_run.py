@@ -14,6 +14,7 @@ from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
+from scorep_kernel.runs import inprocess_output
 from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.shim import preload_scorep_shim
 from scorep_kernel.worker.shell import cell_code_filename
@@ -51,6 +52,7 @@ class InprocessRun(RunBase):
                 if config.instrumenter_file:
                     run_instrumenter_file(config.instrumenter_file)
                 self.measurement = Measurement(str(self.exp_dir), config)
+                inprocess_output.prepare()  # its thread exists before tracing starts
                 self.measurement.start()
         except Exception as e:
             self.fail_to_start(
@@ -68,7 +70,10 @@ class InprocessRun(RunBase):
         try:
             assert self.measurement is not None
             filename = cell_code_filename(shell, request.code, count)
-            with self.measurement.cell(f"cell [{count}]", code_filename=filename):
+            with (
+                self.measurement.cell(f"cell [{count}]", code_filename=filename),
+                inprocess_output.BatchedStreams(shell),
+            ):
                 reply = await self.side.execute_stock(request)
         finally:
             self.add_time("cell", time.perf_counter() - start)

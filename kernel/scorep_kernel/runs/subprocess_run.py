@@ -141,12 +141,17 @@ class SubprocessRun(RunBase):
         self, sent: float, stamps: dict[str, float], phases: tuple[tuple[str, str], ...]
     ) -> None:
         """Split a round trip (sent -> now, time.monotonic) at the worker's stamps: one phase
-        per stamp (the time since the previous one), and the rest is "messages"."""
+        per stamp (the time since the previous one, in the order the stamps were taken: a
+        worker that stopped measuring at its last cell's end reads FinishRun after it), and
+        the rest is "messages"."""
         now = time.monotonic()
         last = sent
-        for stamp, phase in phases:
-            at = stamps.get(stamp)
-            if isinstance(at, (int, float)) and last <= at <= now:
+        taken = [(stamps.get(stamp), phase) for stamp, phase in phases]
+        for at, phase in sorted(
+            ((at, phase) for at, phase in taken if isinstance(at, (int, float))),
+            key=lambda pair: pair[0],
+        ):
+            if last <= at <= now:
                 self.add_time(phase, at - last)
                 last = at
         self.add_time("messages", now - last)

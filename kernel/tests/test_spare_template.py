@@ -277,3 +277,42 @@ def test_forks_of_the_template_import_the_shim_not_the_installed_bindings(kernel
         assert later.stderr() == ""
         assert kernel.value("shim") is True
         assert kernel.value("total") == 45
+
+
+def test_the_next_spare_is_forked_while_a_subprocess_cell_runs(kernel):
+    # Run All sends the next cell right after this one's reply: its spare is made while
+    # this cell runs in its worker (the kernel is idle then), and it is not paused.
+    assert kernel.run("import os, psutil", BUILTIN_SUB).status == "ok"
+    assert until(lambda: "psutil" in kernel.run("%scorep").stdout().split("Spare template")[1])
+    watch = (
+        "template = psutil.Process(os.getppid())\n"
+        "deadline = time.monotonic() + 60\n"
+        "spare_pid, seen = None, None\n"
+        "while spare_pid is None and time.monotonic() < deadline:\n"
+        "    for child in template.children():\n"
+        "        if child.pid != os.getpid() and child.status() not in ('stopped', 'zombie'):\n"
+        "            spare_pid, seen = child.pid, child.status()\n"
+        "    time.sleep(0.02)\n"
+    )
+    during = kernel.run("import time\n" + watch, BUILTIN_SUB)
+    assert during.status == "ok", during.reply
+    spare_pid = kernel.value("spare_pid")
+    assert spare_pid is not None, "no spare forked while the cell ran"
+    # the next cell runs in that very process: it was the spare, ready for it
+    after = kernel.run("pid = os.getpid()", BUILTIN_SUB)
+    assert after.status == "ok", after.reply
+    assert kernel.value("pid") == spare_pid
+    assert "worker_fresh" not in after.manifest()["timings"]
+
+
+def test_what_a_running_cell_imports_the_template_imports_for_the_next(kernel):
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    ready_spare(kernel)
+    # `wave` imported by the cell: the template imports it while the cell goes on, and
+    # the spare is forked again from it, so the next cell has it without importing it
+    code = "import wave, sys, time\ntime.sleep(0.5)\nname = wave.__name__"
+    assert kernel.run(code, BUILTIN_SUB).status == "ok"
+    assert until(lambda: "wave" in kernel.run("%scorep").stdout().split("Spare template")[1])
+    nxt = kernel.run("import sys\nhad = 'wave' in sys.modules", BUILTIN_SUB)
+    assert nxt.status == "ok", nxt.reply
+    assert kernel.value("had") is True

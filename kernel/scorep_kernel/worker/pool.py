@@ -69,6 +69,9 @@ class WorkerPool:
         # the modules the notebook uses, as of the latest prepare(): a spare still starting
         # imports them once it is up
         self._wanted: list[str] = []
+        # what a running cell imported: the next spare is forked from the template once
+        # it has imported them too (import_started)
+        self._from_template: set[str] = set()
         # how the spare at hand was forked (key, env, cwd): a fork again is made the same way
         self._spare_made: tuple[WorkerKey, dict[str, str], str] | None = None
 
@@ -121,8 +124,8 @@ class WorkerPool:
             if not (self._templated(key) and self._lacks(self.spare)):
                 self.tasks.spawn(self.preload(modules), "preloading the spare worker")
                 return
-            # A fork of the template once it has them (milliseconds), not the imports
-            # again in this spare (seconds): _fork_spare closes this one.
+            # A fork of the template once it has what the last cell imported
+            # (milliseconds), not the imports again in this spare: _fork_spare closes it.
         self._starting_key = key
         env = recipe.env(dict(os.environ))
         if self._templated(key):
@@ -181,8 +184,8 @@ class WorkerPool:
                 await worker.wait_ready()
                 if not self._lacks(worker):
                     break
-                # The notebook wanted more while this fork started (the running cell
-                # imported it): a fork that has it, once the template has imported it.
+                # The running cell imported more while this fork started: a fork that
+                # has it, once the template has imported it.
                 self._starting_worker, stale, worker = None, worker, None
                 await stale.close(graceful=False)
         except BaseException as e:
@@ -199,12 +202,13 @@ class WorkerPool:
         await self.preload(self._wanted)
 
     def _lacks(self, worker: WorkerProcess) -> bool:
-        """Whether ``worker`` lacks modules the notebook uses (while a template lives, a
-        fork from it once it has imported them is the quicker way to have them)."""
+        """Whether ``worker`` lacks modules a running cell imported (import_started): while
+        a template lives, a fork from it once it has imported them is the quicker way to
+        have them (milliseconds, not the imports again)."""
         template = self.template
         if template is None or not template.alive():
             return False
-        return any(m not in worker.preloaded for m in self._wanted)
+        return any(m not in worker.preloaded for m in self._from_template)
 
     def while_running(self, recipe: WorkerRecipeLike, cwd: str) -> None:
         """A run took its worker and the cell runs there: the kernel is idle, so the next
@@ -231,6 +235,7 @@ class WorkerPool:
         if not self.enabled or template is None or not template.alive():
             return
         self._wanted += [m for m in modules if m not in self._wanted]
+        self._from_template.update(modules)
         if self._starting is not None and not self._starting.done():
             return  # it forks again for self._wanted once ready
         spare, made = self.spare, self._spare_made

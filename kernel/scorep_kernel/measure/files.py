@@ -4,6 +4,7 @@ manifest (``files_status`` "ready", or "failed" with the errors)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     step("metrics", metrics)
     summary = _measurement_summary(recording)
     summary["write_seconds"] = timings
+    summary["written_by_pid"] = os.getpid()  # the kernel's own, a worker's, or a writer's
     changes: dict[str, Any] = {
         "files": files,
         "measurement": summary,

@@ -14,7 +14,7 @@ from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure import MeasureConfig, Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
-from scorep_kernel.runs import inprocess_output
+from scorep_kernel.runs import files_process, inprocess_output
 from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.shim import preload_scorep_shim
 from scorep_kernel.worker.shell import cell_code_filename
@@ -109,8 +109,7 @@ class InprocessRun(RunBase):
                 extra["files_status"] = experiment.FILES_FAILED
         self.finish_manifest(extra)
         if recording is not None:
-            # Written in a thread of the kernel's process, which must not compete for the
-            # interpreter lock with the reply's own way out: after the reply.
+            # Written after the reply (runs.files_process), so as not to delay it.
             self.side.defer(lambda: self._write_files(recording))
         self.side.output.display(
             self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
@@ -128,7 +127,10 @@ class InprocessRun(RunBase):
                 pass
 
         try:
-            self.measurement.write_files(recording, background=True, on_done=done)
+            # A process of its own (the next cell keeps the interpreter lock to itself),
+            # else a thread at idle priority.
+            if files_process.write_in_child(self.exp_dir, recording, done) is None:
+                self.measurement.write_files(recording, background=True, on_done=done)
         except Exception as e:
             experiment.update_manifest(
                 self.exp_dir,

@@ -61,9 +61,10 @@ def test_progress_bar_lines_and_displays_keep_their_order(kernel, isolation):
     for _, m in result.messages:
         if m["msg_type"] == "stream" and m["content"]["name"] == "stdout":
             order += [("out", line) for line in m["content"]["text"].splitlines()]
-        elif m["msg_type"] == "display_data" and "text/plain" in m["content"]["data"]:
-            if m["content"]["data"]["text/plain"] == "'shown'":
-                order.append(("display", "shown"))
+        elif (
+            m["msg_type"] == "display_data" and m["content"]["data"].get("text/plain") == "'shown'"
+        ):
+            order.append(("display", "shown"))
     assert order.index(("out", "before")) < order.index(("display", "shown"))
     assert order.index(("display", "shown")) < order.index(("out", "after"))
 

@@ -39,8 +39,8 @@ class _Batch:
         self.lock = threading.Lock()
         d = stream.__dict__
         self.saved = (d.get("write", _MISSING), d.get("flush", _MISSING))
-        self.real_write = getattr(stream, "write")
-        self.real_flush = getattr(stream, "flush")
+        self.real_write = stream.write
+        self.real_flush = stream.flush
         stream.write = self.parts.append
         stream.flush = self.flush
 

@@ -120,12 +120,13 @@ class WorkerPool:
             if self._starting_key == key:
                 return  # it preloads (or forks again for) self._wanted once ready
             self._starting.cancel()  # started with settings that changed since
-        if self.spare is not None and self.spare.key == key and self.spare.alive():
-            if not (self._templated(key) and self._lacks(self.spare)):
-                self.tasks.spawn(self.preload(modules), "preloading the spare worker")
-                return
-            # A fork of the template once it has what the last cell imported
-            # (milliseconds), not the imports again in this spare: _fork_spare closes it.
+        spare = self.spare
+        # With what the last cell imported missing in the spare while a template has it: a
+        # fork of the template (milliseconds), not the imports again in this spare.
+        refork = spare is not None and self._templated(key) and self._lacks(spare)
+        if spare is not None and spare.key == key and spare.alive() and not refork:
+            self.tasks.spawn(self.preload(modules), "preloading the spare worker")
+            return
         self._starting_key = key
         env = recipe.env(dict(os.environ))
         if self._templated(key):
@@ -223,9 +224,7 @@ class WorkerPool:
             return
         self._starting_key = key
         env = recipe.env(dict(os.environ))
-        self._starting = self.tasks.spawn(
-            self._fork_spare(key, env, cwd), "forking a spare worker"
-        )
+        self._starting = self.tasks.spawn(self._fork_spare(key, env, cwd), "forking a spare worker")
 
     def import_started(self, modules: list[str]) -> None:
         """The running cell imported ``modules`` (the kernel has them now too): the

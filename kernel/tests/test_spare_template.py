@@ -316,3 +316,13 @@ def test_what_a_running_cell_imports_the_template_imports_for_the_next(kernel):
     nxt = kernel.run("import sys\nhad = 'wave' in sys.modules", BUILTIN_SUB)
     assert nxt.status == "ok", nxt.reply
     assert kernel.value("had") is True
+
+
+def test_a_forks_first_cell_finds_ipython_warm(kernel):
+    # the template ran a cell in a throwaway shell: a fork's first cell does not record
+    # IPython's first-run paths (a cold shell's first cell: ~6,500 calls, all dropped)
+    assert kernel.run("x = 1", BUILTIN_SUB).status == "ok"
+    spare, template = ready_spare(kernel)
+    result = kernel.run(PARENT + "y = 2", BUILTIN_SUB)
+    assert parent_of_cell(result) == template
+    assert result.manifest()["measurement"]["recorded_calls"] < 3000

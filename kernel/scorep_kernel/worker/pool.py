@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from scorep_kernel.worker.forking import Template
 
 log = logging.getLogger("scorep_kernel")
+# Forks again for what a running cell imported, per spare, and the pause before each (the
+# imports of one package come in a burst: one fork after it, not one per module).
+MAX_REFORKS = 4
+REFORK_SETTLE_S = 0.25
 
 
 class WorkerRecipeLike(Protocol):
@@ -178,17 +182,18 @@ class WorkerPool:
         worker = None
         try:
             template = await self._template_for(key, env, cwd)
-            while True:
-                await template.preload(self._wanted)
+            for attempt in range(MAX_REFORKS + 1):
+                await template.preload(self._asked())
                 worker = await template.fork(cwd, env)
                 self._starting_worker = worker
                 await worker.wait_ready()
-                if not self._lacks(worker):
-                    break
-                # The running cell imported more while this fork started: a fork that
-                # has it, once the template has imported it.
+                if attempt == MAX_REFORKS or not self._lacks(worker):
+                    break  # (what it still lacks, it imports itself: preload below)
+                # The running cell imported more while this fork started (a package's
+                # imports come in bursts): a fork that has it, once the template has it.
                 self._starting_worker, stale, worker = None, worker, None
                 await stale.close(graceful=False)
+                await asyncio.sleep(REFORK_SETTLE_S)
         except BaseException as e:
             if worker is not None:
                 await worker.close(graceful=False)
@@ -201,6 +206,13 @@ class WorkerPool:
             self._starting_worker = None
         self.spare = worker
         await self.preload(self._wanted)
+
+    def _asked(self) -> list[str]:
+        """What the template is to import: the notebook's modules and what running cells
+        imported (those include imports that failed in the cell: asked once, never
+        again, as the template's Preload marks them)."""
+        wanted = set(self._wanted)
+        return self._wanted + sorted(m for m in self._from_template if m not in wanted)
 
     def _lacks(self, worker: WorkerProcess) -> bool:
         """Whether ``worker`` lacks modules a running cell imported (import_started): while

@@ -326,3 +326,19 @@ def test_a_forks_first_cell_finds_ipython_warm(kernel):
     result = kernel.run(PARENT + "y = 2", BUILTIN_SUB)
     assert parent_of_cell(result) == template
     assert result.manifest()["measurement"]["recorded_calls"] < 3000
+
+
+def test_an_import_that_fails_in_the_cell_leaves_one_spare(kernel):
+    # reported when it began, it never imports: the spare must not be forked for it
+    # again and again (it lacked the module for ever)
+    code = "try:\n    import no_such_module_for_the_spare\nexcept ImportError:\n    pass\nx = 1"
+    assert kernel.run(code, BUILTIN_SUB).status == "ok"
+    spare, _template = ready_spare(kernel)
+
+    def forks() -> int:
+        return int(re.search(r"(\d+) forks", kernel.run("%scorep").stdout())[1])
+
+    before = forks()
+    time.sleep(2.0)  # a refork loop forks every ~0.1 s
+    assert forks() == before
+    assert shown(kernel)[0] == spare

@@ -341,11 +341,13 @@ class WorkerPool:
             await template.close()
 
     async def close(self) -> None:
-        if self._starting is not None:
-            self._starting.cancel()
-            await asyncio.wait([self._starting])
-            self._starting = None
-        if self.spare is not None:
-            await self.spare.close(graceful=False)
-            self.spare = None
+        # Each taken out before it is awaited: a cell's take() meanwhile finds none (it
+        # starts its own worker) instead of one being closed under it.
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.cancel()
+            await asyncio.wait([starting])
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            await spare.close(graceful=False)
         await self.close_template()

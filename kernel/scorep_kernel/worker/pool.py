@@ -241,21 +241,15 @@ class WorkerPool:
     def import_started(self, modules: list[str]) -> None:
         """The running cell imported ``modules`` (the kernel has them now too): the
         template imports them while the cell goes on, and the spare is forked again from
-        it, so that the next cell finds them imported without waiting for the imports."""
+        it after the cell (prepare: one fork however many modules the cell imported; a
+        fork per import competed with the cell for the CPU), so that the next cell finds
+        them imported without waiting for the imports."""
         template = self.template
         if not self.enabled or template is None or not template.alive():
             return
         self._wanted += [m for m in modules if m not in self._wanted]
         self._from_template.update(modules)
-        if self._starting is not None and not self._starting.done():
-            return  # it forks again for self._wanted once ready
-        spare, made = self.spare, self._spare_made
-        lacking = spare is not None and any(m not in spare.preloaded for m in modules)
-        if lacking and spare is not None and made is not None and spare.key == made[0]:
-            self._starting_key = spare.key
-            self._starting = self.tasks.spawn(self._fork_spare(*made), "forking a spare worker")
-        else:
-            self.tasks.spawn(template.preload(modules), "preloading the spare template")
+        self.tasks.spawn(template.preload(modules), "preloading the spare template")
 
     async def _template_for(self, key: WorkerKey, env: dict[str, str], cwd: str) -> Template:
         from scorep_kernel.worker.forking import Template

@@ -16,6 +16,14 @@ with the template, 3.7 s without, one round each on a shared 2-core machine). It
 (copy-on-write); ``SCOREP_KERNEL_SPARE_TEMPLATE=0`` or ``%scorep spare_template=false``
 turns it off. Score-P workers always start fresh: Score-P's measurement state cannot be
 forked. Should the template fail, spares start fresh again (logged), and no cell fails.
+
+When (issue 22, Run All sends cells back to back): the spare and the template are paused
+(SIGSTOP) only while a cell runs in the kernel (an unprofiled or in-process cell). Once a
+builtin run's worker has started its cell, the kernel is idle and the next spare is
+forked meanwhile (``while_running``); what the running cell imports is imported by the
+template while the cell goes on (``import_started``, after the kernel's own import ahead:
+one import beside the cell's at a time), and after the reply the spare is forked once
+more from the template if it lacks them (``prepare``), instead of importing them itself.
 """
 
 from __future__ import annotations

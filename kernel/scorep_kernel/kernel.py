@@ -14,6 +14,7 @@ import inspect
 import itertools
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -42,6 +43,7 @@ from scorep_kernel.profiled_cells_notice import register as register_notice
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
+from scorep_kernel.runs.mpi_kept import KeptRanks
 from scorep_kernel.runs.mpi_run import MpiRun
 from scorep_kernel.runs.subprocess_run import SubprocessRun
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
@@ -89,6 +91,8 @@ RUN_KINDS: dict[str, type[RunBase]] = {
     "inprocess": InprocessRun,
     MPI_ISOLATION: MpiRun,  # cells with an "mpi" setting: N ranks through the MPI launcher
 }
+# `%scorep_mpi [stop]` as a cell of its own
+MPI_LINE = re.compile(r"\A\s*%scorep_mpi(?![\w%])([^\n]*)\s*\Z")
 # At shutdown, how long the kernel waits for background work (a run's files) to end.
 SHUTDOWN_WAIT_S = 10.0
 
@@ -109,6 +113,7 @@ class ScorePKernel(IPythonKernel):
         self.pool.enabled = self.scorep_settings.spare_worker != "off"
         self.pool.use_template = self.scorep_settings.spare_template
         self.active_run: RunBase | None = None
+        self.kept_ranks = KeptRanks()  # MPI ranks that stay up between cells (builtin)
         self.magic_run: str | None = None  # run id while %%enable_multicellmode is on
         self.peer = PeerMagics()  # scorep-jupyter's magics: write mode, marshalling, Vampir
         self._run_ids = itertools.count(1)
@@ -257,6 +262,9 @@ class ScorePKernel(IPythonKernel):
                 code, silent, history
             )
         own: dict[str, Any] = {}  # settings a magic line gives the cell (%%scorep_mpi)
+        mpi_line = MPI_LINE.match(code)
+        if mpi_line is not None:
+            return self._say(args, await self._mpi_line(mpi_line.group(1).strip()))
         if magic is not None and magic.name in PEER_MAGICS:
             return self._say(args, self.peer.run(magic, os.getcwd()))
         if self.peer.writing and not args.get("silent"):  # recorded for the script, not run
@@ -313,6 +321,16 @@ class ScorePKernel(IPythonKernel):
         ):
             await self._finish_run(note="a new profiled run started")
         return await self._run_profiled(code, settings, args)
+
+    async def _mpi_line(self, words: str) -> str:
+        """``%scorep_mpi`` (on a line of its own, as the cell): the kept ranks;
+        ``%scorep_mpi stop`` ends them."""
+        if words == "stop":
+            ended = await self.kept_ranks.close()
+            return f"Ended the {ended} kept up." if ended else "No MPI ranks were kept up."
+        if words in ("", "status"):
+            return self.kept_ranks.describe()
+        raise SettingsError(f"%scorep_mpi {words}: say `%scorep_mpi stop` or `%scorep_mpi`.")
 
     def _say(self, args: dict[str, Any], text: str) -> dict[str, Any]:
         if text and not args.get("silent"):
@@ -442,6 +460,7 @@ class ScorePKernel(IPythonKernel):
         self._run_after_reply()  # files of a run that just ended
         if self.active_run is not None:
             self.active_run.kill()
+        await self.kept_ranks.close()
         await self.pool.close()
         # A run's files are being written by its worker: wait for the manifest to say how
         # it ended (bounded); what is still running then is cancelled, and says so.

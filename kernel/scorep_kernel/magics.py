@@ -7,6 +7,7 @@
     %%finalize_multicellmode            end it (this cell's code, if any, is its last cell)
     %%abort_multicellmode               drop it
     %%scorep_mpi -n N [launcher args]   profile this cell as N MPI ranks (scorep_kernel.mpi)
+    %scorep_mpi [stop]                  (a cell of its own) the MPI ranks kept up; stop ends them
 
 scorep-jupyter 1.2's own (``PEER_MAGICS``, their meaning here: scorep_kernel.peer_magics),
 and the ``%scorep`` line magic (registered in the kernel's IPython shell).

@@ -41,6 +41,7 @@ def test_metadata_makes_an_mpi_cell():
         ({"ranks": 2, "gather": ["not a name"]}, "is not a variable name"),
         ({"ranks": 2, "args": 5}, "args must be a list"),
         ({"ranks": 2, "hosts": 3}, "unknown key 'hosts'"),
+        ({"ranks": 2, "fresh": "yes"}, "fresh must be true or false"),
     ],
 )
 def test_bad_mpi_metadata_is_explained(mpi, words):
@@ -63,6 +64,9 @@ def test_magic_line():
         ranks=4, args=("--oversubscribe", "--timeout", "9"), gather=("a", "b"), timeout=30.0
     )
     assert parse_mpi_magic("--ranks=2 --launcher srun").launcher == "srun"
+    fresh = parse_mpi_magic("-n 2 --fresh -- --fresh")
+    assert fresh.fresh and fresh.args == ("--fresh",)  # after --: the launcher's
+    assert not parse_mpi_magic("-n 2").fresh
     with pytest.raises(SettingsError, match="-n N"):
         parse_mpi_magic("--oversubscribe")
     with pytest.raises(SettingsError, match="needs a whole number"):
@@ -130,5 +134,5 @@ def test_no_launcher_is_explained(tmp_path):
 
 def test_check_mpi_round_trips_its_dict():
     s = check_mpi({"ranks": 3, "launcher": "srun", "args": ["-N", "2"], "gather": ["a"],
-                   "timeout": 5})  # fmt: skip
-    assert check_mpi(s.as_dict()) == s
+                   "timeout": 5, "fresh": True})  # fmt: skip
+    assert s.fresh and check_mpi(s.as_dict()) == s

@@ -49,6 +49,10 @@ def test_two_ranks_under_scorep(tmp_path):
         result = kernel.run(CELL, meta, timeout=240)
         assert result.status == "ok", result.reply
         assert kernel.value("total") == 81 and kernel.value("rank") == 0
+        # Score-P needs fresh processes: the cell says its ranks were started for it
+        message = result.bundle()["summary"]["message"]
+        assert "Score-P measures a process from its start to its end" in message
+        assert result.bundle()["mpi"]["kept"] is False
         exp = Path(result.bundle()["path"])
         manifest = wait_files(exp, 180)
         assert manifest["files_status"] == "ready", manifest["errors"]

@@ -10,6 +10,8 @@ A cell runs as N ranks when its ``scorep`` metadata holds ``"mpi": {"ranks": N, 
     gather    names whose value on every rank comes back as a list (rank order)
     timeout   seconds the ranks may take for a cell (absent/null: no limit); past it the
               run stops and names the ranks still running
+    fresh     true: the cell runs in ranks started for it, which end with it; by default
+              (builtin backend) the ranks stay up for the next MPI cell (runs.mpi_kept)
 
 Kernel-wide defaults come from the environment (``SCOREP_KERNEL_MPI_LAUNCHER``,
 ``SCOREP_KERNEL_MPI_ARGS``); the cell's keys win.
@@ -63,6 +65,7 @@ FIELDS = {
     "args": "extra launcher arguments (a list, or one string)",
     "gather": "names whose values on every rank come back as a list",
     "timeout": "seconds the ranks may take for a cell (null: no limit)",
+    "fresh": "true: ranks started for this cell only (default: they stay up between cells)",
 }
 
 
@@ -73,6 +76,7 @@ class MpiSettings:
     args: tuple[str, ...] = ()
     gather: tuple[str, ...] = ()
     timeout: float | None = None
+    fresh: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ranks": self.ranks}
@@ -84,6 +88,8 @@ class MpiSettings:
             out["gather"] = list(self.gather)
         if self.timeout is not None:
             out["timeout"] = self.timeout
+        if self.fresh:
+            out["fresh"] = True
         return out
 
 
@@ -137,19 +143,23 @@ def check_mpi(value: Any, where: str = '"scorep".mpi') -> MpiSettings:
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
     ):
         raise SettingsError(f"{where}.timeout must be seconds > 0 or null, not {timeout!r}")
+    fresh = value.get("fresh", False)
+    if not isinstance(fresh, bool):
+        raise SettingsError(f"{where}.fresh must be true or false, not {fresh!r}")
     return MpiSettings(
         ranks=ranks,
         launcher=launcher.strip() if launcher else None,
         args=_words(value.get("args", ()), "args", where),
         gather=_names(value.get("gather", ()), where),
         timeout=float(timeout) if timeout is not None else None,
+        fresh=fresh,
     )
 
 
 MAGIC = "scorep_mpi"
 MAGIC_USAGE = (
     "%%scorep_mpi -n N [--launcher mpirun|mpiexec|srun|PATH] [--gather a,b] [--timeout S] "
-    "[--] [launcher arguments]"
+    "[--fresh] [--] [launcher arguments]"
 )
 
 
@@ -172,7 +182,9 @@ def parse_mpi_magic(line: str) -> MpiSettings:
             rest += words[i + 1 :]
             break
         key, eq, inline = word.partition("=")
-        if key in ours:
+        if word == "--fresh":
+            values["fresh"] = True
+        elif key in ours:
             if eq:
                 text = inline
             elif i + 1 < len(words):

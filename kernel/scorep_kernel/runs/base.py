@@ -28,6 +28,7 @@ from scorep_kernel.worker import protocol as msg
 
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
+    from scorep_kernel.runs.mpi_kept import KeptRanks
     from scorep_kernel.worker.client import WorkerPool
 
 
@@ -53,6 +54,8 @@ class KernelSide(Protocol):
     def pool(self) -> WorkerPool: ...
     @property
     def tasks(self) -> BackgroundTasks: ...
+    @property
+    def kept_ranks(self) -> KeptRanks: ...  # MPI ranks kept up between cells
 
     def defer(self, call: Callable[[], None]) -> None:
         """Run ``call`` once the current cell's reply is sent."""

@@ -20,6 +20,7 @@ log = logging.getLogger("scorep_kernel")
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
     from scorep_kernel.kernel import ScorePKernel
+    from scorep_kernel.runs.mpi_kept import KeptRanks
     from scorep_kernel.worker.client import WorkerPool
 
 
@@ -84,6 +85,10 @@ class KernelSideOf:
     @property
     def tasks(self) -> BackgroundTasks:
         return self._kernel.tasks
+
+    @property
+    def kept_ranks(self) -> KeptRanks:
+        return self._kernel.kept_ranks
 
     def defer(self, call: Callable[[], None]) -> None:
         self._kernel.defer(call)

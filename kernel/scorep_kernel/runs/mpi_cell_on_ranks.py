@@ -63,6 +63,7 @@ class CellOnRanks(MpiRunEnd):
     """The cell of ``MpiRun`` (whose ``__init__`` sets these)."""
 
     in_cell: bool
+    keep: bool
     interrupt_requested: bool
     interrupted_at: float | None
     _line_start: dict[tuple[int, str], bool]
@@ -118,22 +119,27 @@ class CellOnRanks(MpiRunEnd):
             if rank == 0:
                 self.side.import_ahead(message.module)
         elif isinstance(message, msg.InputRequest):
-            self._later(
+            self.links.later(
                 quiet_send(
                     self.ranks[rank].channel,
                     msg.InputReply(error="input() is not available in an MPI cell"),
                 )
             )
         elif not isinstance(message, (msg.StateReceived, msg.Preloaded)):
-            self._unexpected(rank, message)
+            self.links.unexpected(rank, message)
 
-    def _pack(self) -> state.Packet:
-        shell = self.side.shell
-        if all(r.local for r in self.ranks.values()):
+    def _pack(self) -> tuple[state.Packet, list[str]]:
+        """The namespace for every rank, and the names left out of it because kept ranks
+        hold them already (bound to the same object as after the last cell: a value the
+        notebook changed in place, not rebound, is not seen)."""
+        ns = self.side.shell.user_ns
+        pool = self.links
+        unchanged = [n for n, v in pool.synced.items() if ns.get(n, pool) is v] if self.keep else []
+        if pool.all_local:
             # shared memory: every rank maps the one copy (the pull transport lets one
             # reader in, and the ranks are not the kernel's direct children)
-            return state.pack(shell.user_ns, transport="shm")
-        return state.pack(shell.user_ns, out_of_band_min=common.NO_OUT_OF_BAND)
+            return state.pack(ns, transport="shm", skip=unchanged), unchanged
+        return state.pack(ns, out_of_band_min=common.NO_OUT_OF_BAND, skip=unchanged), unchanged
 
     async def _run_on_ranks(self, request: CellRequest, count: int) -> tuple[dict[str, Any], Any]:
         output = self.side.output
@@ -145,8 +151,11 @@ class CellOnRanks(MpiRunEnd):
             output.error("ModuleNotFoundError", text, [text])
             return error_reply("ModuleNotFoundError", text, [text], count), None
         with self.timed("pack"):
-            packet = self._pack()
+            packet, unchanged = self._pack()
+        kept_names = set(unchanged)
         for name, reason in packet.skipped.items():
+            if name in kept_names:
+                continue
             output.stream(
                 "stderr",
                 f"Warning: {name!r} cannot be sent to the MPI ranks ({reason}); it keeps its "
@@ -162,15 +171,17 @@ class CellOnRanks(MpiRunEnd):
             text = "KeyboardInterrupt: interrupted before the profiled cell started"
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
-        in_band = not all(r.local for r in self.ranks.values())
+        in_band = not self.links.all_local
         cell = cell_message(request, count, packet.header, shell)
         setup = msg.RankSetup(list(self.mpi.gather), in_band)
         for rank in self.ranks.values():
             rank.done = None
         self._line_start.clear()
         self.interrupted_at = None
+        launcher = self.links.launcher
         try:
-            self.in_cell = self.relaying = True
+            self.in_cell = True
+            launcher.relay = output.stream
             for rank in self.ranks.values():
                 await rank.channel.send(setup)
                 await rank.channel.send(cell)
@@ -181,12 +192,15 @@ class CellOnRanks(MpiRunEnd):
         except ChannelClosed:
             packet.release()
             lost = CellStopped(
-                experiment.STATUS_CRASHED, "A rank's connection closed." + await self._exit_words()
+                experiment.STATUS_CRASHED,
+                "A rank's connection closed." + await launcher.exit_words(),
             )
             return await self._stopped(lost, count, index, cell_start), None
         finally:
-            self.in_cell = self.relaying = False
+            self.in_cell = False
+            launcher.relay = None
             self.interrupt_requested = False
+            self.links.cells += 1
         packet.release()
         done = {r: rank.done for r, rank in self.ranks.items()}
         assert all(d is not None for d in done.values())
@@ -217,12 +231,14 @@ class CellOnRanks(MpiRunEnd):
             state.apply(
                 shell.user_ns,
                 unpacked[0],
-                previous_names=packet.names,
+                previous_names=[*packet.names, *unchanged],
                 environ_ignore=common.ENVIRON_IGNORE,
                 keep_paths=transfer.KEEP_PATHS,
             )
             result = shell.user_ns.pop(transfer.RESULT_NAME, None)
             self._gathered(unpacked, output)
+        if self.keep:  # what the kept ranks hold now, as far as the notebook knows
+            self.links.synced = {n: shell.user_ns[n] for n in transfer.user_names(shell.user_ns)}
         d0 = done[0]
         assert d0 is not None
         for name, reason in d0.skipped.items():
@@ -297,7 +313,7 @@ class CellOnRanks(MpiRunEnd):
                 waits.append(self.interrupted_at + INTERRUPT_GRACE_S - time.monotonic())
             timeout = max(0.0, min(waits)) if waits else None
             try:
-                rank, message = await asyncio.wait_for(self.inbox.get(), timeout)
+                rank, message = await asyncio.wait_for(self.links.inbox.get(), timeout)
             except asyncio.TimeoutError:
                 running = [r for r, x in self.ranks.items() if x.done is None]
                 if self.interrupted_at is not None and (
@@ -330,7 +346,7 @@ class CellOnRanks(MpiRunEnd):
                     # the ranks that go on after another raised: interrupt them
                     interrupted_for_error = True
                     self.interrupted_at = time.monotonic()
-                    self._send_all(msg.InterruptCell(), running)
+                    self.links.send_all(msg.InterruptCell(), running)
                 continue
             if message is None:
                 dead = self.ranks[rank]
@@ -339,7 +355,7 @@ class CellOnRanks(MpiRunEnd):
                 raise CellStopped(
                     experiment.STATUS_CRASHED,
                     f"Rank {rank} ({dead.where}) ended before the cell did, so the run was "
-                    f"stopped. {UNCHANGED}" + await self._exit_words_after_kill(),
+                    f"stopped. {UNCHANGED}" + await self.links.launcher.words_after_kill(),
                 )
             if isinstance(message, msg.CellDone):
                 self.ranks[rank].done = message
@@ -352,7 +368,8 @@ class CellOnRanks(MpiRunEnd):
     async def _stopped(self, stop: CellStopped, count: int, index: int, cell_start: float) -> dict:
         """The cell ended early: everything is stopped, the namespace stays as it was."""
         self.kill()
-        await self._reap()
+        await self.links.reap()
+        self.links.disconnect()
         self.note_status(stop.status)
         self.errors.append(stop.message)
         self.last_cell_wall = time.perf_counter() - cell_start

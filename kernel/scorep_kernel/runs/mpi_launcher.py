@@ -1,6 +1,6 @@
-"""The MPI launcher of a run, as a process the kernel owns: the command of the ranks, the
-launcher's output (relayed live in a cell, kept for error messages), stopping it and every
-rank at once, and what it said when it failed."""
+"""The MPI launcher of a set of ranks, as a process the kernel owns: starting it, its
+output (relayed live while a cell runs, kept for error messages), stopping it and every
+rank at once, and what it said when it failed. ``runs.mpi_rank_links.RankPool`` holds one."""
 
 from __future__ import annotations
 
@@ -12,18 +12,15 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 import psutil
 
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.runs.base import RunBase
+from scorep_kernel.runs.base import RunFailed
 from scorep_kernel.runs.faults import signal_name
 from scorep_kernel.worker.client import read_pipes, scorep_arguments
-
-if TYPE_CHECKING:
-    from scorep_kernel.runs.mpi_rank_links import Rank
 
 log = logging.getLogger("scorep_kernel")
 # How much longer than the launcher the ranks may take to end once stopped (a bound, not a
@@ -31,130 +28,148 @@ log = logging.getLogger("scorep_kernel")
 RANK_EXIT_WAIT_S = 10.0
 
 
-class MpiLauncher(RunBase):
-    """The launcher's side of ``MpiRun`` (whose ``__init__`` sets these)."""
+class RanksFailed(RunFailed):
+    ename = "MPIRankFailed"
 
-    proc: subprocess.Popen | None
-    plan: mpi_config.LaunchPlan | None
-    server: asyncio.AbstractServer | None
-    ranks: dict[int, Rank]
-    launcher_tail: deque[str]
-    scorep_lines: deque[str]
-    _pipes: list[asyncio.Task]
-    relaying: bool
 
-    def _rank_command(self) -> list[str]:
-        python = sys.executable
-        if self.backend == "scorep":
-            args = scorep_arguments(self.binding_args)
-            if not any(a.startswith("--mpp") for a in args):
-                args.insert(0, "--mpp=mpi")
-            from scorep_kernel.worker.client import python_instrumented
+def rank_command(backend: str, binding_args: list[str]) -> list[str]:
+    """The Python command every rank runs (after the launcher's part)."""
+    python = sys.executable
+    if backend == "scorep":
+        args = scorep_arguments(binding_args)
+        if not any(a.startswith("--mpp") for a in args):
+            args.insert(0, "--mpp=mpi")
+        from scorep_kernel.worker.client import python_instrumented
 
-            extra = [] if python_instrumented(self.binding_args) else ["--no-python-instrumenter"]
-            return [python, "-m", "scorep", *args, common.RANK_FILE,
-                    "--backend", "scorep", *extra]  # fmt: skip
-        return [python, "-m", "scorep_kernel.worker.mpi_rank"]
+        extra = [] if python_instrumented(binding_args) else ["--no-python-instrumenter"]
+        return [python, "-m", "scorep", *args, common.RANK_FILE,
+                "--backend", "scorep", *extra]  # fmt: skip
+    return [python, "-m", "scorep_kernel.worker.mpi_rank"]
 
-    def _start_pipes(self) -> None:
-        assert self.proc is not None
+
+class Launcher:
+    """``mpirun``/``srun``/``mpiexec`` as started for one set of ranks."""
+
+    def __init__(self, plan: mpi_config.LaunchPlan):
+        self.plan = plan
+        self.proc: subprocess.Popen | None = None
+        self.tail: deque[str] = deque(maxlen=30)  # its stderr's last lines
+        self.scorep_lines: deque[str] = deque(maxlen=50)
+        # where the ranks' native output and the launcher's own go while a cell runs
+        self.relay: Callable[[str, str], None] | None = None
+        self._pipes: list[asyncio.Task] = []
+
+    def start(self, command: list[str], env: dict[str, str]) -> None:
+        try:
+            self.proc = subprocess.Popen(  # a sync def: a fork and exec, milliseconds
+                [*self.plan.argv, *command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=os.getcwd(),
+                # Jupyter's interrupt reaches the ranks through the kernel only, mid-cell.
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise RanksFailed(f"The MPI launcher could not be started ({e}).") from None
         self._pipes.extend(read_pipes(self.proc, self._on_pipe_text))
 
     def _on_pipe_text(self, name: str, text: str) -> None:
         lines = text.splitlines()
         if name == "stderr":
-            self.launcher_tail.extend(line for line in lines if line.strip())
+            self.tail.extend(line for line in lines if line.strip())
         self.scorep_lines.extend(line for line in lines if "[Score-P]" in line)
-        if self.relaying:
+        if self.relay is not None:
             # native output of the ranks (C code, subprocesses) and the launcher's own
-            self.side.output.stream(name, text)
+            self.relay(name, text)
         else:
             log.info("MPI launcher %s: %s", name, text.rstrip())
 
-    async def _launcher_exit(self) -> int | None:
-        while self.proc is not None and self.proc.poll() is None:  # noqa: ASYNC110 (a Popen)
-            await asyncio.sleep(0.05)
-        return self.proc.poll() if self.proc else None
+    def poll(self) -> int | None:
+        return self.proc.poll() if self.proc is not None else None
 
-    def _launcher_words(self) -> str:
-        tail = "\n".join(self.launcher_tail).strip()
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    async def exited(self) -> int | None:
+        while self.running():  # noqa: ASYNC110 (a Popen)
+            await asyncio.sleep(0.05)
+        return self.poll()
+
+    def words(self) -> str:
+        tail = "\n".join(self.tail).strip()
         return f"\nThe launcher said:\n{tail}" if tail else ""
 
-    async def _exit_words(self) -> str:
+    async def exit_words(self) -> str:
         code = None
         if self.proc is not None:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 2.0
-            while self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
+            while self.running() and loop.time() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
-            code = self.proc.poll()
+            code = self.poll()
         words = "" if code is None else f" The launcher exited with status {exit_status(code)}."
-        return words + self._launcher_words()
+        return words + self.words()
 
-    async def _exit_words_after_kill(self) -> str:
+    async def words_after_kill(self) -> str:
         """The launcher's words about a dead rank: give it a moment to say them."""
         await asyncio.sleep(0.2)
-        return self._launcher_words()
+        return self.words()
 
-    def kill(self) -> None:
+    def kill(self, local_pids: Iterable[int]) -> None:
         """Stop the launcher and every rank at once (SIGKILL to the launcher's session,
         SIGTERM first to srun, which then ends the step on every node)."""
         proc = self.proc
         if proc is not None and proc.poll() is None:
-            if self.plan is not None and self.plan.kind == "srun":
+            if self.plan.kind == "srun":
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
-        for rank in self.ranks.values():
-            if rank.local:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(rank.hello.pid, signal.SIGKILL)
+        for pid in local_pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
-    async def _reap(self, timeout: float = 5.0) -> int | None:
+    async def reap(self, local_pids: list[int], timeout: float = 5.0) -> int | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.proc is not None and self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
+        while self.running() and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
-        await self._ranks_gone(deadline + RANK_EXIT_WAIT_S)
+        await _ranks_gone(local_pids, deadline + RANK_EXIT_WAIT_S)
         for task in self._pipes:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(task), 0.5)
-        await self._close_server()
-        return self.proc.poll() if self.proc else None
+        return self.poll()
 
-    async def _ranks_gone(self, deadline: float) -> None:
-        """Wait (bounded) until this host's ranks have ended. A SIGKILL is sent, not done:
-        a rank still tearing down (its pages, MPI's shared memory) runs on for a moment,
-        orphaned once the launcher is dead, and nothing tells the kernel when it is gone;
-        a reply saying every rank was stopped while one still ran was seen under load."""
-        loop = asyncio.get_running_loop()
-        pids = [rank.hello.pid for rank in self.ranks.values() if rank.local]
-        while pids and loop.time() < deadline:
-            pids = [pid for pid in pids if _running(pid)]
-            if pids:
-                await asyncio.sleep(0.02)
-        if pids:
-            log.warning("MPI ranks still running after being stopped: pids %s", pids)
-
-    async def _close_server(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
-
-    async def _wait_launcher(self, timeout: float) -> int | None:
+    async def wait(self, timeout: float, local_pids: list[int]) -> int | None:
+        """Until the launcher ends by itself (killed past ``timeout``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.proc is not None and self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
+        while self.running() and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
-        return await self._reap()
+        if self.running():
+            self.kill(local_pids)
+        return await self.reap(local_pids)
 
 
-def _running(pid: int) -> bool:
+async def _ranks_gone(pids: list[int], deadline: float) -> None:
+    """Wait (bounded) until this host's ranks have ended. A SIGKILL is sent, not done:
+    a rank still tearing down (its pages, MPI's shared memory) runs on for a moment,
+    orphaned once the launcher is dead, and nothing tells the kernel when it is gone;
+    a reply saying every rank was stopped while one still ran was seen under load."""
+    loop = asyncio.get_running_loop()
+    while pids and loop.time() < deadline:
+        pids = [pid for pid in pids if running_pid(pid)]
+        if pids:
+            await asyncio.sleep(0.02)
+    if pids:
+        log.warning("MPI ranks still running after being stopped: pids %s", pids)
+
+
+def running_pid(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:  # gone (or not ours to see)

@@ -1,7 +1,13 @@
-"""The kernel's connections to an MPI run's ranks: each rank connects back to the run's
-listener and proves itself with the run's token before anything it sends is read (the
-protocol is pickle: an unproven peer is dropped unread); every rank's messages go into one
-inbox, but for clock replies and node samples, which are kept where they belong."""
+"""A pool of MPI ranks: the launcher's process (``runs.mpi_launcher``) and the kernel's
+connections to its ranks. Each rank connects back to the pool's listener and proves itself
+with the pool's token before anything it sends is read (the protocol is pickle: an unproven
+peer is dropped unread); every rank's messages go into one inbox, but for clock replies
+and node samples, which are kept where they belong.
+
+A pool serves one run (``--fresh``, and always under Score-P, which measures a process
+from its start to its end), or is kept by the kernel (``runs.mpi_kept.KeptRanks``) for
+the next MPI cell of the builtin backend: its ranks, their MPI world and their namespaces
+then stay up between cells, as ipyparallel's engines do."""
 
 from __future__ import annotations
 
@@ -10,27 +16,52 @@ import contextlib
 import hmac
 import logging
 import os
+import secrets
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from scorep_kernel.mpi import common
+from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs import mpi_clocks
-from scorep_kernel.runs.base import RunFailed
 from scorep_kernel.runs.faults import UNCHANGED
-from scorep_kernel.runs.mpi_launcher import MpiLauncher, exit_status
+from scorep_kernel.runs.mpi_launcher import Launcher, RanksFailed, exit_status, running_pid
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
+
+__all__ = ["PoolKey", "Rank", "RankPool", "RanksFailed", "quiet_send", "ranks_words"]
 
 log = logging.getLogger("scorep_kernel")
 
 # How long N ranks may take to start and say Ready (Score-P's bindings compile their
 # start-up library in every rank first: ~3 s for 4 ranks on 2 cores here).
 STARTUP_TIMEOUT_S = 180.0
+# How long kept ranks may take to end when asked (MPI_Finalize on every rank).
+CLOSE_WAIT_S = 5.0
 
 
-class RanksFailed(RunFailed):
-    ename = "MPIRankFailed"
+@dataclass(frozen=True)
+class PoolKey:
+    """What a kept pool was started for: a cell asking for anything else gets new ranks."""
+
+    backend: str
+    ranks: int
+    launcher: str
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]  # %%scorep_env's variables, given at the launch
+
+    def differs(self, other: PoolKey) -> str:
+        """Why ranks started for ``self`` do not serve ``other`` ("" when they do)."""
+        if self.ranks != other.ranks:
+            return f"the cell asks for {other.ranks} ranks, {self.ranks} were up"
+        if self.launcher != other.launcher or self.args != other.args:
+            return "the cell's launcher or its arguments changed"
+        if self.env != other.env:
+            return "%%scorep_env changed the ranks' environment"
+        if self.backend != other.backend:
+            return "the backend changed"
+        return ""
 
 
 @dataclass
@@ -52,27 +83,54 @@ class Rank:
         return f"pid {self.hello.pid} on {self.hello.hostname}"
 
 
-class RankLinks(MpiLauncher):
-    """The ranks' side of ``MpiRun`` (whose ``__init__`` sets these)."""
+class RankPool:
+    """N ranks of one launch, connected to the kernel."""
 
-    n: int
-    inbox: asyncio.Queue[tuple[int, msg.Message | None]]
-    remote_samples: list[tuple[int, msg.NodeSamples]]
-    library: str
-    _token: bytes
-    _boot_id: str
-    _hellos: asyncio.Queue[Rank | None]
-    _interrupted: asyncio.Event
-    _sending: set[asyncio.Task]
-    _epoch_offset: int
-    _probe_seq: int
+    def __init__(self, n: int, plan: mpi_config.LaunchPlan, key: PoolKey | None = None):
+        self.n = n
+        self.key = key  # set when the kernel may keep the pool for later cells
+        self.launcher = Launcher(plan)
+        self.ranks: dict[int, Rank] = {}
+        self.inbox: asyncio.Queue[tuple[int, msg.Message | None]] = asyncio.Queue()
+        self.remote_samples: list[tuple[int, msg.NodeSamples]] = []
+        self.library = ""
+        self.epoch_offset = 0
+        self.cells = 0  # cells these ranks ran
+        # kept ranks: the kernel's values the ranks already hold ({name: value}), as of
+        # the end of the last cell; a name still bound to the same object is not sent again
+        self.synced: dict[str, object] = {}
+        self._token = secrets.token_bytes(common.TOKEN_BYTES)
+        self._boot_id = common.boot_id()
+        self._hellos: asyncio.Queue[Rank | None] = asyncio.Queue()
+        self._sending: set[asyncio.Task] = set()
+        self._probe_seq = 0
+        self._server: asyncio.AbstractServer | None = None
 
-    async def _probe_clocks(self) -> None:
-        """Clock pairs of the ranks on other hosts (those on this host share its clock)."""
-        if not self._epoch_offset:
-            self._epoch_offset = mpi_clocks.epoch_offset()
-        remote = [r for r in self.ranks.values() if not r.local and not r.closed]
-        self._probe_seq = await mpi_clocks.probe(remote, self._probe_seq)
+    # --- starting ------------------------------------------------------------------
+
+    async def start(self, command: list[str], env: dict[str, str], stop: asyncio.Event) -> None:
+        """Listen, start the launcher with ``env`` (plus the pool's address and token: in
+        the environment, never on a command line), and wait until every rank is Ready;
+        RanksFailed (everything stopped) when they do not all come."""
+        remote = self.launcher.plan.remote
+        host = "0.0.0.0" if remote else "127.0.0.1"
+        self._server = await asyncio.start_server(self._on_connect, host=host, port=0)
+        port = self._server.sockets[0].getsockname()[1]
+        advertised = socket.getfqdn() if remote else "127.0.0.1"
+        env = {
+            **env,
+            common.ENV_ADDRESS: f"{advertised}:{port}",
+            common.ENV_TOKEN: self._token.hex(),
+        }
+        try:
+            self.launcher.start(command, env)
+            await self._wait_ranks(stop)
+        except RanksFailed:
+            self.kill()
+            await self.reap()
+            raise
+        finally:
+            self._close_server()  # every rank has connected (or none will)
 
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -98,10 +156,9 @@ class RankLinks(MpiLauncher):
             channel.close()
             return
         local = hello.boot_id == self._boot_id and os.environ.get(common.ENV_AS_REMOTE) != "1"
-        rank = Rank(hello.rank, hello, channel, local=local)
-        await self._hellos.put(rank)
+        await self._hellos.put(Rank(hello.rank, hello, channel, local=local))
 
-    async def _wait_ranks(self) -> None:
+    async def _wait_ranks(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + STARTUP_TIMEOUT_S
         ready: set[int] = set()
@@ -112,12 +169,12 @@ class RankLinks(MpiLauncher):
                 raise RanksFailed(
                     f"{len(missing)} of {self.n} ranks did not start within "
                     f"{STARTUP_TIMEOUT_S:.0f} s (missing: {ranks_words(missing)})."
-                    + self._launcher_words()
+                    + self.launcher.words()
                 )
             hello_task = asyncio.ensure_future(self._hellos.get())
             inbox_task = asyncio.ensure_future(self.inbox.get())
-            exit_task = asyncio.ensure_future(self._launcher_exit())
-            stop_task = asyncio.ensure_future(self._interrupted.wait())
+            exit_task = asyncio.ensure_future(self.launcher.exited())
+            stop_task = asyncio.ensure_future(stop.wait())
             finished, pending = await asyncio.wait(
                 {hello_task, inbox_task, exit_task, stop_task},
                 timeout=left,
@@ -139,9 +196,9 @@ class RankLinks(MpiLauncher):
                 if isinstance(message, msg.Ready):
                     ready.add(rank)
                 elif message is None:
-                    raise RanksFailed(f"Rank {rank} ended while starting." + self._launcher_words())
+                    raise RanksFailed(f"Rank {rank} ended while starting." + self.launcher.words())
                 else:
-                    self._unexpected(rank, message)
+                    self.unexpected(rank, message)
             elif inbox_task.done() and not inbox_task.cancelled():
                 rank, message = inbox_task.result()
                 if isinstance(message, msg.Ready):
@@ -149,10 +206,9 @@ class RankLinks(MpiLauncher):
             if exit_task in finished:
                 # let late messages in (a Ready in flight) before judging
                 await asyncio.sleep(0.05)
-                code = self.proc.poll() if self.proc else None
                 raise RanksFailed(
-                    f"The MPI launcher exited (status {exit_status(code)}) before all {self.n} "
-                    f"ranks started." + self._launcher_words()
+                    f"The MPI launcher exited (status {exit_status(self.launcher.poll())}) "
+                    f"before all {self.n} ranks started." + self.launcher.words()
                 )
 
     def _add_rank(self, rank: Rank | None) -> None:
@@ -186,13 +242,56 @@ class RankLinks(MpiLauncher):
                 continue
             await self.inbox.put((rank.rank, message))
 
-    def _unexpected(self, rank: int, message: msg.Message) -> None:
+    # --- while up ------------------------------------------------------------------
+
+    @property
+    def all_local(self) -> bool:
+        return all(r.local for r in self.ranks.values())
+
+    def local_pids(self) -> list[int]:
+        return [r.hello.pid for r in self.ranks.values() if r.local]
+
+    def lost(self) -> str:
+        """Why these ranks cannot run another cell ("" while they can): a rank whose
+        connection closed or whose process is gone, or the launcher's end."""
+        stale: list[tuple[int, msg.Message | None]] = []
+        while not self.inbox.empty():  # what came between cells
+            stale.append(self.inbox.get_nowait())
+        for r, message in stale:
+            if message is not None:
+                self.unexpected(r, message)
+        dead = [
+            r for r, x in sorted(self.ranks.items())
+            if x.closed or (x.local and not running_pid(x.hello.pid))
+        ]  # fmt: skip
+        code = self.launcher.poll()
+        if not dead and code is None:
+            return ""
+        words = ", ".join(f"rank {r} ({self.ranks[r].where})" for r in dead) or "the ranks"
+        ended = f"; the launcher exited with status {exit_status(code)}" if code is not None else ""
+        return f"{words} had ended since the last MPI cell{ended}"
+
+    async def probe_clocks(self) -> None:
+        """Clock pairs of the ranks on other hosts (those on this host share its clock)."""
+        if not self.epoch_offset:
+            self.epoch_offset = mpi_clocks.epoch_offset()
+        remote = [r for r in self.ranks.values() if not r.local and not r.closed]
+        self._probe_seq = await mpi_clocks.probe(remote, self._probe_seq)
+
+    def new_run(self) -> None:
+        """A run begins on these ranks: its clock pairs and samples are its own."""
+        self.remote_samples = []
+        for rank in self.ranks.values():
+            rank.clock.clear()
+            rank.done = None
+
+    def unexpected(self, rank: int, message: msg.Message) -> None:
         if isinstance(message, msg.Stream):
             log.info("rank %s %s: %s", rank, message.name, message.text.rstrip())
         else:
             log.debug("rank %s: %s ignored", rank, message.kind())
 
-    async def _gather_from_all(
+    async def gather_from_all(
         self, kinds: tuple[type, ...], timeout: float, what: str
     ) -> dict[type, dict[int, Any]]:
         """The next message of each of ``kinds`` from every rank (a rank may close once it
@@ -213,32 +312,66 @@ class RankLinks(MpiLauncher):
                 missing = sorted(r for r in self.ranks if not complete(r))
                 raise RanksFailed(
                     f"{ranks_words(missing).capitalize()} did not answer {what} within {timeout:.0f} s."
-                    + self._launcher_words()
+                    + self.launcher.words()
                 ) from None
             if message is None:
                 if complete(rank):
                     continue
                 raise RanksFailed(
                     f"Rank {rank} ({self.ranks[rank].where}) ended {what}."
-                    + await self._exit_words()
+                    + await self.launcher.exit_words()
                 )
             if type(message) in got:
                 got[type(message)][rank] = message
             else:
-                self._unexpected(rank, message)
+                self.unexpected(rank, message)
         return got
 
-    def _send_all(self, message: msg.Message, ranks: list[int] | None = None) -> None:
+    def send_all(self, message: msg.Message, ranks: list[int] | None = None) -> None:
         for r in ranks if ranks is not None else list(self.ranks):
             rank = self.ranks[r]
             if not rank.closed and rank.done is None:
-                self._later(quiet_send(rank.channel, message))
+                self.later(quiet_send(rank.channel, message))
 
-    def _later(self, coro: Any) -> None:
+    def later(self, coro: Any) -> None:
         """Send without waiting (from a signal's callback); the task is kept until done."""
         task = asyncio.ensure_future(coro)
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
+
+    # --- ending --------------------------------------------------------------------
+
+    def kill(self) -> None:
+        self.launcher.kill(self.local_pids())
+
+    async def reap(self, timeout: float = 5.0) -> int | None:
+        code = await self.launcher.reap(self.local_pids(), timeout)
+        self._close_server()
+        return code
+
+    async def wait_launcher(self, timeout: float) -> int | None:
+        return await self.launcher.wait(timeout, self.local_pids())
+
+    def disconnect(self) -> None:
+        for rank in self.ranks.values():
+            rank.channel.close()
+            if rank.reader is not None:
+                rank.reader.cancel()
+
+    async def close(self) -> int | None:
+        """Kept ranks end: each is asked to (MPI_Finalize, then exit); those still up
+        CLOSE_WAIT_S later are killed with the launcher."""
+        for rank in self.ranks.values():
+            if not rank.closed:
+                await quiet_send(rank.channel, msg.Shutdown())
+        code = await self.wait_launcher(CLOSE_WAIT_S)
+        self.disconnect()
+        return code
+
+    def _close_server(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
 
 async def quiet_send(channel: AsyncChannel, message: msg.Message) -> None:

@@ -40,21 +40,25 @@ its CLOCK_MONOTONIC; a rank on another host is probed (Cristian's method, CLOCK_
 round trips, the shortest wins) at the run's start and end, and its times are mapped
 linearly between the two. System metrics: ``mpi.metrics``.
 
-Its parts, one module each: ``mpi_launcher`` (the launcher's process), ``mpi_rank_links``
-(the ranks' connections), ``mpi_clocks``, ``mpi_cell_on_ranks`` (one cell on every rank) and
-``mpi_run_end`` (stopping the measurement, the manifest, the files).
+Ranks that stay up (builtin backend): the run takes its ranks from the kernel's
+``KeptRanks`` (``runs.mpi_kept``) when they serve the cell, and gives them back at its end,
+so the next MPI cell pays neither the launcher nor MPI's start-up; each rank keeps its
+namespace, and a notebook value the ranks already hold (the same object as after the last
+cell) is not sent again. ``--fresh`` (``"fresh": true``) runs the cell in ranks of its own,
+which end with it; Score-P's cells always do (Score-P measures a process from its start
+to its end).
+
+Its parts: a ``RankPool`` (``mpi_rank_links``: the launcher's process, ``mpi_launcher``,
+and the ranks' connections), ``mpi_clocks``, ``mpi_cell_on_ranks`` (one cell on every rank)
+and ``mpi_run_end`` (stopping the measurement, the manifest, the files).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import secrets
-import socket
-import subprocess
 import sys
 import time
-from collections import deque
 from typing import Any
 
 from scorep_kernel.mpi import common
@@ -62,10 +66,16 @@ from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import RunFailed
 from scorep_kernel.runs.mpi_cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_installed
-from scorep_kernel.runs.mpi_rank_links import Rank, RanksFailed, quiet_send
+from scorep_kernel.runs.mpi_launcher import rank_command
+from scorep_kernel.runs.mpi_rank_links import PoolKey, Rank, RankPool, quiet_send
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import _KERNEL_DIR
+
+SCOREP_FRESH = (
+    "Score-P measures a process from its start to its end, so this cell's ranks were "
+    "started for it (ranks stay up between cells with the builtin backend)."
+)
 
 
 class MpiRun(CellOnRanks):
@@ -80,29 +90,17 @@ class MpiRun(CellOnRanks):
             mpi = mpi_config.check_mpi(mpi)
         self.mpi: mpi_config.MpiSettings = mpi
         self.n = mpi.ranks
-        self.ranks: dict[int, Rank] = {}
-        self.proc: subprocess.Popen | None = None
-        self.plan: mpi_config.LaunchPlan | None = None
-        self.server: asyncio.AbstractServer | None = None
-        self.inbox: asyncio.Queue[tuple[int, msg.Message | None]] = asyncio.Queue()
-        self.launcher_tail: deque[str] = deque(maxlen=30)
-        self.scorep_lines: deque[str] = deque(maxlen=50)
-        self._pipes: list[asyncio.Task] = []
-        self._token = secrets.token_bytes(common.TOKEN_BYTES)
-        self._boot_id = common.boot_id()
-        self._hellos: asyncio.Queue[Rank | None] = asyncio.Queue()
+        self.pool: RankPool | None = None
+        # the pool goes back to the kernel's KeptRanks at the run's end
+        self.keep = self.backend == "builtin" and not mpi.fresh
+        self.ranks_note = ""  # how the run got its ranks, for the cell's summary
+        self.restarted = ""  # why kept ranks could not serve (the cell says so)
         self.in_cell = False
-        self.relaying = False
         self.interrupt_requested = False
         self.interrupted_at: float | None = None
         self._line_start: dict[tuple[int, str], bool] = {}
         self.sampler: Any = None
-        self.remote_samples: list[tuple[int, msg.NodeSamples]] = []
-        self._epoch_offset = 0
-        self._probe_seq = 0
-        self._sending: set[asyncio.Task] = set()
         self._interrupted = asyncio.Event()
-        self.library = ""
 
     def tool(self) -> str | None:
         if self.backend != "scorep":
@@ -126,7 +124,6 @@ class MpiRun(CellOnRanks):
         reserved = None
         if self.backend == "scorep":  # Score-P is told its directory when its processes start
             reserved = _reserve_experiment(self.scorep_env, self.settings.experiment_parent)
-        # The listener first: its address goes into the ranks' environment.
         forward = [common.ENV_ADDRESS, common.ENV_TOKEN, "PYTHONPATH", "PYTHONUNBUFFERED"]
         env = dict(os.environ)
         if self.backend == "scorep":
@@ -136,49 +133,58 @@ class MpiRun(CellOnRanks):
             forward += sorted(k for k in env if k.startswith("SCOREP_"))
         else:
             env.update(self.scorep_env)
-        self.plan = mpi_config.launch_command(self.mpi, forward, env)
-        host = "0.0.0.0" if self.plan.remote else "127.0.0.1"
-        self.server = await asyncio.start_server(self._on_connect, host=host, port=0)
-        port = self.server.sockets[0].getsockname()[1]
-        advertised = "127.0.0.1" if not self.plan.remote else socket.getfqdn()
-        env[common.ENV_ADDRESS] = f"{advertised}:{port}"
-        env[common.ENV_TOKEN] = self._token.hex()
-        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if _KERNEL_DIR not in paths:
-            env["PYTHONPATH"] = os.pathsep.join([_KERNEL_DIR, *paths])
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        command = [*self.plan.argv, *self._rank_command()]
-        try:
-            self.proc = subprocess.Popen(  # noqa: ASYNC220 (a fork and exec: milliseconds)
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=os.getcwd(),
-                # Jupyter's interrupt reaches the ranks through the kernel only, mid-cell.
-                start_new_session=True,
+        plan = mpi_config.launch_command(self.mpi, forward, env)
+        key = PoolKey(self.backend, self.n, plan.launcher, tuple(plan.argv[1:]),
+                      tuple(sorted(self.scorep_env.items())))  # fmt: skip
+        kept = self.side.kept_ranks
+        pool: RankPool | None = None
+        if self.keep:
+            pool, self.restarted = kept.take(key)
+        else:
+            ended = await kept.close()
+            if ended:
+                self.restarted = f"the {ended} kept up were ended first"
+        if pool is not None:
+            self.ranks_note = f"Kept ranks: cell {pool.cells + 1} on them."
+        else:
+            paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            if _KERNEL_DIR not in paths:
+                env["PYTHONPATH"] = os.pathsep.join([_KERNEL_DIR, *paths])
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            pool = RankPool(self.n, plan, key if self.keep else None)
+            self.pool = pool
+            try:
+                await pool.start(rank_command(self.backend, self.binding_args), env,
+                                 self._interrupted)  # fmt: skip
+            except RunFailed:
+                self.finished = True
+                raise
+            self.add_time("ranks_start", time.perf_counter() - t0)
+            if self.backend == "scorep":
+                self.ranks_note = SCOREP_FRESH
+            elif self.keep:
+                self.ranks_note = "Ranks started; they stay up for the next MPI cell."
+            else:
+                self.ranks_note = "Ranks started for this cell (--fresh); they end with it."
+        self.pool = pool
+        pool.new_run()
+        if self.restarted:
+            self.side.output.stream(
+                "stderr",
+                f"Note: {self.restarted}; all {self.n} ranks were started anew, their "
+                "namespaces start from the notebook's again.\n"
+                if self.keep
+                else f"Note: {self.restarted}.\n",
             )
-        except OSError as e:
-            await self._close_server()
-            raise RanksFailed(f"The MPI launcher could not be started ({e}).") from None
-        self._start_pipes()
-        try:
-            await self._wait_ranks()
-        except RunFailed:
-            self.kill()
-            await self._reap()
-            self.finished = True
-            raise
-        self.add_time("ranks_start", time.perf_counter() - t0)
         try:
             self.create_experiment(reserved)
-        except SettingsError:
+            await pool.probe_clocks()
+            await self._start_measurement()
+        except (SettingsError, RunFailed):
             self.kill()
+            await pool.reap()
             self.finished = True
             raise
-        await self._probe_clocks()
-        await self._start_measurement()
         self._start_sampler()
 
     async def _start_measurement(self) -> None:
@@ -192,7 +198,7 @@ class MpiRun(CellOnRanks):
         with self.timed("measure_start"):
             for rank in self.ranks.values():
                 await rank.channel.send(start)
-            answers = await self._gather_from_all((msg.RunStarted,), 120.0, "while starting")
+            answers = await self.links.gather_from_all((msg.RunStarted,), 120.0, "while starting")
             started = answers[msg.RunStarted]
         self.measured = all(s.measured for s in started.values())
         for r, s in sorted(started.items()):
@@ -208,14 +214,15 @@ class MpiRun(CellOnRanks):
                 hosts.setdefault(r.hello.boot_id, []).append(r)
         for ranks in hosts.values():
             pids = {str(r.rank): r.hello.pid for r in ranks}
-            self._later(quiet_send(ranks[0].channel, msg.SampleNode(pids, interval)))
+            self.links.later(quiet_send(ranks[0].channel, msg.SampleNode(pids, interval)))
         local = {r.rank: r.hello.pid for r in self.ranks.values() if r.local}
-        if not local or self.proc is None:
+        proc = self.links.launcher.proc
+        if not local or proc is None:
             return
         try:
             from scorep_kernel.mpi.metrics import NodeSampler
 
-            self.sampler = NodeSampler(interval, self.proc.pid, local)
+            self.sampler = NodeSampler(interval, proc.pid, local)
             self.sampler.start()
         except Exception as e:  # the run stands without its charts
             self.sampler = None
@@ -228,26 +235,32 @@ class MpiRun(CellOnRanks):
             return
         if self.interrupted_at is None:
             self.interrupted_at = time.monotonic()
-        self._send_all(msg.InterruptCell())
+        self.links.send_all(msg.InterruptCell())
+
+    def kill(self) -> None:
+        """Stop the launcher and every rank at once; they are not kept."""
+        self.keep = False
+        if self.pool is not None:
+            self.pool.kill()
 
     def bundle(self, cell_index: int, status: str, wall_s: float | None, note: str | None = None):
         where = f"{self.n} MPI rank{'s' if self.n != 1 else ''}"
         hosts = {r.hello.hostname for r in self.ranks.values()}
         if len(hosts) > 1:
             where += f" on {len(hosts)} hosts"
-        out = super().bundle(
-            cell_index, status, wall_s, f"Ran as {where}." + (f" {note}" if note else "")
-        )
+        words = " ".join(w for w in (f"Ran as {where}.", self.ranks_note, note) if w)
+        out = super().bundle(cell_index, status, wall_s, words)
         from scorep_kernel.runs.display import MIME_TYPE
 
-        out[MIME_TYPE]["mpi"] = {"ranks": self.n, "hosts": sorted(hosts)}
+        out[MIME_TYPE]["mpi"] = {"ranks": self.n, "hosts": sorted(hosts), "kept": self.keep}
         return out
 
     async def abort(self) -> None:
         self._write_metrics()
         self.mark_aborted()
         self.kill()
-        await self._reap()
+        if self.pool is not None:
+            await self.pool.reap()
         self.finish_manifest_without_files()
 
 

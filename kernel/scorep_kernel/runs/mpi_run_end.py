@@ -19,8 +19,8 @@ from scorep_kernel import experiment
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.runs import mpi_clocks, scorep_backend
-from scorep_kernel.runs.base import RunFailed
-from scorep_kernel.runs.mpi_rank_links import RankLinks
+from scorep_kernel.runs.base import RunBase, RunFailed
+from scorep_kernel.runs.mpi_rank_links import Rank, RankPool
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import _KERNEL_DIR
 
@@ -28,11 +28,24 @@ from scorep_kernel.worker.client import _KERNEL_DIR
 STOP_TIMEOUT_S = 600.0
 
 
-class MpiRunEnd(RankLinks):
+class MpiRunEnd(RunBase):
     """The end of ``MpiRun`` (whose ``__init__`` sets these)."""
 
     mpi: mpi_config.MpiSettings
+    n: int
     sampler: Any
+    pool: RankPool | None
+    keep: bool
+
+    @property
+    def links(self) -> RankPool:
+        """The run's ranks (once ``begin`` got them)."""
+        assert self.pool is not None, "the run has no ranks before begin()"
+        return self.pool
+
+    @property
+    def ranks(self) -> dict[int, Rank]:
+        return self.pool.ranks if self.pool is not None else {}
 
     async def finish(self) -> None:
         if self.finished:
@@ -40,7 +53,7 @@ class MpiRunEnd(RankLinks):
         self.finished = True
         extra: dict[str, Any] = {"mpi": self._mpi_manifest()}
         with contextlib.suppress(Exception):
-            await self._probe_clocks()
+            await self.links.probe_clocks()
         # the clocks of ranks on other hosts, as mapped onto the kernel's (kernel ns =
         # slope * rank ns + offset_ns); ranks on the kernel's host share its clock
         clocks = mpi_clocks.clock_map(self.ranks)
@@ -51,8 +64,8 @@ class MpiRunEnd(RankLinks):
         }
         try:
             for rank in self.ranks.values():
-                await rank.channel.send(msg.FinishRun())
-            answers = await self._gather_from_all(
+                await rank.channel.send(msg.FinishRun(keep=self.keep))
+            answers = await self.links.gather_from_all(
                 (msg.RunStopped, msg.FilesDone), STOP_TIMEOUT_S, "while stopping"
             )
             stopped = answers[msg.RunStopped]
@@ -78,6 +91,9 @@ class MpiRunEnd(RankLinks):
             self.note_status(experiment.STATUS_CRASHED)
             self.errors.append(f"The MPI ranks failed while stopping the measurement: {e.message}")
             extra["files_status"] = experiment.FILES_FAILED
+            self.kill()
+        if self.keep:  # the ranks serve the next MPI cell
+            self.side.kept_ranks.keep(self.links)
         statuses = extra.pop("_files", {})
         self._write_metrics()
         if (
@@ -96,13 +112,15 @@ class MpiRunEnd(RankLinks):
         hosts: dict[str, list[int]] = {}
         for r in sorted(self.ranks):
             hosts.setdefault(self.ranks[r].hello.hostname, []).append(r)
-        plan = self.plan
+        plan = self.pool.launcher.plan if self.pool is not None else None
         return {
             "ranks": self.n,
             "launcher": plan.launcher if plan else None,
             "launcher_kind": plan.kind if plan else None,
             "launcher_args": list(plan.argv[1:]) if plan else [],
-            "library": self.library,
+            "library": self.pool.library if self.pool is not None else "",
+            "kept": self.keep,
+            "cells_on_ranks": self.pool.cells if self.pool is not None else 0,
             "hosts": hosts,
             "gather": list(self.mpi.gather),
             "timeout": self.mpi.timeout,
@@ -114,7 +132,11 @@ class MpiRunEnd(RankLinks):
         if self.exp_dir is None:
             return
         sampler, self.sampler = self.sampler, None
-        remote, self.remote_samples = self.remote_samples, []
+        remote: list[tuple[int, msg.NodeSamples]] = []
+        epoch_offset = 0
+        if self.pool is not None:
+            remote, self.pool.remote_samples = self.pool.remote_samples, []
+            epoch_offset = self.pool.epoch_offset
         if sampler is None and not remote:
             return
         try:
@@ -125,7 +147,7 @@ class MpiRunEnd(RankLinks):
 
             parts = []
             if sampler is not None:
-                parts.append((sampler.stop(), self._epoch_offset))
+                parts.append((sampler.stop(), epoch_offset))
             clocks = mpi_clocks.clock_map(self.ranks)
             for rank, message in remote:
                 samples = pickle.loads(message.samples)
@@ -133,7 +155,7 @@ class MpiRunEnd(RankLinks):
                 t = np.asarray(samples.times, np.float64) * clock["slope"] + clock["offset_ns"]
                 samples = MetricSamples(samples.series, np.rint(t).astype(np.int64),
                                         samples.values, samples.interval_s, samples.notes)  # fmt: skip
-                parts.append((renamed(samples, message.host), self._epoch_offset))
+                parts.append((renamed(samples, message.host), epoch_offset))
             series, t, values = combine(parts)
             interval = parts[0][0].interval_s
             notes = [n for samples, _ in parts for n in samples.notes]
@@ -151,8 +173,11 @@ class MpiRunEnd(RankLinks):
 
     async def _files(self) -> None:
         assert self.exp_dir is not None
+        pool = self.links
+        kept = self.keep
         try:
-            code = await self._wait_launcher(600.0)
+            # fresh ranks end with the run (Score-P writes its files as they end)
+            code = None if kept else await pool.wait_launcher(600.0)
             if self.backend == "scorep":
                 self._note_scorep_files(code)
                 return
@@ -162,7 +187,7 @@ class MpiRunEnd(RankLinks):
             ranks_dir = self.exp_dir / common.RANKS_DIR
             ranks_dir.mkdir(exist_ok=True)
             (ranks_dir / common.RANKS_JSON).write_text(json.dumps({
-                "epoch_offset_ns": self._epoch_offset,
+                "epoch_offset_ns": pool.epoch_offset,
                 "ranks": [
                     {"rank": r, "hostname": x.hello.hostname, "boot_id": x.hello.boot_id,
                      "pid": x.hello.pid, "clock": mpi_clocks.clock_map(self.ranks)[r]}
@@ -202,10 +227,8 @@ class MpiRunEnd(RankLinks):
                     )
             raise
         finally:
-            for rank in self.ranks.values():
-                rank.channel.close()
-                if rank.reader is not None:
-                    rank.reader.cancel()
+            if not kept:
+                pool.disconnect()
 
     def _note_scorep_files(self, code: int | None) -> None:
         assert self.exp_dir is not None
@@ -223,7 +246,9 @@ class MpiRunEnd(RankLinks):
             measurement={
                 "tool": self.tool(),
                 "scorep_config": scorep_backend.read_config(self.exp_dir),
-                "scorep_messages": scorep_backend.scorep_messages(self.scorep_lines),
-                "notes": scorep_backend.explain([*self.scorep_lines, *self.launcher_tail], env),
+                "scorep_messages": scorep_backend.scorep_messages(self.links.launcher.scorep_lines),
+                "notes": scorep_backend.explain(
+                    [*self.links.launcher.scorep_lines, *self.links.launcher.tail], env
+                ),
             },
         )

@@ -120,7 +120,10 @@ class Worker:
                 self.pending_packet = None
             if isinstance(message, msg.FinishRun):
                 self.finish_run()
-                return
+                if not message.keep:
+                    return
+                self.run_over()
+                continue
             if isinstance(message, msg.Shutdown):
                 return
             msg.dispatch(message, handlers, "profiling worker")
@@ -348,6 +351,14 @@ class Worker:
             self._tell(msg.FilesDone("failed", [report.error or "the measurement failed"]))
             return
         self._tell(self.write_recording(recording))
+
+    def run_over(self) -> None:
+        """The run is over and this process stays for the next one (an MPI rank the
+        kernel keeps up): the namespace stays, the measurement goes."""
+        self.measurement = None
+        self.stopped = None
+        self.run_started = False
+        lifeline.writing_files.clear()
 
     def write_recording(self, recording: Any) -> msg.FilesDone:
         """The experiment's files from the run's recording (an MPI rank writes its share)."""

@@ -29,7 +29,10 @@ Then it is the subprocess worker with these differences:
   system is not sampled here (the kernel samples the node once, ``mpi.metrics``), and at
   the run's end the rank pickles its Recording into ``<experiment>/.ranks/rank<r>.pkl``
   for the kernel's merge (``mpi.merge``) instead of writing OTF2 and CUBE4 itself;
-- ``input()`` raises: N ranks cannot all ask the notebook.
+- ``input()`` raises: N ranks cannot all ask the notebook;
+- a rank the kernel keeps up (``FinishRun(keep=True)``, builtin backend) writes its
+  recording and then serves the next run with its namespace as it was; ``Shutdown`` ends
+  it (MPI_Finalize through mpi4py, then exit).
 """
 
 from __future__ import annotations
@@ -252,6 +255,11 @@ class RankWorker(Worker):
         # Score-P writes its files as the processes end (no measurement here); the
         # builtin's recording is this rank's file, merged by the kernel (write_recording)
         super().finish_run()
+
+    def run_over(self) -> None:
+        super().run_over()
+        self.mpi_calls = None
+        _finishing.clear()  # a lost kernel ends this rank again
 
     def write_recording(self, recording: Any) -> msg.FilesDone:
         assert self.measurement is not None

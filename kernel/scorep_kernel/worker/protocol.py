@@ -103,7 +103,10 @@ class StateReceived(Message):
 
 @dataclass(frozen=True)
 class FinishRun(Message):
-    """Stop measuring, write the files, exit."""
+    """Stop measuring, write the files, exit (an MPI rank the kernel keeps up for the next
+    cell, ``keep``, stays and serves the next run instead)."""
+
+    keep: bool = False
 
 
 @dataclass(frozen=True)

@@ -50,13 +50,16 @@ $(STAMPS):
 	@mkdir -p $@
 
 # Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests,
-# Open MPI for the MPI cells' tests (mpirun, and mpicc for building mpi4py of the test extra).
+# Open MPI for the MPI cells' tests (mpirun, and mpicc for building mpi4py of the test extra),
+# iproute2 and util-linux (ip netns, unshare) for the hosts of kernel/tests/netns_hosts.py.
 $(STAMPS)/system: | $(STAMPS)
 	@need=(); \
 	[ -x "$(CHROMIUM)" ] || need+=(chromium); \
 	command -v otf2-print >/dev/null || need+=(otf2-tools); \
 	command -v mpirun >/dev/null || need+=(openmpi-bin); \
 	command -v mpicc >/dev/null || need+=(libopenmpi-dev); \
+	command -v ip >/dev/null || need+=(iproute2); \
+	command -v unshare >/dev/null || need+=(util-linux); \
 	if [ $${#need[@]} -gt 0 ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "==> Installing Debian packages: $${need[*]}"; \

@@ -85,11 +85,20 @@ class CellResult:
 class KernelHandle:
     """One running kernel; ``run`` sends an execute_request carrying cell metadata."""
 
-    def __init__(self, cwd: Path, env: dict[str, str] | None = None, frontend: str = "jupyterlab"):
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None, frontend: str = "jupyterlab",
+                 prefix: list[str] | None = None):  # fmt: skip
+        """``prefix``: a command the kernel runs under (one that execs it, as entering a
+        network namespace); the kernel then talks through Unix sockets in ``cwd``, which
+        every network namespace reaches."""
         self.frontend = frontend
-        self.km = KernelManager(kernel_name="scorep-python")
+        if prefix:
+            self.km = KernelManager(kernel_name="scorep-python", transport="ipc",
+                                    ip=str(cwd / "kernel-ipc"))  # fmt: skip
+        else:
+            self.km = KernelManager(kernel_name="scorep-python")
+        argv = [*(prefix or []), sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"]
         self.km._kernel_spec = KernelSpec(
-            argv=[sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"],
+            argv=argv,
             display_name="Python 3 (Score-P)",
             language="python",
             interrupt_mode="signal",

@@ -333,3 +333,26 @@ def launch_command(
         argv.append("--kill-on-bad-exit=1")
     argv += user
     return LaunchPlan(path, kind, argv, remote=hosts or kind == "srun")
+
+
+def planned_hosts(args: tuple[str, ...] | list[str], ranks: int) -> dict[int, str]:
+    """Where Open MPI puts each rank for ``-H a:2,b:2`` (``--host``) by its default
+    mapping (by slot, in the order named; a host without ``:slots`` has one), to name the
+    host of a rank that never started. Empty when the arguments choose otherwise (a
+    hostfile, --map-by, a rankfile, more ranks than slots) or name no hosts."""
+    hosts: list[str] = []
+    words = list(args)
+    for i, word in enumerate(words):
+        key, eq, inline = word.partition("=")
+        if key in ("--map-by", "-map-by", "--rankfile", "-rf", "--npernode", "-npernode",
+                   "--ppr", "--hostfile", "-hostfile", "--machinefile", "-machinefile"):  # fmt: skip
+            return {}
+        if key in ("-H", "--host", "-host"):
+            value = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+            for item in value.split(","):
+                name, _, slots = item.partition(":")
+                if name:
+                    hosts += [name] * (int(slots) if slots.isdigit() else 1)
+    if len(hosts) < ranks:
+        return {}
+    return dict(enumerate(hosts[:ranks]))

@@ -169,6 +169,7 @@ class RankPool:
                 raise RanksFailed(
                     f"{len(missing)} of {self.n} ranks did not start within "
                     f"{STARTUP_TIMEOUT_S:.0f} s (missing: {ranks_words(missing)})."
+                    + self._where_missing(ready)
                     + self.launcher.words()
                 )
             hello_task = asyncio.ensure_future(self._hellos.get())
@@ -208,8 +209,24 @@ class RankPool:
                 await asyncio.sleep(0.05)
                 raise RanksFailed(
                     f"The MPI launcher exited (status {exit_status(self.launcher.poll())}) "
-                    f"before all {self.n} ranks started." + self.launcher.words()
-                )
+                    f"before all {self.n} ranks started." + self._where_missing(ready)
+                    + self.launcher.words()
+                )  # fmt: skip
+
+    def _where_missing(self, ready: set[int]) -> str:
+        """The ranks that never started, by the host each was to run on (as the
+        launcher's -H maps them) and the hosts whose ranks did start."""
+        missing = sorted(set(range(self.n)) - ready)
+        planned = mpi_config.planned_hosts(self.launcher.plan.argv[1:], self.n)
+        if not missing or not planned:
+            return ""
+        by_host: dict[str, list[int]] = {}
+        for r in missing:
+            by_host.setdefault(planned[r], []).append(r)
+        words = "; ".join(f"{ranks_words(rs)} on {host}" for host, rs in by_host.items())
+        up = sorted({x.hello.hostname for r, x in self.ranks.items() if r in ready})
+        started = f" Ranks started on {', '.join(up)}." if up else " No rank started on any host."
+        return f" Never started: {words} (as -H places them).{started}"
 
     def _add_rank(self, rank: Rank | None) -> None:
         if rank is None:

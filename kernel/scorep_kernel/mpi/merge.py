@@ -1,6 +1,7 @@
 """The ranks' recordings of a builtin MPI run as one OTF2 archive and one CUBE4 profile.
 
     python -m scorep_kernel.mpi.merge <experiment dir>
+    python -m scorep_kernel.mpi.merge --serve        (directories on stdin, see serve)
 
 Run by the kernel after an MPI run's reply (``runs.mpi_run``), in a process of its own at
 a low priority, as a subprocess worker writes its files. Input, under
@@ -244,24 +245,17 @@ def merge(exp_dir: str | os.PathLike) -> dict[str, Any]:
     return {"files": files, "notes": notes, "errors": errors}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 1:
-        print("usage: python -m scorep_kernel.mpi.merge <experiment dir>", file=sys.stderr)
-        return 2
-    exp_dir = Path(argv[0])
-    try:
-        os.nice(10)  # the user's next cell comes first
-    except OSError:
-        pass
+def merge_files(exp_dir: Path) -> int:
+    """Merge one experiment's ranks and note the outcome in its manifest; the exit status."""
     try:
         result = merge(exp_dir)
     except Exception as e:
         traceback.print_exc()
+        tail = traceback.format_exc().strip().splitlines()[-3:]
         experiment.update_manifest(
             exp_dir,
             files_status=experiment.FILES_FAILED,
-            errors=[f"merging the ranks' recordings failed: {type(e).__name__}: {e}"],
+            errors=[f"merging the ranks' recordings failed: {type(e).__name__}: {e}", *tail],
         )
         return 1
     experiment.update_manifest(
@@ -273,6 +267,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     shutil.rmtree(exp_dir / RANKS_DIR, ignore_errors=True)
     return 0
+
+
+def serve() -> int:
+    """``--serve``: one experiment directory per line on stdin, its exit status per line
+    on stdout (``runs.mpi_kept``: MPI ranks kept up merge each cell's recordings here, so
+    that a cell does not pay this module's imports, ~0.3 s of CPU, for the one before)."""
+    for line in sys.stdin:
+        if line.strip():
+            print(merge_files(Path(line.strip())), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print("usage: python -m scorep_kernel.mpi.merge <experiment dir> | --serve",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        os.nice(10)  # the user's next cell comes first
+    except OSError:
+        pass
+    if argv[0] == "--serve":
+        return serve()
+    return merge_files(Path(argv[0]))
 
 
 if __name__ == "__main__":

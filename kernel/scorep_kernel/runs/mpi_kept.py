@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from scorep_kernel.runs.mpi_merger import Merger
 from scorep_kernel.runs.mpi_rank_links import PoolKey, RankPool
 
 log = logging.getLogger("scorep_kernel")
@@ -26,6 +27,7 @@ class KeptRanks:
 
     def __init__(self) -> None:
         self.pool: RankPool | None = None
+        self.merger = Merger()  # merges the kept ranks' recordings, cell after cell
 
     def take(self, key: PoolKey) -> tuple[RankPool | None, str]:
         """The kept pool when it serves ``key`` (it leaves the slot while a run holds it),
@@ -50,6 +52,7 @@ class KeptRanks:
     async def close(self) -> str:
         """End the kept ranks gently; what was ended ("" when none were up)."""
         pool, self.pool = self.pool, None
+        await self.merger.close()
         if pool is None:
             return ""
         code = await pool.close()

@@ -6,11 +6,9 @@ its own."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import sys
 from typing import Any
 
 import numpy as np
@@ -18,11 +16,10 @@ import numpy as np
 from scorep_kernel import experiment
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.runs import mpi_clocks, scorep_backend
+from scorep_kernel.runs import mpi_clocks, mpi_merger, scorep_backend
 from scorep_kernel.runs.base import RunBase, RunFailed
 from scorep_kernel.runs.mpi_rank_links import Rank, RankPool
 from scorep_kernel.worker import protocol as msg
-from scorep_kernel.worker.client import _KERNEL_DIR
 
 # Stopping measurement and writing a rank's recording (millions of events take seconds).
 STOP_TIMEOUT_S = 600.0
@@ -194,26 +191,18 @@ class MpiRunEnd(RunBase):
                     for r, x in sorted(self.ranks.items())
                 ],
             }))  # fmt: skip
-            merge = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "scorep_kernel.mpi.merge", str(self.exp_dir),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                    [_KERNEL_DIR, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-                )},
-            )  # fmt: skip
-            _, err = await merge.communicate()
-            if merge.returncode:
+            if kept:
+                code, tail = await self.side.kept_ranks.merger.merge(self.exp_dir)
+            else:
+                code, tail = await mpi_merger.merge_once(self.exp_dir)
+            if code:
                 manifest = experiment.read_manifest(self.exp_dir)
                 if manifest.get("files_status") == experiment.FILES_PENDING:
-                    tail = err.decode(errors="replace").strip().splitlines()[-5:]
                     experiment.update_manifest(
                         self.exp_dir,
                         files_status=experiment.FILES_FAILED,
-                        errors=[f"merging the ranks' recordings failed (status {merge.returncode})",
-                                *tail],
-                    )  # fmt: skip
+                        errors=[f"merging the ranks' recordings failed (status {code})", *tail],
+                    )
         except BaseException as e:
             with contextlib.suppress(Exception):
                 manifest = experiment.read_manifest(self.exp_dir)

@@ -51,7 +51,8 @@ $(STAMPS):
 
 # Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests,
 # Open MPI for the MPI cells' tests (mpirun, and mpicc for building mpi4py of the test extra),
-# iproute2 and util-linux (ip netns, unshare) for the hosts of kernel/tests/netns_hosts.py.
+# iproute2 and util-linux (ip netns, unshare) for the hosts of kernel/tests/netns_hosts.py,
+# slurm-wlm and munge for the one-node Slurm cluster of kernel/tests/slurm_cluster.py.
 $(STAMPS)/system: | $(STAMPS)
 	@need=(); \
 	[ -x "$(CHROMIUM)" ] || need+=(chromium); \
@@ -60,6 +61,8 @@ $(STAMPS)/system: | $(STAMPS)
 	command -v mpicc >/dev/null || need+=(libopenmpi-dev); \
 	command -v ip >/dev/null || need+=(iproute2); \
 	command -v unshare >/dev/null || need+=(util-linux); \
+	command -v slurmd >/dev/null || need+=(slurm-wlm); \
+	command -v munged >/dev/null || need+=(munge); \
 	if [ $${#need[@]} -gt 0 ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "==> Installing Debian packages: $${need[*]}"; \

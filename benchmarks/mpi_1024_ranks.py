@@ -1,0 +1,162 @@
+"""A 1,024-rank MPI trace: how fast the builtin backend's merge writes it and how fast the
+server answers for it (simulated ranks: no 1,024 processes run here).
+
+The experiment is what a 1,024-rank builtin MPI cell leaves: per rank a Recording (a cell
+region, CALLS calls of 20 functions, every 50th an ``MPI_Send`` to the next rank in a ring,
+with its OTF2 message event) in ``.ranks/``, merged by ``mpi.merge`` into one OTF2 archive
+(a location group per rank) and one CUBE4 profile, as after a real cell. Ranks 1000 and up
+compute 1.5x longer, so the imbalance verdict has ranks to name.
+
+Figures, through a real jupyter server on localhost (wall times, on a shared machine):
+the merge's rate (events/s), the first timeline answer (builds the index), timeline p50 /
+p95 over ROUNDS random windows at 1600 px (target p95 <= 50 ms), GET ranks (the
+1,024 x 1,024 communication matrix and the per-rank times; target <= 100 ms warm), GET
+summary; and each answer's size.
+
+Run: ``python benchmarks/mpi_1024_ranks.py`` (~1-2 min; the archive is made in a temporary
+directory).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "kernel")]
+
+from _jupyter_server import jupyter_server  # noqa: E402
+from _report import report  # noqa: E402
+
+RANKS = 1024
+CALLS = 1000  # per rank: 2,000 enter/leave events and CALLS / MPI_EVERY sends
+MPI_EVERY = 50
+ROUNDS = 60
+WIDTH = 1600
+
+
+def make_experiment(exp: Path) -> None:
+    from scorep_kernel import experiment
+    from scorep_kernel.formats.recording import ROLE_CELL, Recording, Region, ThreadEvents
+    from scorep_kernel.measure import mpi_calls
+    from scorep_kernel.measure.mpi_calls import RankMpi
+    from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON, rank_file
+
+    exp.mkdir()
+    manifest = experiment.new_manifest(exp.name, backend="builtin", isolation="subprocess",
+                                       cells=[])  # fmt: skip
+    manifest["mpi"] = {"ranks": RANKS, "hosts": {"node": list(range(RANKS))}}
+    manifest["files_status"] = experiment.FILES_PENDING
+    experiment.write_manifest(exp, manifest)
+    regions = [Region("cell [1]", "cell", "", 0, ROLE_CELL)]
+    regions += [Region(f"__main__:f{i}", "__main__", "", i) for i in range(20)]
+    regions.append(Region(mpi_calls.region_name("Send"), "MPI"))
+    send = len(regions) - 1
+    t0 = 5_000_000_000
+    k = np.arange(CALLS)
+    region = np.where(k % MPI_EVERY == 0, send, 1 + k % 20).astype(np.int32)
+    sends = np.flatnonzero(region == send)
+    for r in range(RANKS):
+        step = 1500 if r >= 1000 else 1000  # the slow ranks
+        times = np.empty(2 * CALLS + 2, np.int64)
+        times[0], times[-1] = t0, t0 + step * CALLS + 10
+        times[1:-1:2] = t0 + step * k + 1
+        times[2:-1:2] = t0 + step * k + step // 2
+        regs = np.empty(2 * CALLS + 2, np.int32)
+        regs[0] = regs[-1] = 0
+        regs[1:-1:2] = regs[2:-1:2] = region
+        kinds = np.zeros(2 * CALLS + 2, np.int8)
+        kinds[0], kinds[1:-1:2] = 1, 1
+        thread = ThreadEvents("Master thread", 7, times, regs, kinds)
+        rec = Recording(regions, [thread], 0, t0, int(times[-1]), hostname="node")
+        n = sends.size
+        mpi = RankMpi(
+            rank=r, region_names=[regions[send].name], comms=[("MPI_COMM_WORLD", tuple(range(RANKS)))],
+            call_thread=np.full(n, 7), call_t0=t0 + step * sends + 1,
+            call_t1=t0 + step * sends + step // 2, call_region=np.zeros(n, np.int32),
+            ev_call=np.arange(n), ev_kind=np.full(n, mpi_calls.SEND, np.int8),
+            ev_comm=np.zeros(n, np.int32), ev_peer=np.full(n, (r + 1) % RANKS),
+            ev_tag=np.zeros(n, np.int64), ev_bytes=np.full(n, 4096),
+            ev_bytes_recv=np.zeros(n, np.int64), ev_op=np.zeros(n, np.int16),
+            ev_request=np.zeros(n, np.int64),
+        )  # fmt: skip
+        path = rank_file(exp, r)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(pickle.dumps({"rank": r, "recording": rec, "mpi": mpi}, protocol=5))
+    (exp / RANKS_DIR / RANKS_JSON).write_text(json.dumps({
+        "epoch_offset_ns": 1_700_000_000_000_000_000,
+        "ranks": [{"rank": r, "hostname": "node", "clock": {}} for r in range(RANKS)],
+    }))  # fmt: skip
+
+
+def fetch(server, route: str) -> tuple[float, bytes]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/scorep/api/{route}",
+        headers={"Authorization": f"token {server.token}"},
+    )
+    t = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as r:
+        body = r.read()
+    return (time.perf_counter() - t) * 1e3, body
+
+
+def main() -> None:
+    from scorep_kernel import experiment
+    from scorep_kernel.mpi import merge
+
+    with tempfile.TemporaryDirectory() as tmp:
+        exp = Path(tmp) / "mpi-1024"
+        make_experiment(exp)
+        start = time.perf_counter()
+        assert merge.merge_files(exp) == 0
+        merge_s = time.perf_counter() - start
+        manifest = experiment.read_manifest(exp)
+        events = manifest["measurement"]["merge"]["events"]
+        q = {"path": exp.name}
+        with jupyter_server(Path(tmp)) as server:
+            first_ms, body = fetch(
+                server, "timeline?" + urllib.parse.urlencode({**q, "width": WIDTH})
+            )
+            full = json.loads(body)
+            t_end = int(full.get("t1") or full.get("range", [0, 0])[1])
+            rng = np.random.default_rng(7)
+            times, sizes = [], []
+            for i in range(ROUNDS):
+                span = t_end if i == 0 else int(t_end / 10 ** rng.uniform(0, 3))
+                t0 = int(rng.integers(0, max(t_end - span, 1)))
+                ms, body = fetch(server, "timeline?" + urllib.parse.urlencode(
+                    {**q, "t0": t0, "t1": t0 + span, "width": WIDTH}))  # fmt: skip
+                times.append(ms)
+                sizes.append(len(body))
+            ranks_first, _ = fetch(server, "ranks?" + urllib.parse.urlencode(q))
+            ranks_ms, ranks_body = fetch(server, "ranks?" + urllib.parse.urlencode(q))
+            summary_ms, summary_body = fetch(server, "summary?" + urllib.parse.urlencode(q))
+    answer = json.loads(ranks_body)
+    matrix = (answer.get("matrix") or {}).get("bytes") or answer.get("bytes") or []
+    verdicts = [
+        v.get("text") or v.get("title") for v in json.loads(summary_body).get("verdicts", [])
+    ]
+    p50, p95 = np.percentile(times, 50), np.percentile(times, 95)
+    report(f"merge of {RANKS} ranks' recordings ({events / 1e6:.1f}M events)", events / merge_s,
+           "events/s", note=f"{merge_s:.1f} s, OTF2 + CUBE4")  # fmt: skip
+    report(f"first timeline answer, {RANKS} ranks (index built)", first_ms, "ms")
+    report(f"timeline p95 over HTTP, {RANKS} ranks", p95, "ms", target="<= 50", met=bool(p95 <= 50),
+           note=f"p50 {p50:.1f} ms, {ROUNDS} windows at {WIDTH} px, largest answer "
+           f"{max(sizes) / 1e6:.2f} MB, full view {len(full.get('locations', []))} rows")  # fmt: skip
+    report(f"GET ranks, {RANKS} ranks (matrix {len(matrix)} x {len(matrix[0]) if matrix else 0})",
+           ranks_ms, "ms", target="<= 100", met=bool(ranks_ms <= 100),
+           note=f"first {ranks_first:.0f} ms (reads the trace's messages), {len(ranks_body) / 1e6:.2f} MB")  # fmt: skip
+    report(f"GET summary, {RANKS} ranks", summary_ms, "ms",
+           note="verdicts: " + " | ".join(str(v) for v in verdicts)[:300])  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -2,8 +2,9 @@
 allreduce on 2 and 4 ranks read back with otf2-print and pycubexr, rank 0's state and a
 gathered value in the notebook, a rank that raises, a rank that calls os._exit, a rank
 past the timeout, and an interrupt. (How fast every rank stops is benchmarks/mpi_cell.py's
-figure, not an assert here.) One kernel for the module; each cell starts its ranks anew
-(~1.5 s for 4 ranks here)."""
+figure, not an assert here.) One kernel for the module; its ranks stay up between cells
+asking for the same ranks (test_mpi_kept.py checks that) and are started anew (~1.5 s for 4
+ranks here) after a cell that stopped them or asked for another count."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import otf2_print_available
 from test_tracer_util import calls, run_cell
 
 from scorep_kernel.formats.recording import ROLE_USER
@@ -280,8 +279,8 @@ def test_rewind_drops_the_rewound_calls(tmp_path, scorep):
     ]
 
 
-def test_error_region_and_parameters_in_the_trace(tmp_path, scorep, capsys):
-    if not otf2_print_available():
+def test_error_region_and_parameters_in_the_trace(tmp_path, scorep, capsys, readback):
+    if not readback.otf2_print_available():
         pytest.skip("otf2-print is not installed")
     source = (
         "scorep.user.parameter_int('n', -3)\n"

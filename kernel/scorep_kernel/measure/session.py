@@ -148,13 +148,15 @@ class Measurement:
             } - {self._start_tid}
             if self.config.imports_as_regions:
                 imports.install(self)
+            _active = self
+            self._state = "running"
+            self._torch.start()  # only where torch is imported already
+            # after torch.profiler's start and undone before its stop: the files it opens
+            # are the measurement's own, not the cell's I/O
             if self.config.io == "posix":
                 self._io = IoRecorder(self._now, self.user.extras, self.user.markers,
                                       self._preexisting)  # fmt: skip
                 self._io.install()
-            _active = self
-            self._state = "running"
-            self._torch.start()  # only where torch is imported already
             self._tracer.start()
         except BaseException:
             # Leave the interpreter as it was: no hook, no active measurement, no sampler.
@@ -188,10 +190,10 @@ class Measurement:
         t_stop = time.perf_counter()
         self._notes += self._tracer.stop()
         end_perf = time.perf_counter_ns()
-        kineto = self._torch.stop()
-        imports.uninstall()
         if self._io is not None:
             self._io.uninstall()
+        kineto = self._torch.stop()
+        imports.uninstall()
         _active = None
         self._state = "stopped"
         metrics = self._sampler.stop()

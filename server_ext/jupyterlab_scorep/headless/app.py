@@ -116,6 +116,12 @@ def parser() -> argparse.ArgumentParser:
         "and more than the noise",
     )
     r.add_argument(
+        "--allow-missing-baseline",
+        action="store_true",
+        help="with --baseline: pass when the baseline yields nothing to compare (it is "
+        f"missing or empty: the first run of a notebook); without it that exits {hs.EXIT_NO_BASELINE}",
+    )
+    r.add_argument(
         "--files-timeout",
         type=_seconds,
         default=300.0,
@@ -160,6 +166,9 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     if args.fail_if_slower is not None and args.baseline is None:
         print("jupyter scorep run: --fail-if-slower needs --baseline", file=sys.stderr)
         return hs.EXIT_USAGE
+    if args.allow_missing_baseline and args.baseline is None:
+        print("jupyter scorep run: --allow-missing-baseline needs --baseline", file=sys.stderr)
+        return hs.EXIT_USAGE
     opts = RunOptions(
         notebook=args.notebook,
         output=args.output,
@@ -198,11 +207,20 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     if baseline is not None:
         from .gate import gate
 
-        result = gate(data, runner.summary_path.parent, baseline, args.fail_if_slower)
+        result = gate(
+            data,
+            runner.summary_path.parent,
+            baseline,
+            args.fail_if_slower,
+            allow_missing=args.allow_missing_baseline,
+        )
         data["gate"] = result.record
         report_text = result.text
-        if result.failed and data["exit_code"] == hs.EXIT_OK:
-            data["exit_code"] = hs.EXIT_REGRESSION
+        if data["exit_code"] == hs.EXIT_OK:
+            if result.failed:
+                data["exit_code"] = hs.EXIT_REGRESSION
+            elif result.no_baseline:
+                data["exit_code"] = hs.EXIT_NO_BASELINE
     hs.write_summary(runner.summary_path, data)
     runner.write_notebook()
     finish(runner, data, report_text, out)

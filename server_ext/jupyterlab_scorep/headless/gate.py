@@ -12,6 +12,12 @@ cell has several runs, the newest is the baseline and, with at least
 ``cellId``, else by the hash of its source, else by its code-cell number; the report says
 which, and names the cells on either side that found no partner.
 
+**Nothing to compare.** A baseline that yields no comparison (no such path, a folder
+without experiments, a summary whose experiments are gone, no cell in common) fails the
+gate with its own exit status (``run_summary.EXIT_NO_BASELINE``) and says why, unless
+``--allow-missing-baseline`` (the first run of a new notebook): then the run passes and the
+report says that nothing was compared.
+
 **The rule.** A cell regressed when ``compare_verdict.verdict`` calls it slower (its measured time
 grew by more than the noise: 10 % or the measured spread, at least 2 ms) *and* by more
 than PCT of the baseline's time. The functions named are those whose exclusive time grew
@@ -37,7 +43,7 @@ SHARE_NAMED = 0.1
 
 
 class BaselineError(Exception):
-    """A --baseline that is neither a summary nor a directory of experiments."""
+    """A --baseline that is a file but no readable summary."""
 
 
 @dataclass
@@ -58,6 +64,8 @@ class Baseline:
     where: Path
     cells: list[BaselineCell]
     note: str = ""
+    # why there is nothing to compare with, when the baseline is absent or empty
+    missing: str = ""
 
     @classmethod
     def load(cls, where: str | os.PathLike, notebook: str | None = None) -> Baseline:
@@ -72,9 +80,11 @@ class Baseline:
             return cls.from_summary(path, data)
         if path.is_dir():
             return cls.from_directory(path, notebook)
-        raise BaselineError(
-            f"--baseline {where}: no such file or directory; pass a {hs.SUMMARY_NAME} or a "
-            "directory of experiments (a previous run's scorep-experiments/)"
+        return cls(
+            path,
+            [],
+            missing=f"{where}: no such file or directory (expected a {hs.SUMMARY_NAME} or a "
+            "directory of experiments: a previous run's scorep-experiments/)",
         )
 
     @classmethod
@@ -102,9 +112,11 @@ class Baseline:
     def from_directory(cls, path: Path, notebook: str | None) -> Baseline:
         found = ex.list_experiments(path)  # newest first
         if not found:
-            raise BaselineError(
-                f"--baseline {path}: no experiments in it (no subdirectory with a readable "
-                f"{ex.MANIFEST}) and no {hs.SUMMARY_NAME}"
+            return cls(
+                path,
+                [],
+                missing=f"{path} holds no experiments (no subdirectory with a readable "
+                f"{ex.MANIFEST}) and no {hs.SUMMARY_NAME}",
             )
         note = ""
         if notebook is not None:
@@ -163,7 +175,9 @@ def _histories(found: list[tuple[Path, dict[str, Any]]]) -> dict[tuple, list[flo
 class GateResult:
     record: dict[str, Any]
     text: str
-    failed: bool
+    failed: bool  # a cell regressed
+    # nothing was compared (and --allow-missing-baseline was not given): the reason
+    no_baseline: str = ""
 
 
 def _label(number: int | None, first_line: str) -> str:
@@ -194,9 +208,11 @@ def gate(
     summary_dir: Path,
     baseline: Baseline,
     threshold_pct: float | None,
+    allow_missing: bool = False,
 ) -> GateResult:
     """Compare the run ``data`` (a summary, SCHEMA) with ``baseline``. Without a threshold
-    the comparison is reported and never fails."""
+    the comparison is reported and never fails on a slowdown; a baseline that yields
+    nothing to compare fails (``no_baseline``) unless ``allow_missing``."""
     threshold = threshold_pct
     taken: set[int] = set()
     done: set[str] = set()
@@ -278,6 +294,7 @@ def gate(
         lines.append("  baseline cells with no profiled cell in this run: " + "; ".join(unmatched))
     compared = sum(1 for c in cells_out if c["verdict"] in ("ok", "regressed"))
     failed = bool(regressed)
+    no_baseline = ""
     rule = (
         f"fail when a cell is slower by more than {threshold:g} % and the noise"
         if threshold is not None
@@ -292,15 +309,41 @@ def gate(
             f"{threshold:g} %: {'; '.join(regressed)}"
         )
     elif compared == 0:
-        tail = "Nothing compared: no profiled cell of this run has a baseline run."
+        why = baseline.missing or _nothing_compared(cells_out, baseline)
+        if allow_missing:
+            tail = f"Nothing compared ({why}); passed: --allow-missing-baseline."
+        else:
+            no_baseline = why
+            tail = (
+                f"FAILED: nothing compared: {why}. A gate that compares nothing cannot "
+                "pass; give --allow-missing-baseline for the first run of a notebook."
+            )
     else:
         tail = f"{compared} cells compared; none slower beyond the threshold and the noise."
     record = {
         "baseline": str(baseline.where),
         "threshold_pct": threshold if threshold is not None else 0.0,
-        "verdict": "fail" if failed else "pass",
+        "verdict": "fail" if failed else "no_baseline" if no_baseline else "pass",
+        "compared": compared,
         "noise": noise_words or compare_noise.DEFAULT_NOISE.basis,
         "cells": cells_out,
         "unmatched_baseline": unmatched,
     }
-    return GateResult(record, "\n".join([head, *lines, tail]), failed)
+    if no_baseline:
+        record["reason"] = no_baseline
+    return GateResult(record, "\n".join([head, *lines, tail]), failed, no_baseline)
+
+
+def _nothing_compared(cells_out: list[dict[str, Any]], baseline: Baseline) -> str:
+    """Why no cell was compared, in words."""
+    if not cells_out:
+        return "this run has no profiled cell"
+    if not baseline.cells:
+        return f"the baseline {baseline.where} names no profiled cell"
+    unreadable = [c for c in cells_out if c["verdict"] == "unreadable"]
+    if unreadable:
+        return (
+            f"the baseline's experiments cannot be read ({unreadable[0]['text']}); a "
+            f"{hs.SUMMARY_NAME} needs its experiment folders beside it"
+        )
+    return "no profiled cell of this run has a run in the baseline (no cell in common)"

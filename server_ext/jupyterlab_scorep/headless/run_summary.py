@@ -53,6 +53,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # a cell failed, timed out, or the kernel died or could not start
 EXIT_USAGE = 2  # a wrong option or an unreadable notebook (argparse's status too)
 EXIT_REGRESSION = 3  # --fail-if-slower: a profiled cell regressed beyond the threshold
+# --baseline: nothing was compared (the baseline is missing, empty, its experiments are gone
+# or it has no cell in common with this run) and --allow-missing-baseline was not given
+EXIT_NO_BASELINE = 4
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 EXIT_CODES = {
     RUN_OK: EXIT_OK,
@@ -191,7 +194,9 @@ SCHEMA: dict[str, Any] = {
             "properties": {
                 "baseline": {"type": "string"},
                 "threshold_pct": _NUMBER,
-                "verdict": {"enum": ["pass", "fail"]},
+                "verdict": {"enum": ["pass", "fail", "no_baseline"]},
+                "compared": {"type": "integer"},
+                "reason": {"type": "string"},
                 "noise": {"type": "string"},
                 "cells": {"type": "array", "items": _GATE_CELL},
                 "unmatched_baseline": {"type": "array"},

@@ -27,6 +27,17 @@ template, no spare at hand) | ``worker_fresh`` (getting a worker process), ``sta
 ``messages`` (the rest of the round trips), ``tracer_stop``, ``recording_build``,
 ``summary``, ``manifest``. Readers must accept phases they do not know.
 
+**The cells' time** (additive), one definition everywhere (the panel's header, Runs, Compare,
+GET summary, ``jupyter scorep run``): the cell regions on the threads that ran them, summed
+over the run's cells. Where the builtin tracer measured it, ``cell_time`` holds it
+(``cell_time_record``: ``time_s``; ``cpu_s`` running on a CPU, ``queue_s`` runnable but
+queued for a CPU (the machine's load), ``wait_s`` the rest: sleep, lock, I/O, device, MPI;
+``cells``: each cell's ``time_s``), ``wall_s`` is its ``time_s``, and ``run_s`` is the
+run's elapsed time in the kernel, so ``run_s - wall_s`` is what the measurement itself cost
+(worker, namespace transfer, tracer stop, building the recording; for a multi-cell run also
+the time between its cells). Without ``cell_time`` (Score-P runs) ``wall_s`` is the run's
+elapsed time as before.
+
 ``writers`` (additive): the processes that will say how the run ended (the kernel, and a
 subprocess run's worker), each ``{pid, host, boot_id, start}`` (``start``: the process's
 start time in clock ticks since boot, so a reused pid is told apart). A run whose manifest
@@ -318,6 +329,21 @@ def new_manifest(
         "errors": [],
         # who will say how the run ended (see "writers" above)
         "writers": [process_record(pid) for pid in (os.getpid(), *(writer_pids or []))],
+    }
+
+
+def cell_time_record(
+    time_ns: int, cpu_ns: int | None, queue_ns: int | None, cells_ns: list[int] | None = None
+) -> dict[str, Any]:
+    """The manifest's ``cell_time`` (see the module doc); cpu/queue/wait None when the
+    threads' clocks were not read."""
+    split = cpu_ns is not None and queue_ns is not None
+    return {
+        "time_s": round(time_ns / 1e9, 9),
+        "cpu_s": round(cpu_ns / 1e9, 9) if split else None,  # type: ignore[operator]
+        "queue_s": round(queue_ns / 1e9, 9) if split else None,  # type: ignore[operator]
+        "wait_s": round(max(0, time_ns - cpu_ns - queue_ns) / 1e9, 9) if split else None,  # type: ignore[operator]
+        "cells": [round(t / 1e9, 9) for t in cells_ns or []],
     }
 
 

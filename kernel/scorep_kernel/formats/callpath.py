@@ -94,6 +94,11 @@ class CallpathProfile:
     min_ns: np.ndarray  # int64 [C, T]
     max_ns: np.ndarray  # int64 [C, T]
     synthetic_root: bool
+    # int64 [C, T], inclusive like incl_ns: of that time, how long the thread ran on a CPU
+    # and how long it was queued for one (the rest it waited: sleep, lock, I/O). None when
+    # no thread of the recording carries those readings (ThreadEvents.run_ns).
+    run_ns: np.ndarray | None = None
+    queue_ns: np.ndarray | None = None
 
     @property
     def num_cnodes(self) -> int:
@@ -182,12 +187,24 @@ def _pair_calls(thread: ThreadEvents, t_index: int, event_offset: int):
             f"{where}: event {int(leaves[i])} leaves region {int(regions[leaves[i]])} but "
             f"the open region is {int(regions[enters[i]])} (event {int(enters[i])})"
         )
+    if thread.run_ns is not None and thread.queue_ns is not None:
+        run = np.asarray(thread.run_ns, np.int64)
+        queue = np.asarray(thread.queue_ns, np.int64)
+        # within a call's time, never below 0 nor above it (interpolated readings)
+        dur = times[leaves] - times[enters]
+        run_d = np.clip(run[leaves] - run[enters], 0, dur)
+        queue_d = np.clip(queue[leaves] - queue[enters], 0, dur - run_d)
+    else:  # not read: all of it counts as running
+        run_d = times[leaves] - times[enters]
+        queue_d = np.zeros(run_d.size, np.int64)
     return (
         level[enters],
         enters.astype(np.int64) + event_offset,
         times[enters],
         times[leaves],
         regions[enters],
+        run_d,
+        queue_d,
     )
 
 
@@ -198,13 +215,14 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     parts = []
     offset = 0
     for t_index, thread in enumerate(recording.threads):
-        level, pos, start, end, reg = _pair_calls(thread, t_index, offset)
+        level, pos, start, end, reg, run_d, queue_d = _pair_calls(thread, t_index, offset)
         if reg.size and (reg.min() < 0 or reg.max() >= n_regions):
             raise RecordingError(
                 f"thread {t_index} ({thread.name!r}) uses region index {int(reg.max())} "
                 f"but the recording defines {n_regions} regions"
             )
-        parts.append((level, pos, start, end, reg, np.full(level.shape, t_index, np.int64)))
+        thr = np.full(level.shape, t_index, np.int64)
+        parts.append((level, pos, start, end, reg, thr, run_d, queue_d))
         offset += len(thread)
 
     # Level by level, the calls of all threads at that level, thread after thread: global
@@ -214,7 +232,8 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     bounds = [np.searchsorted(p[0], levels) for p in parts]
     cnode_parent: list[np.ndarray] = []
     cnode_region: list[np.ndarray] = []
-    per_level: list[tuple] = []  # (cnode, start, duration, thread) of the level's calls
+    # (cnode, start, duration, thread, running, queued) of the level's calls
+    per_level: list[tuple] = []
     n_cnodes = 0
     stride = n_regions + 1
     # the previous level's call positions and cnodes (none before level 0)
@@ -240,13 +259,17 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
                 np.concatenate([p[2][lo:hi] for p, lo, hi in slices]),
                 np.concatenate([p[3][lo:hi] - p[2][lo:hi] for p, lo, hi in slices]),
                 np.concatenate([p[5][lo:hi] for p, lo, hi in slices]),
+                np.concatenate([p[6][lo:hi] for p, lo, hi in slices]),
+                np.concatenate([p[7][lo:hi] for p, lo, hi in slices]),
             )
         )
         prev_pos, prev_cnode = pos, call_cnode
     if per_level:
-        call_cnode, start, dur, thread_of = (np.concatenate(a) for a in zip(*per_level))
+        call_cnode, start, dur, thread_of, run_d, queue_d = (
+            np.concatenate(a) for a in zip(*per_level)
+        )
     else:
-        call_cnode = start = dur = thread_of = np.zeros(0, np.int64)
+        call_cnode = start = dur = thread_of = run_d = queue_d = np.zeros(0, np.int64)
 
     parent_tmp = np.concatenate(cnode_parent) if cnode_parent else np.zeros(0, np.int64)
     region_tmp = np.concatenate(cnode_region) if cnode_region else np.zeros(0, np.int64)
@@ -309,10 +332,24 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     vmax: np.ndarray = np.zeros(size, dtype=np.int64)
     np.maximum.at(vmax, cell, dur)
     incl, vmin, vmax = (a.reshape(n_total, n_threads) for a in (incl, vmin, vmax))
+    split = any(t.run_ns is not None for t in recording.threads)
+    run_sum = queue_sum = None
+    if split:
+        run_sum = np.zeros(size, dtype=np.int64)
+        np.add.at(run_sum, cell, run_d)
+        queue_sum = np.zeros(size, dtype=np.int64)
+        np.add.at(queue_sum, cell, queue_d)
+        run_sum, queue_sum = (
+            run_sum.reshape(n_total, n_threads),
+            queue_sum.reshape(n_total, n_threads),
+        )
     if synthetic:
         root = 0
         top_new = new_id[top]
         incl[root] = incl[top_new].sum(axis=0)
+        if run_sum is not None and queue_sum is not None:
+            run_sum[root] = run_sum[top_new].sum(axis=0)
+            queue_sum[root] = queue_sum[top_new].sum(axis=0)
         active = np.array([len(t) > 0 for t in recording.threads], dtype=bool)
         visits[root] = active.astype(np.uint64)
         vmin[root] = incl[root]
@@ -329,4 +366,6 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
         min_ns=vmin,
         max_ns=vmax,
         synthetic_root=synthetic,
+        run_ns=run_sum,
+        queue_ns=queue_sum,
     )

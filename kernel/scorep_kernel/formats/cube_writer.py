@@ -130,6 +130,32 @@ METRICS = (
     ),
 )
 
+# Written where the recording read the threads' clocks (CallpathProfile.run_ns): how much
+# of ``time`` the thread ran on a CPU, and how much it was runnable but queued for one (the
+# machine's load); the rest of ``time`` it waited (sleep, lock, I/O, device, MPI).
+SPLIT_METRICS = (
+    (
+        4,
+        "cpu_time",
+        "Running Time",
+        "INCLUSIVE",
+        "DOUBLE",
+        "sec",
+        "",
+        "Of the inclusive time, how long the thread ran on a CPU (Linux schedstat)",
+    ),
+    (
+        5,
+        "queue_time",
+        "Queued Time",
+        "INCLUSIVE",
+        "DOUBLE",
+        "sec",
+        "",
+        "Of the inclusive time, how long the thread was runnable but waited for a CPU",
+    ),
+)
+
 # Characters XML 1.0 cannot hold at all (even escaped).
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
@@ -221,7 +247,7 @@ def anchor_xml(profile: CallpathProfile, hostname: str, system: str | None = Non
         ' <attr key="CUBE_CT_AGGR" value="SUM"/>\n',
         " <metrics>\n",
     ]
-    for mid, uniq, disp, mtype, dtype, uom, url, descr in METRICS:
+    for mid, uniq, disp, mtype, dtype, uom, url, descr in _metrics(profile):
         parts.append(
             f'  <metric id="{mid}" type="{mtype}">\n'
             f"   <disp_name>{disp}</disp_name>\n"
@@ -239,6 +265,10 @@ def anchor_xml(profile: CallpathProfile, hostname: str, system: str | None = Non
     parts.append(system or _system_xml(hostname or "localhost", profile.locations))
     parts.append("</cube>\n")
     return "".join(parts).encode("utf-8")
+
+
+def _metrics(profile: CallpathProfile) -> tuple:
+    return METRICS + SPLIT_METRICS if profile.run_ns is not None else METRICS
 
 
 def _metric_files(values: np.ndarray, order: np.ndarray, dtype: str) -> tuple[bytes, bytes]:
@@ -270,8 +300,11 @@ def cubex_members(
         "min_time": (profile.min_ns / 1e9, "<f8"),
         "max_time": (profile.max_ns / 1e9, "<f8"),
     }
+    if profile.run_ns is not None and profile.queue_ns is not None:
+        values["cpu_time"] = (profile.run_ns / 1e9, "<f8")
+        values["queue_time"] = (profile.queue_ns / 1e9, "<f8")
     members = {"anchor.xml": anchor_xml(profile, hostname, system)}
-    for mid, uniq, _disp, mtype, _dtype, *_ in METRICS:
+    for mid, uniq, _disp, mtype, _dtype, *_ in _metrics(profile):
         array, dtype = values[uniq]
         index, data = _metric_files(array, orders[mtype], dtype)
         members[f"{mid}.index"] = index

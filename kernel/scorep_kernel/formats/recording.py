@@ -89,6 +89,11 @@ class ThreadEvents:
     callsites: Callsites | None = None
     # User parameters and measurement on/off (the scorep shim), between the events.
     markers: Markers | None = None
+    # int64 ns per event, cumulative: how long the thread had run on a CPU, and had been
+    # runnable but queued for one, by each event's time (measure.thread_clock); None where
+    # not read (the writers then count all time as running).
+    run_ns: np.ndarray | None = None
+    queue_ns: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.times.shape[0])

@@ -26,6 +26,7 @@ from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .io_recorder import IoRecorder
 from .measure_config import MeasureConfig
 from .sampler import MetricSampler
+from .thread_clock import ThreadClocks
 from .user_recorder import UserRecorder
 
 _active: Measurement | None = None
@@ -77,6 +78,7 @@ class _Cell:
         if m._master_tid is None:
             m._master_tid = self.tid  # the thread of the first cell is the "Master thread"
         m._tracer.install_here()
+        m._clocks.note(self.tid)
         m._preexisting.discard(self.tid)  # a thread that runs a cell is recorded
         self.t0 = m._now()
         return self
@@ -85,6 +87,7 @@ class _Cell:
         m = self.m
         t1 = m._now()
         left_open = m.user.close_cell(self.tid, t1)
+        m._clocks.note(self.tid)
         m._cells.append(CellSpan(self.label, self.code_filename, self.tid, self.t0, t1))
         if left_open:
             note = experiment.unclosed_regions_note(left_open)
@@ -131,8 +134,9 @@ class Measurement:
             c_functions=self.config.c_functions,
             exclude_files=engine.IMPORT_MACHINERY,
         )
+        self._clocks = ThreadClocks()
         # The sampler thread starts before the tracer, so it is not traced.
-        self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._check_cap)
+        self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._tick)
         self._sampler.start()
         try:
             self._offset_ns = clock_offset()
@@ -146,6 +150,10 @@ class Measurement:
             self._preexisting = {
                 t.native_id for t in threading.enumerate() if t.native_id is not None
             } - {self._start_tid}
+            # threads alive at the start (their clocks did not begin with the run)
+            self._before_start = frozenset(self._preexisting) | {self._start_tid}
+            self._clocks.note_all(self._preexisting)
+            self._clocks.watch_thread_ends()
             if self.config.imports_as_regions:
                 imports.install(self)
             _active = self
@@ -163,6 +171,7 @@ class Measurement:
             imports.uninstall()
             if self._io is not None:
                 self._io.uninstall()
+            self._clocks.unwatch_thread_ends()
             _active = None
             self._state = "failed"
             self._sampler.stop()
@@ -187,8 +196,10 @@ class Measurement:
                 "the tracer stopped recording before the end of the run (a function return "
                 "did not match its call stack); the trace ends there"
             )
+        self._clocks.note_all(self._preexisting)
         t_stop = time.perf_counter()
         self._notes += self._tracer.stop()
+        self._clocks.unwatch_thread_ends()
         end_perf = time.perf_counter_ns()
         if self._io is not None:
             self._io.uninstall()
@@ -242,6 +253,8 @@ class Measurement:
         )
         if kineto is not None or self._torch.notes:
             self._add_accelerators(kineto)
+        self._split_time(self.recording)
+        self.recording.notes["cell_time"] = self._cell_times(to_perf)
         t_end = time.perf_counter()
         # The two parts of stop() for the manifest's "timings" (the caller's business).
         self.stop_timings = {"tracer_stop": t_built - t_stop, "recording_build": t_end - t_built}
@@ -300,6 +313,47 @@ class Measurement:
 
     def _now(self) -> float:
         return self._tracer.getts() * 1000.0
+
+    def _tick(self) -> None:
+        """On the sampler thread, once per interval: the event cap, the threads' clocks."""
+        self._check_cap()
+        self._clocks.note_all(self._preexisting)
+
+    def _cell_times(self, to_perf: Callable[[np.ndarray], np.ndarray]) -> dict:
+        """The cells' time, one definition everywhere (experiment.cell_time): each cell's
+        region on the thread that ran it, split into running, queued and waiting where the
+        threads' clocks were read, summed over the run's cells."""
+        time_ns = cpu_ns = queue_ns = 0
+        cells_ns = []
+        split = self._clocks.enabled
+        for c in self._cells:
+            t0, t1 = (int(x) for x in to_perf(np.array([c.t0, c.t1])))
+            time_ns += t1 - t0
+            cells_ns.append(t1 - t0)
+            got = self._clocks.at(c.tid, np.array([t0, t1])) if split else None
+            if got is None:
+                split = False
+                continue
+            run, queue = got
+            cpu_ns += int(run[1] - run[0])
+            queue_ns += int(queue[1] - queue[0])
+        return experiment.cell_time_record(
+            time_ns, cpu_ns if split else None, queue_ns if split else None, cells_ns
+        )
+
+    def _split_time(self, recording: Recording) -> None:
+        """Each thread's running and queued time at its events (measure.thread_clock)."""
+        if not self._clocks.enabled:
+            return
+        for thread in recording.threads:
+            if not len(thread) or thread.thread_id < 0:
+                continue
+            tid = int(thread.thread_id)
+            started_before = tid in self._before_start
+            born = None if started_before else int(thread.times[0])
+            got = self._clocks.at(tid, thread.times, born)
+            if got is not None:
+                thread.run_ns, thread.queue_ns = got
 
     def _check_cap(self) -> None:
         if self._cap_hit_ns is None and self._tracer.recorded >= self._cap_calls:

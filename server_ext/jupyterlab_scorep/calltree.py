@@ -50,6 +50,12 @@ class CallTree:
     # int [P]: the node's region, numbered 0..R-1; nodes of one region share one dict in
     # ``nodes``. None where the reader did not number them (compare.py keys by it).
     region: np.ndarray | None = None
+    # float [P, L], exclusive like excl_s: of the node's own time, how long its thread ran
+    # on a CPU and how long it was queued for one (the rest it waited: sleep, lock, I/O).
+    # None where the measurement did not read the threads' clocks (profile.cubex's
+    # cpu_time / queue_time metrics, builtin runs).
+    cpu_s: np.ndarray | None = None
+    queue_s: np.ndarray | None = None
 
     def shown(self) -> np.ndarray:
         """bool [P]: the nodes a viewer shows (all but the frame)."""
@@ -128,6 +134,8 @@ def _from_cubex(path: Path) -> CallTree:
         time_excl = metric("time", convert_to_exclusive=True)
         visits = metric("visits")
         mins, maxs = metric("min_time"), metric("max_time")
+        cpu = metric("cpu_time", convert_to_exclusive=True)
+        queue = metric("queue_time", convert_to_exclusive=True) if cpu is not None else None
         nodes = []
         for c, region, role in zip(cnodes, regions, roles):
             name = region.name or f"region {c.callee_region_id}"
@@ -156,6 +164,8 @@ def _from_cubex(path: Path) -> CallTree:
         min_s=mins if mins is not None else zeros,
         max_s=maxs if maxs is not None else zeros,
         frame=top,
+        cpu_s=cpu if queue is not None else None,
+        queue_s=queue if cpu is not None else None,
     )
 
 

@@ -20,8 +20,20 @@ How names are matched: ``compare_names``; when a difference is noise: ``compare_
 **What is compared.** Per function: exclusive time, inclusive time (only outermost calls,
 so recursion is not counted twice) and visits, each summed over call paths and locations
 (threads). Per call path: inclusive and exclusive time and visits. The run's total is the
-inclusive time of its top-level paths summed over locations (for a single-threaded cell:
-the cell's time), which reads the same under either backend and isolation.
+cells' time: their regions on the thread that ran them (experiment.py's one definition),
+which reads the same under either backend and isolation.
+
+**Running and waiting.** Where the trees carry the time split (``CallTree.cpu_s``, builtin
+runs) each function's own time is also running (on a CPU, any thread), queued (runnable,
+waiting for a CPU other processes held: the machine's load) and waiting (the rest: sleep,
+lock, I/O, device, MPI). What the user can speed up, ``effective``: its running time on any
+thread plus its waiting on the cell's thread (a thread that only waits does not hold the
+cell up; the cell waiting on it does, and says so). Without the split: its own time on
+the cell's thread. The Summary ranks by it and the verdict names by its Δ.
+
+**Basis.** The run's time compared: the cells' time less what they were queued for a CPU
+(``time_less_queued``) where both runs carry the split: a loaded machine stretches the
+wall time, not this; else the cells' time (``time``). ``Comparison.basis`` says which.
 """
 
 from __future__ import annotations
@@ -32,7 +44,14 @@ from typing import Any
 import numpy as np
 
 from .calltree import CallTree
-from .compare_names import KeyedTree, Vocabulary, key_tree, keyed_total, visit_count
+from .compare_names import (
+    KeyedTree,
+    Vocabulary,
+    cell_split,
+    key_tree,
+    keyed_total,
+    visit_count,
+)
 from .compare_noise import DEFAULT_NOISE, Noise
 
 # --- one run: the function summary --------------------------------------------------------
@@ -45,6 +64,11 @@ class FunctionStat:
     excl_s: float
     incl_s: float
     visits: int
+    # the split of excl_s (module doc); None without it
+    cpu_s: float | None = None
+    queue_s: float | None = None
+    wait_s: float | None = None
+    effective_s: float = 0.0  # what the Summary ranks by (module doc)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,35 +77,115 @@ class FunctionStat:
             "excl_s": self.excl_s,
             "incl_s": self.incl_s,
             "visits": self.visits,
+            "cpu_s": self.cpu_s,
+            "queue_s": self.queue_s,
+            "wait_s": self.wait_s,
+            "effective_s": self.effective_s,
         }
+
+
+@dataclass
+class _PerKey:
+    """One tree's values per function key (over call paths)."""
+
+    excl: np.ndarray
+    incl: np.ndarray
+    visits: np.ndarray
+    present: np.ndarray
+    effective: np.ndarray
+    cpu: np.ndarray | None
+    queue: np.ndarray | None
+    wait: np.ndarray | None
+
+
+def _per_key(k: KeyedTree, v: int) -> _PerKey:
+    m = k.keep
+    outer = k.outer
+    by = lambda w: np.bincount(k.key[m], weights=w[m], minlength=v)
+    excl_cell = k.excl_cell if k.excl_cell is not None else k.excl
+    cpu = queue = wait = None
+    if k.split:
+        assert k.cpu is not None and k.queue is not None
+        assert k.cpu_cell is not None and k.queue_cell is not None
+        cpu, queue = by(k.cpu), by(k.queue)
+        wait = by(np.maximum(k.excl - k.cpu - k.queue, 0.0))
+        waited_here = np.maximum(excl_cell - k.cpu_cell - k.queue_cell, 0.0)
+        effective = cpu + by(waited_here)
+    else:
+        effective = by(excl_cell)
+    return _PerKey(
+        excl=by(k.excl),
+        incl=np.bincount(k.key[outer], weights=k.incl[outer], minlength=v),
+        visits=by(k.visits),
+        present=np.bincount(k.key[m], minlength=v) > 0,
+        effective=effective,
+        cpu=cpu,
+        queue=queue,
+        wait=wait,
+    )
+
+
+def _at(a: np.ndarray | None, i: int) -> float | None:
+    return None if a is None else float(a[i])
 
 
 def function_summary(tree: CallTree) -> tuple[list[FunctionStat], float, float]:
     """``(functions, total_s, outside_s)`` of one run: every function's exclusive time,
-    inclusive time (outermost calls) and visits over all call paths and locations, by
-    exclusive time, largest first; the run's total and the time outside the notebook's code
-    (as in ``compare_trees``)."""
+    inclusive time (outermost calls) and visits over all call paths and locations, with
+    the split of its own time, by what the user can speed up (``effective_s``, module
+    doc), largest first; the run's total and the time outside the notebook's code (as in
+    ``compare_trees``)."""
     vocab = Vocabulary()
     k = key_tree(tree, vocab)
-    v = len(vocab.keys)
-    m = k.keep
-    excl = np.bincount(k.key[m], weights=k.excl[m], minlength=v)
-    visits = np.bincount(k.key[m], weights=k.visits[m], minlength=v)
-    outer = k.outer
-    incl = np.bincount(k.key[outer], weights=k.incl[outer], minlength=v)
-    present = np.bincount(k.key[m], minlength=v) > 0
-    order = sorted(np.flatnonzero(present).tolist(), key=lambda i: (-excl[i], vocab.display[i]))
+    p = _per_key(k, len(vocab.keys))
+    order = sorted(
+        np.flatnonzero(p.present).tolist(),
+        key=lambda i: (-p.effective[i], -p.excl[i], vocab.display[i]),
+    )
     out = [
         FunctionStat(
             vocab.display[i],
             vocab.module[i],
-            float(excl[i]),
-            float(incl[i]),
-            visit_count(visits[i]),
+            float(p.excl[i]),
+            float(p.incl[i]),
+            visit_count(p.visits[i]),
+            _at(p.cpu, i),
+            _at(p.queue, i),
+            _at(p.wait, i),
+            float(p.effective[i]),
         )
         for i in order
     ]
     return out, keyed_total(k), k.outside_s
+
+
+@dataclass(frozen=True)
+class CellTime:
+    """One run's cells' time (on the thread that ran them) and its split."""
+
+    time_s: float
+    cpu_s: float | None = None
+    queue_s: float | None = None
+
+    @property
+    def wait_s(self) -> float | None:
+        if self.cpu_s is None or self.queue_s is None:
+            return None
+        return max(self.time_s - self.cpu_s - self.queue_s, 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "time_s": self.time_s,
+            "cpu_s": self.cpu_s,
+            "queue_s": self.queue_s,
+            "wait_s": self.wait_s,
+        }
+
+
+def cell_time(k: KeyedTree) -> CellTime:
+    split = cell_split(k)
+    total = keyed_total(k)
+    return CellTime(total, *split) if split else CellTime(total)
 
 
 # --- two runs ------------------------------------------------------------------------------
@@ -115,6 +219,11 @@ class FunctionDelta:
     visits: Delta
     time_changed: bool  # |Δ exclusive| or |Δ inclusive| beyond noise
     visits_changed: bool
+    # what the user can speed up (module doc), and the split of the exclusive time (None
+    # where either run lacks it)
+    effective: Delta = Delta(0.0, 0.0)
+    cpu: Delta | None = None
+    wait: Delta | None = None
 
     @property
     def changed(self) -> bool:
@@ -143,6 +252,13 @@ class FunctionDelta:
             visits_pct=self.visits.pct,
             time_changed=self.time_changed,
             visits_changed=self.visits_changed,
+            effective_a=self.effective.a,
+            effective_b=self.effective.b,
+            effective_delta=self.effective.delta,
+            cpu_a=self.cpu.a if self.cpu else None,
+            cpu_b=self.cpu.b if self.cpu else None,
+            wait_a=self.wait.a if self.wait else None,
+            wait_b=self.wait.b if self.wait else None,
         )
         return out
 
@@ -187,13 +303,33 @@ class CallPaths:
         return at
 
 
+BASIS_TIME = "time"
+BASIS_TIME_LESS_QUEUED = "time_less_queued"
+
+
 @dataclass
 class Comparison:
-    total: Delta
+    total: Delta  # the cells' time
     outside: Delta  # time outside the notebook's code (run roots' own time)
     functions: list[FunctionDelta]
     paths: CallPaths
     noise: Noise = field(default_factory=Noise)
+    cells_a: CellTime = CellTime(0.0)
+    cells_b: CellTime = CellTime(0.0)
+
+    @property
+    def basis(self) -> str:
+        """What the verdict compares (module doc)."""
+        split = self.cells_a.queue_s is not None and self.cells_b.queue_s is not None
+        return BASIS_TIME_LESS_QUEUED if split else BASIS_TIME
+
+    @property
+    def judged(self) -> Delta:
+        """The run's time on the basis the verdict compares."""
+        if self.basis == BASIS_TIME_LESS_QUEUED:
+            qa, qb = self.cells_a.queue_s or 0.0, self.cells_b.queue_s or 0.0
+            return Delta(self.total.a - qa, self.total.b - qb)
+        return self.total
 
     def function(self, name: str) -> FunctionDelta | None:
         """The row of a function by its shown name or key."""
@@ -212,24 +348,22 @@ def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Com
     v = len(vocab.keys)
 
     # functions
-    def per_key(k: KeyedTree):
-        m = k.keep
-        outer = k.outer
-        return (
-            np.bincount(k.key[m], weights=k.excl[m], minlength=v),
-            np.bincount(k.key[outer], weights=k.incl[outer], minlength=v),
-            np.bincount(k.key[m], weights=k.visits[m], minlength=v),
-            np.bincount(k.key[m], minlength=v) > 0,
-        )
+    A, B = _per_key(ka, v), _per_key(kb, v)
+    pa, pb = A.present, B.present
+    split = A.cpu is not None and B.cpu is not None
+    if not split:  # one run lacks the split: compare both on the cell's thread alone
+        A.effective = np.bincount(ka.key[ka.keep], weights=_cell_col(ka)[ka.keep], minlength=v)
+        B.effective = np.bincount(kb.key[kb.keep], weights=_cell_col(kb)[kb.keep], minlength=v)
 
-    ea, ia, va, pa = per_key(ka)
-    eb, ib, vb, pb = per_key(kb)
+    def delta(x: np.ndarray | None, y: np.ndarray | None, i: int) -> Delta | None:
+        return None if x is None or y is None or not split else Delta(float(x[i]), float(y[i]))
+
     functions = []
     for i in np.flatnonzero(pa | pb).tolist():
         status = "both" if pa[i] and pb[i] else "added" if pb[i] else "removed"
-        excl = Delta(float(ea[i]), float(eb[i]))
-        incl = Delta(float(ia[i]), float(ib[i]))
-        visits = Delta(float(va[i]), float(vb[i]))
+        excl = Delta(float(A.excl[i]), float(B.excl[i]))
+        incl = Delta(float(A.incl[i]), float(B.incl[i]))
+        visits = Delta(float(A.visits[i]), float(B.visits[i]))
         functions.append(
             FunctionDelta(
                 name=vocab.display[i],
@@ -242,6 +376,9 @@ def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Com
                 time_changed=noise.exceeds(excl.a, excl.b, function=True)
                 or noise.exceeds(incl.a, incl.b, function=True),
                 visits_changed=bool(round(visits.a) != round(visits.b)),
+                effective=Delta(float(A.effective[i]), float(B.effective[i])),
+                cpu=delta(A.cpu, B.cpu, i),
+                wait=delta(A.wait, B.wait, i),
             )
         )
     functions.sort(key=lambda f: (-abs(f.excl.delta), -abs(f.incl.delta), f.name))
@@ -251,7 +388,13 @@ def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Com
         functions=functions,
         paths=_merge_paths(ka, kb, vocab),
         noise=noise,
+        cells_a=cell_time(ka),
+        cells_b=cell_time(kb),
     )
+
+
+def _cell_col(k: KeyedTree) -> np.ndarray:
+    return k.excl_cell if k.excl_cell is not None else k.excl
 
 
 def _merge_paths(ka: KeyedTree, kb: KeyedTree, vocab: Vocabulary) -> CallPaths:

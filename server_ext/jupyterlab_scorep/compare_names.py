@@ -83,6 +83,22 @@ class KeyedTree:
     excl: np.ndarray
     visits: np.ndarray
     outside_s: float
+    # The thread that ran the cells (the location holding the cell regions; None when the
+    # tree has no cell region) and per-node values on it alone.
+    cell_loc: int | None = None
+    cell_top: np.ndarray | None = None  # bool [N]: a top-level cell region
+    incl_cell: np.ndarray | None = None
+    excl_cell: np.ndarray | None = None
+    # The time split (CallTree.cpu_s / queue_s), exclusive, summed over locations and on
+    # the cell's thread; None where the measurement did not read the threads' clocks.
+    cpu: np.ndarray | None = None
+    queue: np.ndarray | None = None
+    cpu_cell: np.ndarray | None = None
+    queue_cell: np.ndarray | None = None
+
+    @property
+    def split(self) -> bool:
+        return self.cpu is not None and self.queue is not None
 
 
 class Vocabulary:
@@ -169,6 +185,31 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         return m @ np.ones(m.shape[1]) if m.ndim == 2 else m.reshape(n)
 
     incl, excl, visits = summed(tree.incl_s), summed(tree.excl_s), summed(tree.visits)
+    cells = _cell_regions(tree, dict_names, rank, per_dict, n) & ~run_root
+    cell_loc = None
+    cell_top = cells & (parent < 0)
+    extra: dict = {}
+    n_loc = max(len(tree.locations), 1)
+    if cell_top.any():
+        incl_m = np.asarray(tree.incl_s, float).reshape(n, n_loc)
+        cell_loc = int(np.argmax(incl_m[cell_top].sum(axis=0)))
+
+    def col(m) -> np.ndarray:
+        if cell_loc is None:
+            return summed(m)
+        return np.asarray(m, float).reshape(n, n_loc)[:, cell_loc]
+
+    extra.update(
+        cell_loc=cell_loc,
+        cell_top=cell_top,
+        incl_cell=col(tree.incl_s),
+        excl_cell=col(tree.excl_s),
+    )
+    cpu_s, queue_s = getattr(tree, "cpu_s", None), getattr(tree, "queue_s", None)
+    if cpu_s is not None and queue_s is not None:
+        extra.update(
+            cpu=summed(cpu_s), queue=summed(queue_s), cpu_cell=col(cpu_s), queue_cell=col(queue_s)
+        )
     return KeyedTree(
         keep=keep,
         key=key,
@@ -179,8 +220,42 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         excl=excl,
         visits=visits,
         outside_s=float(excl[run_root].sum()),
+        **extra,
     )
 
 
+def _cell_regions(tree: CallTree, dict_names, rank, per_dict, n: int) -> np.ndarray:
+    """bool [N]: the nodes that are a cell's own region."""
+    is_cell = np.asarray([ex.cell_region_count(nm) is not None for nm in dict_names], bool)
+    return is_cell[rank[per_dict]] if n else np.zeros(0, bool)
+
+
 def keyed_total(k: KeyedTree) -> float:
+    """The run's time: its cells' regions on the thread that ran them (experiment.py's one
+    definition); a tree without cell regions: its top-level paths over all locations."""
+    if k.cell_top is not None and k.cell_top.any() and k.incl_cell is not None:
+        return float(k.incl_cell[k.cell_top].sum())
     return float(k.incl[k.keep & (k.parent < 0)].sum())
+
+
+def subtree_sums(k: KeyedTree, values: np.ndarray) -> np.ndarray:
+    """Inclusive sums of an exclusive per-node value (children folded into parents, the
+    deepest level first)."""
+    out = np.asarray(values, float).copy()
+    if not out.size:
+        return out
+    for d in range(int(k.depth.max()), 0, -1):
+        at = np.flatnonzero(k.keep & (k.depth == d) & (k.parent >= 0))
+        np.add.at(out, k.parent[at], out[at])
+    return out
+
+
+def cell_split(k: KeyedTree) -> tuple[float, float] | None:
+    """(running, queued) seconds of the cells on the thread that ran them; None without
+    the split or without cell regions."""
+    if not k.split or k.cell_top is None or not k.cell_top.any():
+        return None
+    assert k.cpu_cell is not None and k.queue_cell is not None
+    cpu = subtree_sums(k, k.cpu_cell)[k.cell_top].sum()
+    queue = subtree_sums(k, k.queue_cell)[k.cell_top].sum()
+    return float(cpu), float(queue)

@@ -66,6 +66,18 @@ class Noise:
 DEFAULT_NOISE = Noise()
 
 
+def judged_time(manifest: dict[str, Any]) -> float | None:
+    """A run's time as the verdict compares it (compare.py's basis): the cells' time less
+    what they were queued for a CPU where the manifest's ``cell_time`` says so, else its
+    ``wall_s``; the material ``noise_from_runs`` measures the spread of."""
+    wall = manifest.get("wall_s")
+    ct = manifest.get("cell_time")
+    if isinstance(ct, dict) and isinstance(ct.get("time_s"), (int, float)):
+        queue = ct.get("queue_s")
+        return float(ct["time_s"]) - (float(queue) if isinstance(queue, (int, float)) else 0.0)
+    return float(wall) if isinstance(wall, (int, float)) else None
+
+
 def noise_from_runs(times_s: Sequence[float], default: Noise = DEFAULT_NOISE) -> Noise:
     """The noise of a cell measured from the times of its runs with one source (e.g. the
     manifests' ``wall_s``); ``default`` when fewer than MIN_NOISE_RUNS usable times."""

@@ -1,12 +1,18 @@
 """The verdict on two runs in words: slower, faster or within noise, and the function
-that moved most in that direction."""
+whose change explains the cells' change.
+
+One rule for the panel and the CI gate (headless/gate.py): the cells' time on
+``Comparison.basis`` (less what they were queued for a CPU, where both runs carry the
+split) against the noise; the function named is the one whose ``effective`` time (what the
+user can speed up: running on any thread, waiting on the cell's thread) moved most in that
+direction, never a thread that only waited longer because the cell ran longer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from .compare import Comparison, Delta, FunctionDelta
+from .compare import BASIS_TIME_LESS_QUEUED, Comparison, Delta, FunctionDelta
 from .compare_names import short_name, visit_count
 from .compare_noise import Noise
 
@@ -19,8 +25,10 @@ class Verdict:
     total: Delta
     threshold_s: float
     noise: Noise
-    function: FunctionDelta | None  # the function that moved most in the verdict's way
+    function: FunctionDelta | None  # the function whose change explains the cells' change
     sentence: str
+    basis: str = "time"  # Comparison.basis: what ``total`` is
+    cells: Delta | None = None  # the cells' time (as shown), when ``total`` is another basis
 
     @property
     def slower(self) -> bool:
@@ -53,6 +61,9 @@ class Verdict:
             "threshold_s": self.threshold_s,
             "noise": self.noise.to_json(),
             "function": self.function.name if self.function else None,
+            "basis": self.basis,
+            "cells_a_s": (self.cells or self.total).a,
+            "cells_b_s": (self.cells or self.total).b,
         }
 
 
@@ -86,7 +97,8 @@ def verdict(
     exclusive time moved most in that direction, e.g. "31 % slower than the previous run:
     `step` +120 ms, visits 600 → 900"."""
     noise = comparison.noise if noise is None else noise
-    total = comparison.total
+    total = comparison.judged
+    basis = comparison.basis
     threshold = noise.threshold(total.a, total.b)
     if total.delta > threshold:
         kind = SLOWER
@@ -97,8 +109,8 @@ def verdict(
     sign = 1 if kind == SLOWER else -1 if kind == FASTER else 0
     culprit = None
     if sign:
-        moved = [f for f in comparison.functions if f.excl.delta * sign > 0]
-        culprit = max(moved, key=lambda f: abs(f.excl.delta), default=None)
+        moved = [f for f in comparison.functions if f.effective.delta * sign > 0]
+        culprit = max(moved, key=lambda f: abs(f.effective.delta), default=None)
     pct = total.pct
     if kind == WITHIN_NOISE:
         change = f"{pct:+.1f} %" if pct is not None else format_seconds(total.delta, True)
@@ -114,11 +126,29 @@ def verdict(
     else:
         amount = _pct_words(pct) if pct is not None else format_seconds(abs(total.delta))
         sentence = f"{amount} {kind} than {baseline}"
+        if basis == BASIS_TIME_LESS_QUEUED:
+            sentence += " (not counting time queued for a CPU)"
         if culprit is not None:
-            sentence += f": `{short_name(culprit.name)}` {format_seconds(culprit.excl.delta, True)}"
+            sentence += (
+                f": `{short_name(culprit.name)}` {format_seconds(culprit.effective.delta, True)}"
+                f"{_how(culprit)}"
+            )
             if culprit.status != "both":
                 sentence += " (new)" if culprit.status == "added" else " (gone)"
             elif culprit.visits_changed:
                 sentence += f", {_visits(culprit.visits)}"
         sentence += "."
-    return Verdict(kind, total, threshold, noise, culprit, sentence)
+    cells = comparison.total if basis == BASIS_TIME_LESS_QUEUED else None
+    return Verdict(kind, total, threshold, noise, culprit, sentence, basis, cells)
+
+
+def _how(f: FunctionDelta) -> str:
+    """ " running" / " waiting" where the split says which part of its change it was."""
+    if f.cpu is None or f.wait is None:
+        return ""
+    ran, waited = f.cpu.delta, f.effective.delta - f.cpu.delta
+    if abs(waited) > 2 * abs(ran):
+        return " waiting"
+    if abs(ran) > 2 * abs(waited):
+        return " running"
+    return ""

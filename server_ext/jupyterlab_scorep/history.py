@@ -16,6 +16,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
+from . import compare_noise
 from .api_error import ApiError
 from .index_store import LoadedIndex
 from .paths import Roots, list_experiments
@@ -137,9 +138,9 @@ def same_source_walls(
             and m.get("backend") == manifest.get("backend")
             and m.get("isolation") == manifest.get("isolation")
             and m.get("status") == ex.STATUS_OK
-            and isinstance(m.get("wall_s"), (int, float))
+            and compare_noise.judged_time(m) is not None
         ):
-            walls.append(float(m["wall_s"]))
+            walls.append(float(compare_noise.judged_time(m) or 0.0))
             if len(walls) >= limit:
                 break
     return walls

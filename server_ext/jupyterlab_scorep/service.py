@@ -165,7 +165,15 @@ class Service(ScoreRoutes):
         trace indexes when both runs have a trace (built once, memory-mapped: fast, and one
         source for both), else each from its profile (profile.cubex, else the trace)."""
         available = [await self.in_thread(self._available, exp) for exp, _m in sides]
-        use_trace = all(av["otf2"] for av, _tools in available)
+        # the trace holds no running/waiting split: where both runs measured it, their
+        # profiles (profile.cubex's cpu_time) are what the verdict must read
+        split = all(
+            isinstance(m.get("cell_time"), dict) and m["cell_time"].get("cpu_s") is not None
+            for _exp, m in sides
+        )
+        use_trace = all(av["otf2"] for av, _tools in available) and not (
+            split and all(av.get("cubex") for av, _tools in available)
+        )
 
         async def side(exp: Path, manifest: dict[str, Any], av: dict[str, bool]):
             index = None

@@ -40,42 +40,26 @@ def _fmt_bytes(n: float) -> str:
 
 
 def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
-    """Regions by exclusive time over all call paths and locations. Inclusive time counts
-    only a region's outermost calls, so recursion is not counted twice."""
+    """The functions the user can speed up most (compare.function_summary's ``effective``:
+    running on any thread, waiting on the cell's thread), with their exclusive time and its
+    split. Inclusive time counts only a function's outermost calls, so recursion is not
+    counted twice; ``pct`` is the exclusive time's share of the cells' time."""
     if tree is None or not len(tree.nodes):
         return []
-    # the measurement's frame (Score-P's program region ...) is no region of the run's
-    shown = tree.shown()
-    excl = np.where(shown, tree.excl_s.sum(axis=1), 0.0)
-    incl = tree.incl_s.sum(axis=1)
-    visits = np.where(shown, tree.visits.sum(axis=1), 0.0)
-    names = np.asarray([n["name"] for n in tree.nodes], dtype=object).astype(str)
-    total = float(incl[tree.top_level()].sum()) or float(excl.sum()) or 1.0
-    uniq, shown_id = np.unique(names[shown], return_inverse=True)
-    name_id = np.full(len(names), -1, np.int64)
-    name_id[shown] = shown_id
-    excl_by = np.bincount(shown_id, weights=excl[shown], minlength=uniq.size)
-    visits_by = np.bincount(shown_id, weights=visits[shown], minlength=uniq.size)
-    top = np.argsort(-excl_by, kind="stable")[:limit]
-    parent = tree.parent.tolist()
+    functions, total, _outside = compare.function_summary(tree)
+    total = total or sum(f.excl_s for f in functions) or 1.0
     out = []
-    for u in top.tolist():
-        incl_sum = 0.0
-        for i in np.flatnonzero(name_id == u).tolist():
-            p = parent[i]
-            while p >= 0 and name_id[p] != u:
-                p = parent[p]
-            if p < 0:  # no ancestor of the same name: an outermost call
-                incl_sum += incl[i]
-        out.append(
-            {
-                "name": str(uniq[u]),
-                "excl_s": round(float(excl_by[u]), 6),
-                "incl_s": round(incl_sum, 6),
-                "visits": int(visits_by[u]),
-                "pct": round(100.0 * float(excl_by[u]) / total, 1),
-            }
-        )
+    for f in functions[:limit]:
+        row: dict[str, Any] = {
+            "name": f.name,
+            "excl_s": round(f.excl_s, 6),
+            "incl_s": round(f.incl_s, 6),
+            "visits": f.visits,
+            "pct": round(100.0 * f.excl_s / total, 1),
+        }
+        if f.cpu_s is not None:
+            row.update(cpu_s=round(f.cpu_s, 6), wait_s=round(f.wait_s or 0.0, 6))
+        out.append(row)
     return out
 
 
@@ -296,9 +280,11 @@ def summarize(
     events: int | None = None,
     trace_notes: Sequence[str] = (),
 ) -> dict[str, Any]:
+    # the cells' time, one definition (scorep_kernel.experiment: the manifest's wall_s is
+    # the cell regions on the threads that ran them where the measurement said so)
     wall = manifest.get("wall_s")
     if wall is None and tree is not None and len(tree.nodes):
-        wall = float(tree.incl_s[tree.top_level()].sum())
+        wall = compare.function_summary(tree)[1]
     if events is None:
         events = (manifest.get("measurement") or {}).get("events")
     functions: list[compare.FunctionStat] = []
@@ -316,4 +302,8 @@ def summarize(
         "functions": [f.to_json() for f in functions[:MAX_FUNCTIONS]],
         "functions_total": len(functions),
         "outside_s": outside,
+        # the split of the cells' time, and the run's elapsed time (run_s - wall_s: what the
+        # measurement itself cost), where the manifest has them
+        "cell_time": manifest.get("cell_time"),
+        "run_s": manifest.get("run_s"),
     }

@@ -189,7 +189,8 @@ def test_across_backends_the_program_root_is_left_out():
 
 def test_synthetic_root_of_several_threads_is_left_out_and_locations_summed():
     """The builtin profile's synthetic root (named after the run) over two threads' top
-    calls; values summed over locations."""
+    calls; functions' values summed over locations, the run's total the cell's region on
+    the thread that ran it (a second thread's time is not the cell's)."""
     a = tree(
         (
             "run-a",
@@ -215,7 +216,7 @@ def test_synthetic_root_of_several_threads_is_left_out_and_locations_summed():
         locations=2,
     )
     c = cmp.compare_trees(a, b)
-    assert c.total.a == 1.5 and c.total.b == 1.75
+    assert c.total.a == 1.0 and c.total.b == 1.0
     f = c.function("m:f")
     assert (f.excl.a, f.excl.b, f.visits.a, f.visits.b) == (0.75, 1.0, 5, 7)
     assert c.function("run-a") is None and c.function("run-b") is None
@@ -369,7 +370,7 @@ def test_the_readers_frame_is_left_out_too():
     c = cmp.compare_trees(scorep(0.125), scorep(0.25))
     assert {f.key for f in c.functions} == {"m:worker", "cell #1", "m:step"}
     assert c.outside.a == approx(0.25)  # python3.11's own 0.25, THREADS' 0
-    assert c.total.a == approx(0.75)  # worker 0.5 + cell 0.25
+    assert c.total.a == approx(0.25)  # the cell's region: the worker thread is not the cell
     assert c.paths.find("m:worker") >= 0 and c.paths.find("THREADS") == -1
     stats, total, outside = cmp.function_summary(scorep(0.125))
     assert "THREADS" not in [s.name for s in stats] and outside == approx(0.25)

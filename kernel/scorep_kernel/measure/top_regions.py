@@ -1,5 +1,10 @@
 """The few numbers a profiled cell's display shows at once: the regions with the most
-exclusive time, computed from the Recording with numpy (no per-event Python loop)."""
+exclusive time, computed from the Recording with numpy (no per-event Python loop).
+
+They are ranked by what the user can speed up, as the panel's Summary ranks them
+(server_ext compare.py, ``effective``): where the threads' clocks were read
+(``ThreadEvents.run_ns``), a region's running time on any thread plus its waiting on the
+thread that ran the cells (a thread that only sleeps ranks low); else its exclusive time."""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ import numpy as np
 from scorep_kernel.formats.recording import ENTER, ROLE_CELL, Recording
 
 
-def exclusive_ns(recording: Recording) -> np.ndarray:
-    """Exclusive time per region index, summed over threads.
+def exclusive_ns(recording: Recording, effective: bool = False) -> np.ndarray:
+    """Exclusive time per region index, summed over threads (``effective``: the part the
+    module doc ranks by).
 
     Each gap between two consecutive events of a thread belongs to the region on top of the
     stack after the first of them: the entered region after an ENTER, the caller (the last
@@ -36,6 +42,11 @@ def exclusive_ns(recording: Recording) -> np.ndarray:
             ok = k >= 0
             top[at[ok]] = regions[candidates[k[ok]]]
         gaps = np.diff(thread.times.astype(np.int64))
+        if effective and thread.run_ns is not None and thread.queue_ns is not None:
+            if thread.name == "Master thread":  # the cells' thread: all but the queued
+                gaps = gaps - np.diff(thread.queue_ns.astype(np.int64))
+            else:
+                gaps = np.diff(thread.run_ns.astype(np.int64))
         owner = top[:-1]
         valid = owner >= 0
         np.add.at(totals, owner[valid], gaps[valid])
@@ -44,7 +55,7 @@ def exclusive_ns(recording: Recording) -> np.ndarray:
 
 def top_regions(recording: Recording, n: int = 5) -> list[tuple[str, float]]:
     """``[(name, exclusive seconds)]``, largest first, cells left out (they are the frame)."""
-    return _top(recording, exclusive_ns(recording), n)
+    return _top(recording, exclusive_ns(recording), n, exclusive_ns(recording, True))
 
 
 def top_and_measured(recording: Recording, n: int = 5) -> tuple[list[tuple[str, float]], float]:
@@ -52,15 +63,20 @@ def top_and_measured(recording: Recording, n: int = 5) -> tuple[list[tuple[str, 
     in seconds: what the top regions' shares are of (the panel's summary divides by the
     same, the inclusive time of the call tree's roots)."""
     totals = exclusive_ns(recording)
-    return _top(recording, totals, n), round(float(totals.sum()) / 1e9, 6)
+    rank = exclusive_ns(recording, True)
+    return _top(recording, totals, n, rank), round(float(totals.sum()) / 1e9, 6)
 
 
-def _top(recording: Recording, totals: np.ndarray, n: int) -> list[tuple[str, float]]:
-    order = np.argsort(totals)[::-1]
+def _top(
+    recording: Recording, totals: np.ndarray, n: int, rank: np.ndarray
+) -> list[tuple[str, float]]:
+    order = np.lexsort((-totals, -rank))
     out: list[tuple[str, float]] = []
     for index in order:
-        if totals[index] <= 0 or len(out) >= n:
+        if len(out) >= n:
             break
+        if totals[index] <= 0:
+            continue
         region = recording.regions[index]
         if region.role == ROLE_CELL:
             continue

@@ -159,13 +159,13 @@ class Baseline:
 
 
 def _histories(found: list[tuple[Path, dict[str, Any]]]) -> dict[tuple, list[float]]:
-    """(cell id, source hash) -> the wall times of its single-cell runs that ended well,
-    newest first: what measures its noise."""
+    """(cell id, source hash) -> the times of its single-cell runs that ended well, on the
+    verdict's basis (compare_noise.judged_time), newest first: what measures its noise."""
     out: dict[tuple, list[float]] = {}
     for _exp, m in found:
         cells = m.get("cells") or []
-        wall = m.get("wall_s")
-        if len(cells) == 1 and m.get("status") == ex.STATUS_OK and isinstance(wall, (int, float)):
+        wall = compare_noise.judged_time(m)
+        if len(cells) == 1 and m.get("status") == ex.STATUS_OK and wall is not None:
             key = (cells[0].get("cell_id"), cells[0].get("source_sha256"))
             out.setdefault(key, []).append(float(wall))
     return out
@@ -188,14 +188,18 @@ def _label(number: int | None, first_line: str) -> str:
 def _functions(c: compare.Comparison) -> list[compare.FunctionDelta]:
     """The functions that made a cell slower: exclusive time grown beyond the noise (or new),
     each carrying at least a tenth of the cell's growth; the largest always."""
-    grew = [f for f in c.functions if f.excl.delta > 0 and (f.time_changed or f.status == "added")]
-    grew.sort(key=lambda f: -f.excl.delta)
-    share = SHARE_NAMED * max(c.total.delta, 0.0)
-    return [f for i, f in enumerate(grew) if i == 0 or f.excl.delta >= share][:MAX_FUNCTIONS_NAMED]
+    grew = [
+        f for f in c.functions if f.effective.delta > 0 and (f.time_changed or f.status == "added")
+    ]
+    grew.sort(key=lambda f: -f.effective.delta)
+    share = SHARE_NAMED * max(c.judged.delta, 0.0)
+    return [f for i, f in enumerate(grew) if i == 0 or f.effective.delta >= share][
+        :MAX_FUNCTIONS_NAMED
+    ]
 
 
 def _function_words(f: compare.FunctionDelta) -> str:
-    words = f"`{f.name}` {compare_verdict.format_seconds(f.excl.delta, True)}"
+    words = f"`{f.name}` {compare_verdict.format_seconds(f.effective.delta, True)}"
     if f.status == "added":
         words += " (new)"
     elif f.visits_changed:
@@ -253,19 +257,19 @@ def gate(
         noise_words = noise_words or noise.basis
         c = compare.compare_trees(tree_a, tree_b, noise)
         v = compare_verdict.verdict(c, baseline="the baseline")
-        pct = c.total.pct
+        pct = v.total.pct  # on the verdict's basis, as the panel judges it
         bad = (
             threshold is not None
             and v.slower
             and (pct is None or pct > threshold)  # None: the baseline measured nothing
         )
         named = _functions(c) if v.slower else []
-        text = (
-            f"{compare_verdict.format_seconds(c.total.a)} → {compare_verdict.format_seconds(c.total.b)} "
-            f"({'+' if c.total.delta >= 0 else ''}{pct:.0f} %)"
-            if pct is not None
-            else f"{compare_verdict.format_seconds(c.total.a)} → {compare_verdict.format_seconds(c.total.b)}"
-        )
+        fmt = compare_verdict.format_seconds
+        text = f"{fmt(v.total.a)} → {fmt(v.total.b)}"
+        if pct is not None:
+            text += f" ({'+' if v.total.delta >= 0 else ''}{pct:.0f} %)"
+        if v.basis == compare.BASIS_TIME_LESS_QUEUED:
+            text += f" without time queued for a CPU (cells {fmt(c.total.a)} → {fmt(c.total.b)})"
         if v.within_noise:
             text += " within noise"
         if named:
@@ -274,8 +278,11 @@ def gate(
             verdict="regressed" if bad else "ok",
             text=v.sentence,
             delta_pct=pct,
+            basis=v.basis,
             a_s=c.total.a,
             b_s=c.total.b,
+            judged_a_s=v.total.a,
+            judged_b_s=v.total.b,
             noise=noise.to_json(),
             functions=[f.to_json() for f in named],
         )

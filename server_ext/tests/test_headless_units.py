@@ -204,7 +204,8 @@ def test_the_table_lists_a_multi_cell_run_once():
             {"name": "__main__:f", "excl_s": 0.25, "incl_s": 0.3, "visits": 3, "pct": 50.0}
         ],
     }
-    cell = {"number": 1, "status": "ok", "wall_s": 0.2, "experiment": exp, "error": None}
+    # the client saw 0.6 s; the cell's region took 0.5 s (the experiment's wall_s)
+    cell = {"number": 1, "status": "ok", "wall_s": 0.6, "experiment": exp, "error": None}
     error = {"ename": "E", "evalue": "", "traceback": "", "expected": True}
     data = {
         "cells": [
@@ -217,7 +218,8 @@ def test_the_table_lists_a_multi_cell_run_once():
     assert lines[0].split() == [
         "cell",
         "status",
-        "wall",
+        "time",
+        "measuring",
         "profiled",
         "top",
         "regions",
@@ -227,7 +229,9 @@ def test_the_table_lists_a_multi_cell_run_once():
     assert lines[1].split() == [
         "[1]",
         "ok",
-        "200",
+        "500",
+        "ms",
+        "+100",
         "ms",
         "builtin/inprocess",
         "(error)",
@@ -239,5 +243,5 @@ def test_the_table_lists_a_multi_cell_run_once():
         "(50%)",
     ]
     assert "(the run above)" in lines[2] and "error (expected)" in lines[2]
-    assert lines[3].split() == ["[3]", "ok", "200", "ms"]
-    assert hs.render_markdown_table(data).splitlines()[1] == "|---|---|---|---|---|"
+    assert lines[3].split() == ["[3]", "ok", "600", "ms"]
+    assert hs.render_markdown_table(data).splitlines()[1] == "|---|---|---|---|---|---|"

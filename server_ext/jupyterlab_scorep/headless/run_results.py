@@ -101,6 +101,8 @@ class RunResults:
             "status": manifest.get("status"),
             "files_status": manifest.get("files_status"),
             "wall_s": manifest.get("wall_s"),
+            "run_s": manifest.get("run_s"),
+            "cell_time": manifest.get("cell_time"),
             "events": (manifest.get("measurement") or {}).get("events"),
             "run": manifest.get("run"),
             "top_regions": [],

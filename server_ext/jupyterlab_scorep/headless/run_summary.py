@@ -91,6 +91,8 @@ _EXPERIMENT = {
         "status": {"enum": list(ex.RUN_STATUSES)},
         "files_status": {"enum": [*ex.FILES_STATUSES, None]},
         "wall_s": _OPT_NUMBER,
+        "run_s": _OPT_NUMBER,
+        "cell_time": {"type": ["object", "null"]},
         "events": {"type": ["integer", "null"]},
         "run": _OPT_STRING,
         "top_regions": {"type": "array", "items": _TOP_REGION},
@@ -147,6 +149,7 @@ _GATE_CELL = {
         "baseline": _OPT_STRING,
         "verdict": {"enum": ["regressed", "ok", "unmatched", "unreadable"]},
         "text": {"type": "string"},
+        "basis": {"enum": ["time", "time_less_queued"]},
         "delta_pct": _OPT_NUMBER,
         "functions": {"type": "array"},
     },
@@ -281,7 +284,7 @@ def top_text(experiment: dict[str, Any] | None, limit: int = 3) -> str:
 
 
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["cell", "status", "wall", "profiled", "top regions (exclusive time)"]
+    header = ["cell", "status", "time", "measuring", "profiled", "top regions (exclusive time)"]
     rows = []
     shown: set[str] = set()
     for c in data["cells"]:
@@ -292,15 +295,23 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         top = top_text(e)
         if e and e.get("run"):
             how += f" run {e['run']}"
-        if e and e["path"] in shown:  # a later cell of the same multi-cell run
+        first = not (e and e["path"] in shown)
+        if not first:  # a later cell of the same multi-cell run
             top = "(the run above)"
         if e:
             shown.add(e["path"])
+        # a profiled cell's time is its experiment's (the cell's region, as the panel shows
+        # it); what the measurement added is the rest of the cell's time in the client
+        cell_s = e.get("wall_s") if e and first else None
+        cost = ""
+        if cell_s is not None and c.get("wall_s") is not None and first:
+            cost = "+" + fmt_seconds(max(0.0, c["wall_s"] - cell_s))
         rows.append(
             [
                 f"[{c['number']}]",
                 c["status"] + (" (expected)" if (c.get("error") or {}).get("expected") else ""),
-                fmt_seconds(c.get("wall_s")),
+                fmt_seconds(cell_s if cell_s is not None else c.get("wall_s")),
+                cost,
                 how,
                 top,
             ]

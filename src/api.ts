@@ -45,7 +45,12 @@ export interface IManifest {
   cells?: IManifestCell[];
   start_ns?: number;
   end_ns?: number | null;
+  /** the cells' time: their regions on the threads that ran them (one definition) */
   wall_s?: number | null;
+  /** the run's elapsed time in the kernel (run_s - wall_s: the measurement's own cost) */
+  run_s?: number | null;
+  /** the split of wall_s (builtin runs) */
+  cell_time?: ICellTime | null;
   hostname?: string;
   python_version?: string;
   files?: Record<string, string>;
@@ -191,16 +196,30 @@ export interface IVerdict {
   numbers?: Record<string, number>;
 }
 
+/** The cells' time (their regions on the thread that ran them) and its split: running on a
+ * CPU, queued for one (the machine's load), waiting (sleep, lock, I/O, device, MPI). The
+ * split is null where the measurement did not read the threads' clocks (Score-P runs). */
+export interface ICellTime {
+  time_s: number;
+  cpu_s: number | null;
+  queue_s: number | null;
+  wait_s: number | null;
+}
+
 export interface ISummary {
+  /** the cells' time: their regions on the thread that ran them (one definition) */
   wall_s: number;
   events: number;
   status: RunStatus;
+  /** ranked by what the user can speed up (IFunctionStat.effective_s) */
   top_regions: {
     name: string;
     excl_s: number;
     incl_s: number;
     visits: number;
     pct: number;
+    cpu_s?: number;
+    wait_s?: number;
   }[];
   verdicts: IVerdict[];
   /** every function by exclusive time (at most 1,000; functions_total counts all) */
@@ -210,6 +229,10 @@ export interface ISummary {
   outside_s?: number;
   /** the accelerators' analysis (GET device), null without device streams */
   device?: IDeviceAnalysis | null;
+  /** the split of the cells' time, null where not measured */
+  cell_time?: ICellTime | null;
+  /** the run's elapsed time in the kernel: run_s - wall_s is the measurement's own cost */
+  run_s?: number | null;
 }
 
 /** GET device (docs/API.md): what the accelerators did during the cell. */
@@ -266,6 +289,13 @@ export interface IFunctionStat {
   excl_s: number;
   incl_s: number;
   visits: number;
+  /** of excl_s: running on a CPU, queued for one, waiting; null without the split */
+  cpu_s?: number | null;
+  queue_s?: number | null;
+  wait_s?: number | null;
+  /** what the user can speed up: running on any thread plus waiting on the cell's
+   * thread (without the split: its own time on the cell's thread); GET summary ranks by it */
+  effective_s?: number;
 }
 
 /** The kernel's display_data payload for a profiled cell. */
@@ -383,6 +413,15 @@ export interface IFunctionDelta {
   visits_pct: number | null;
   time_changed: boolean;
   visits_changed: boolean;
+  /** IFunctionStat.effective_s in A and B; the verdict names by its Δ */
+  effective_a?: number;
+  effective_b?: number;
+  effective_delta?: number;
+  /** running and waiting time in A and B; null where either run lacks the split */
+  cpu_a?: number | null;
+  cpu_b?: number | null;
+  wait_a?: number | null;
+  wait_b?: number | null;
 }
 
 export interface IPathDelta {
@@ -416,6 +455,12 @@ export interface IRunVerdict {
   threshold_s: number;
   noise: INoise;
   function: string | null;
+  /** what a_s / b_s are: the cells' time ('time') or the cells' time less what they were
+   * queued for a CPU ('time_less_queued', where both runs carry the split) */
+  basis?: 'time' | 'time_less_queued';
+  /** the cells' time in A and B, whatever the basis */
+  cells_a_s?: number;
+  cells_b_s?: number;
 }
 
 /** GET compare?a=&b=: run b against run a (the baseline); Δ = b − a, in seconds. */

@@ -12,8 +12,9 @@ export function renderFacts(
 ): void {
   const m = experiment?.manifest;
   const isolation = m?.isolation ?? bundle.isolation ?? '';
-  // the cell's wall time as the kernel reported it with the output, then the manifest's
-  const wall = bundle.summary?.wall_s ?? m?.wall_s ?? summary?.wall_s;
+  // the cells' time (their regions on the thread that ran them): the manifest's, else as
+  // the kernel reported it with the output; one definition everywhere (docs/API.md)
+  const wall = m?.wall_s ?? bundle.summary?.wall_s ?? summary?.wall_s;
   const status = summary?.status ?? m?.status ?? bundle.status;
   const events =
     summary?.events ?? experiment?.trace?.events ?? bundle.summary?.events;
@@ -42,6 +43,13 @@ export function renderFacts(
     if (key === 'status') {
       item.dataset.status = status;
     }
+    if (key === 'wall') {
+      item.title = wallTitle(
+        m?.cell_time ?? summary?.cell_time,
+        wall,
+        m?.run_s
+      );
+    }
     container.appendChild(item);
   }
   const config = m?.measurement?.scorep_config;
@@ -59,6 +67,33 @@ export function renderFacts(
       )
     );
   }
+}
+
+/** The cells' time in words: its split, and what the measurement cost beside it. */
+export function wallTitle(
+  split:
+    | { cpu_s: number | null; queue_s: number | null; wait_s: number | null }
+    | null
+    | undefined,
+  wall: number | null | undefined,
+  runS: number | null | undefined
+): string {
+  const parts = ["The cells' time: their regions on the thread that ran them."];
+  if (
+    split &&
+    split.cpu_s !== null &&
+    split.queue_s !== null &&
+    split.wait_s !== null
+  ) {
+    parts.push(
+      `Running ${formatSeconds(split.cpu_s)}, waiting ${formatSeconds(split.wait_s)} ` +
+        `(sleep, lock, I/O), queued for a CPU ${formatSeconds(split.queue_s)} (the machine's load).`
+    );
+  }
+  if (typeof runS === 'number' && typeof wall === 'number' && runS >= wall) {
+    parts.push(`The measurement itself added ${formatSeconds(runS - wall)}.`);
+  }
+  return parts.join(' ');
 }
 
 export function renderVerdicts(

@@ -2,9 +2,11 @@ import type { IFunctionStat } from '../api';
 import {
   barFraction,
   groupByModule,
+  hasSplit,
   meanTime,
   ranked,
-  sameRegion
+  sameRegion,
+  waitedShare
 } from '../summary/functions';
 
 const F: IFunctionStat[] = [
@@ -66,5 +68,54 @@ describe('function summary', () => {
     expect(sameRegion('cell [4]', 'cell [5]')).toBe(false);
     expect(sameRegion('m:f', 'm:f')).toBe(true);
     expect(sameRegion(':f', 'f')).toBe(false);
+  });
+});
+
+describe('what the user can speed up', () => {
+  // the heartbeat cell: a thread that only sleeps has the most own time
+  const H: IFunctionStat[] = [
+    {
+      name: '__main__:heartbeat',
+      module: '__main__',
+      excl_s: 0.9,
+      incl_s: 0.9,
+      visits: 1,
+      cpu_s: 0.01,
+      queue_s: 0.04,
+      wait_s: 0.85,
+      effective_s: 0.01
+    },
+    {
+      name: '__main__:score',
+      module: '__main__',
+      excl_s: 0.6,
+      incl_s: 0.6,
+      visits: 1,
+      cpu_s: 0.5,
+      queue_s: 0.1,
+      wait_s: 0,
+      effective_s: 0.5
+    }
+  ];
+
+  it('ranks by the running time, not the waiting', () => {
+    expect(hasSplit(H)).toBe(true);
+    expect(hasSplit(F)).toBe(false);
+    expect(ranked(H, 'effective').map(f => f.name)).toEqual([
+      '__main__:score',
+      '__main__:heartbeat'
+    ]);
+    expect(ranked(H, 'excl')[0].name).toBe('__main__:heartbeat');
+    // without the split it falls back to the exclusive time
+    expect(ranked(F, 'effective').map(f => f.name)).toEqual(
+      ranked(F, 'excl').map(f => f.name)
+    );
+    expect(groupByModule(H, 'effective')[0].total).toBeCloseTo(0.51, 12);
+  });
+
+  it('says what waited', () => {
+    expect(waitedShare(H[0])).toBeCloseTo(0.85 / 0.9, 12);
+    expect(waitedShare(H[1])).toBe(0);
+    expect(waitedShare(F[0])).toBe(0);
   });
 });

@@ -12,10 +12,12 @@ import { formatSeconds } from '../timeaxis';
 import {
   barFraction,
   groupByModule,
+  hasSplit,
   meanTime,
   metricOf,
   ranked,
-  SummaryMetric
+  SummaryMetric,
+  waitedShare
 } from './functions';
 
 export interface ISummaryActions {
@@ -36,16 +38,25 @@ export class FunctionSummaryView extends Widget {
     const switcher = el('div', 'jp-scorep-switch');
     switcher.setAttribute('role', 'group');
     switcher.setAttribute('aria-label', 'Rank by');
-    for (const [metric, label] of [
+    const split = hasSplit(summary.functions ?? []);
+    const metrics: [SummaryMetric, string][] = [
       ['excl', 'Exclusive'],
       ['incl', 'Inclusive']
-    ] as [SummaryMetric, string][]) {
+    ];
+    if (split) {
+      metrics.unshift(['effective', 'Can speed up']);
+    }
+    const titles: Record<SummaryMetric, string> = {
+      effective:
+        "What the cell's time depends on: the function's running time on any thread, " +
+        "plus its waiting on the cell's thread (a thread that only waits ranks low)",
+      excl: 'Time spent in the function itself (running and waiting)',
+      incl: 'Time from entering the function to leaving it, callees included'
+    };
+    for (const [metric, label] of metrics) {
       const b = el('button', 'jp-scorep-switch-button', label);
       b.dataset.metric = metric;
-      b.title =
-        metric === 'excl'
-          ? 'Time spent in the function itself'
-          : 'Time from entering the function to leaving it, callees included';
+      b.title = titles[metric];
       b.addEventListener('click', () => this.setMetric(metric));
       switcher.appendChild(b);
       this.switchButtons.push(b);
@@ -107,7 +118,7 @@ export class FunctionSummaryView extends Widget {
         'No functions were measured (the run has no call tree).';
     }
     this.themeObserver = observeTheme(() => this.render());
-    this.setMetric('excl');
+    this.setMetric(split ? 'effective' : 'excl');
   }
 
   get metric(): SummaryMetric {
@@ -180,6 +191,19 @@ export class FunctionSummaryView extends Widget {
         track,
         el('span', 'jp-scorep-bar-label', formatSeconds(value))
       );
+      if (waitedShare(f) > 0.5 && f.wait_s) {
+        // say what waited: most of its own time it slept, waited on a lock, I/O, ...
+        const waited = el(
+          'span',
+          'jp-scorep-summary-waited',
+          `waited ${formatSeconds(f.wait_s)}`
+        );
+        waited.title =
+          `${f.name} waited ${formatSeconds(f.wait_s)} of its ${formatSeconds(f.excl_s)} ` +
+          '(sleep, lock, queue, I/O, device or MPI); it ran ' +
+          formatSeconds(f.cpu_s ?? 0);
+        time.appendChild(waited);
+      }
       const visits = el('td', 'jp-scorep-num', f.visits.toLocaleString());
       visits.dataset.col = 'visits';
       const mean = el(

@@ -5,10 +5,27 @@
  */
 import type { IFunctionStat } from '../api';
 
-export type SummaryMetric = 'excl' | 'incl';
+/** 'effective': what the user can speed up (running on any thread plus waiting on the
+ * cell's thread; IFunctionStat.effective_s), where the run has the running/waiting split */
+export type SummaryMetric = 'effective' | 'excl' | 'incl';
 
 export function metricOf(f: IFunctionStat, metric: SummaryMetric): number {
+  if (metric === 'effective') {
+    return f.effective_s ?? f.excl_s;
+  }
   return metric === 'excl' ? f.excl_s : f.incl_s;
+}
+
+/** Whether the run's functions carry the running/waiting split. */
+export function hasSplit(functions: IFunctionStat[]): boolean {
+  return functions.some(f => f.cpu_s !== null && f.cpu_s !== undefined);
+}
+
+/** "waited 230 ms"-like words where most of a function's own time was waiting. */
+export function waitedShare(f: IFunctionStat): number {
+  return f.wait_s !== null && f.wait_s !== undefined && f.excl_s > 0
+    ? f.wait_s / f.excl_s
+    : 0;
 }
 
 /** Mean time per visit of the chosen metric (0 without visits). */
@@ -57,9 +74,9 @@ export function groupByModule(
     list.sort(byMetric(metric));
     const values = list.map(f => metricOf(f, metric));
     const total =
-      metric === 'excl'
-        ? values.reduce((a, b) => a + b, 0)
-        : Math.max(0, ...values);
+      metric === 'incl'
+        ? Math.max(0, ...values)
+        : values.reduce((a, b) => a + b, 0);
     out.push({ module, total, functions: list });
   }
   return out.sort(

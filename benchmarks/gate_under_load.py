@@ -13,6 +13,9 @@ is what the gate judged before the running/waiting split.
 Also stated: the time the gate adds (its comparison, re-run in-process on each trial's
 summary: loading both call trees, comparing, the verdict), and the load during the trials.
 
+Each run uses ``--repeat N`` (default 3: the baseline's best of 3 against each trial's best
+of 3; ``--repeat 1`` for single runs).
+
 Targets: 0 false alarms in 10 trials; the 1.5x slowdown caught in 10 of 10.
 Run: ``flock /tmp/locks/heavy.lock .venv/bin/python benchmarks/gate_under_load.py``
 (~4 min here; ``--trials N``).
@@ -66,21 +69,27 @@ JUPYTER = str(Path(sys.executable).parent / "jupyter")
 
 def write_notebook(path: Path, n: int) -> None:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "scorep-python", "display_name": "Score-P", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "scorep-python",
+        "display_name": "Score-P",
+        "language": "python",
+    }
     meta = {"scorep": {"profile": True, "backend": "builtin"}}
     nb.cells.append(nbformat.v4.new_code_cell(CELL.format(n=n), id="score", metadata=meta))
     nbformat.write(nb, path)
 
 
-def jupyter_run(root: Path, out: str, baseline: str | None) -> tuple[int, float]:
-    args = [JUPYTER, "scorep", "run", "nb.ipynb", "--experiment-dir", out]
+def jupyter_run(root: Path, out: str, baseline: str | None, repeat: int) -> tuple[int, float]:
+    args = [JUPYTER, "scorep", "run", "nb.ipynb", "--experiment-dir", out, "--repeat", str(repeat)]
     if baseline:
         args += ["--baseline", baseline, "--fail-if-slower", f"{THRESHOLD_PCT:g}%"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCOREP_KERNEL_")}
     t = time.perf_counter()
     done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode not in (0, hs.EXIT_REGRESSION):
-        raise SystemExit(f"jupyter scorep run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raise SystemExit(
+            f"jupyter scorep run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
     return done.returncode, time.perf_counter() - t
 
 
@@ -107,11 +116,12 @@ def hogs(n: int) -> list[subprocess.Popen]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3, help="jupyter scorep run --repeat N")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gate-load-"))
     write_notebook(root / "nb.ipynb", N)
     load_before = os.getloadavg()
-    jupyter_run(root, "base", None)
+    jupyter_run(root, "base", None, args.repeat)
     baseline = gate_mod.Baseline.load(root / "base", None)
     base_cell = json.loads((root / "base" / hs.SUMMARY_NAME).read_text())["cells"][0]
     ct = base_cell["experiment"]["cell_time"] or {}
@@ -130,7 +140,7 @@ def main() -> None:
             for kind, n in (("same", N), ("slower", int(1.5 * N))):
                 write_notebook(root / "nb.ipynb", n)
                 out = f"{kind}-{trial}"
-                code, seconds = jupyter_run(root, out, "base")
+                code, seconds = jupyter_run(root, out, "base", args.repeat)
                 run_s.append(seconds)
                 loads.append(os.getloadavg()[0])
                 g, cell = gate_seconds(root, out, baseline)
@@ -155,7 +165,7 @@ def main() -> None:
             p.kill()
     t = args.trials
     load_note = (
-        f"{len(procs)} CPU hogs (one per core); 1-min load during the trials "
+        f"--repeat {args.repeat}; {len(procs)} CPU hogs (one per core); 1-min load during the trials "
         f"{min(loads):.1f}-{max(loads):.1f}, before {load_before[0]:.1f}"
     )
     report(

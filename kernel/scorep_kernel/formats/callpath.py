@@ -333,16 +333,15 @@ def build_profile(recording: Recording, *, root_name: str | None = None) -> Call
     np.maximum.at(vmax, cell, dur)
     incl, vmin, vmax = (a.reshape(n_total, n_threads) for a in (incl, vmin, vmax))
     split = any(t.run_ns is not None for t in recording.threads)
-    run_sum = queue_sum = None
+    run_sum: np.ndarray | None = None
+    queue_sum: np.ndarray | None = None
     if split:
-        run_sum = np.zeros(size, dtype=np.int64)
-        np.add.at(run_sum, cell, run_d)
-        queue_sum = np.zeros(size, dtype=np.int64)
-        np.add.at(queue_sum, cell, queue_d)
-        run_sum, queue_sum = (
-            run_sum.reshape(n_total, n_threads),
-            queue_sum.reshape(n_total, n_threads),
-        )
+        flat_run: np.ndarray = np.zeros(size, dtype=np.int64)
+        np.add.at(flat_run, cell, run_d)
+        flat_queue: np.ndarray = np.zeros(size, dtype=np.int64)
+        np.add.at(flat_queue, cell, queue_d)
+        run_sum = flat_run.reshape(n_total, n_threads)
+        queue_sum = flat_queue.reshape(n_total, n_threads)
     if synthetic:
         root = 0
         top_new = new_id[top]

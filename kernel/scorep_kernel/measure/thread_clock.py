@@ -93,7 +93,7 @@ class ThreadClocks:
 
     def unwatch_thread_ends(self) -> None:
         if self._original_delete is not None:
-            threading.Thread._delete = self._original_delete  # type: ignore[attr-defined]
+            threading.Thread._delete = self._original_delete
             self._original_delete = None
 
     # --- afterwards --------------------------------------------------------------------

@@ -116,6 +116,15 @@ def parser() -> argparse.ArgumentParser:
         "and more than the noise",
     )
     r.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each profiled cell N times in a row, each its own run; the summary and the "
+        "gate take the best (short cells on a loaded machine; the cell must tolerate running "
+        "again)",
+    )
+    r.add_argument(
         "--allow-missing-baseline",
         action="store_true",
         help="with --baseline: pass when the baseline yields nothing to compare (it is "
@@ -166,6 +175,9 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     if args.fail_if_slower is not None and args.baseline is None:
         print("jupyter scorep run: --fail-if-slower needs --baseline", file=sys.stderr)
         return hs.EXIT_USAGE
+    if args.repeat < 1:
+        print("jupyter scorep run: --repeat needs a count of 1 or more", file=sys.stderr)
+        return hs.EXIT_USAGE
     if args.allow_missing_baseline and args.baseline is None:
         print("jupyter scorep run: --allow-missing-baseline needs --baseline", file=sys.stderr)
         return hs.EXIT_USAGE
@@ -183,6 +195,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
         allow_errors=args.allow_errors,
         summary=args.summary,
         files_timeout=args.files_timeout,
+        repeat=args.repeat,
         color=args.color,
     )
     baseline = None

@@ -61,6 +61,7 @@ class RunOptions:
     files_timeout: float = 300.0
     top: int = 5  # top regions per cell in the summary
     color: bool | None = None  # None: when the output is a terminal
+    repeat: int = 1  # run each profiled cell this many times (the gate judges the best)
 
 
 def session_name(notebook: Path) -> str:
@@ -254,27 +255,17 @@ class Runner(RunResults):
             if not c.code.cell.source.strip():
                 c.status = hs.CELL_SKIPPED
                 continue
-            self.client.timed_out = False
-            self.progress.start(c)
-            t = time.monotonic()
-            self._cell_task = asyncio.ensure_future(
-                self.client.async_execute_cell(c.code.cell, c.code.index)
-            )
-            died = cancelled = False
-            try:
-                await self._cell_task
-            except DeadKernelError:
-                # nbclient reports a cancelled cell as a dead kernel: ours was the 2nd signal
-                died, cancelled = self._signals < 2, self._signals >= 2
-            except asyncio.CancelledError:
-                cancelled = True
-            finally:
-                self._cell_task = None
-            c.wall_s = time.monotonic() - t
-            c.execution_count = c.code.cell.get("execution_count")
-            c.experiment_paths = list(dict.fromkeys(b["path"] for b in exps.bundles(c.code.cell)))
-            c.status, c.error = self.cell_outcome(c, died, cancelled)
-            self.progress.end(c)
+            paths: list[str] = []
+            for repetition in range(max(1, self.opts.repeat)):
+                died, cancelled = await self.execute_once(c)
+                paths += [p for p in dict.fromkeys(b["path"] for b in exps.bundles(c.code.cell))]
+                c.experiment_paths = list(dict.fromkeys(paths))
+                c.status, c.error = self.cell_outcome(c, died, cancelled)
+                self.progress.end(c)
+                # --repeat: a profiled cell that ended well runs again (each its own run)
+                if not c.experiment_paths or c.status != hs.CELL_OK or self.stop_reason:
+                    break
+                c.repeats = repetition + 1
             if c.status == hs.CELL_DIED:
                 return hs.RUN_DIED, f"the kernel died while cell [{c.code.number}] ran"
             if c.status == hs.CELL_TIMEOUT:
@@ -295,6 +286,29 @@ class Runner(RunResults):
         if self.stop_reason and status == hs.RUN_OK:
             return hs.RUN_INTERRUPTED, "stopped by a signal"
         return status, message
+
+    async def execute_once(self, c: CellRun) -> tuple[bool, bool]:
+        """One execution of the cell: (the kernel died, it was cancelled)."""
+        assert self.client is not None
+        self.client.timed_out = False
+        self.progress.start(c)
+        t = time.monotonic()
+        self._cell_task = asyncio.ensure_future(
+            self.client.async_execute_cell(c.code.cell, c.code.index)
+        )
+        died = cancelled = False
+        try:
+            await self._cell_task
+        except DeadKernelError:
+            # nbclient reports a cancelled cell as a dead kernel: ours was the 2nd signal
+            died, cancelled = self._signals < 2, self._signals >= 2
+        except asyncio.CancelledError:
+            cancelled = True
+        finally:
+            self._cell_task = None
+        c.wall_s = time.monotonic() - t
+        c.execution_count = c.code.cell.get("execution_count")
+        return died, cancelled
 
     def cell_outcome(self, c: CellRun, died: bool, cancelled: bool) -> tuple[str, dict | None]:
         if died:

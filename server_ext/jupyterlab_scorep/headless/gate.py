@@ -8,6 +8,10 @@ cell has several runs, the newest is the baseline and, with at least
 ``compare_noise.MIN_NOISE_RUNS`` runs of the same source, their wall times measure the noise
 (``compare_noise.noise_from_runs``).
 
+**Repeats.** Where the baseline holds several runs of a cell with one source (``--repeat N``,
+or runs kept over time), the best on the verdict's basis is the baseline and their spread
+measures the noise; a run with ``--repeat N`` is judged by its best repetition.
+
 **Matching.** A cell of this run is matched with a baseline cell by its JupyterLab
 ``cellId``, else by the hash of its source, else by its code-cell number; the report says
 which, and names the cells on either side that found no partner.
@@ -126,12 +130,15 @@ class Baseline:
                 found = same
         history = _histories(found)
         by_key: dict[tuple, BaselineCell] = {}
+        # several runs of one cell and source (--repeat, or runs kept over time): the best
+        # on the verdict's basis is the baseline; their spread measures the noise
+        found = sorted(found, key=lambda pm: _best_first(pm[1]))
         for exp, m in found:
             if m.get("status") == ex.STATUS_RUNNING:
                 continue
             for rec in m.get("cells") or []:
                 key = (rec.get("cell_id"), rec.get("source_sha256"))
-                if key not in by_key:  # the newest run of this cell and source
+                if key not in by_key:  # the best run of this cell and source
                     code = rec.get("code") or ""
                     by_key[key] = BaselineCell(
                         cell_id=rec.get("cell_id"),
@@ -156,6 +163,14 @@ class Baseline:
                     taken.add(i)
                     return b, how
         return None, None
+
+
+def _best_first(m: dict[str, Any]) -> tuple[int, float]:
+    """Sort key: single-cell runs that ended ok by their time on the verdict's basis first,
+    the rest after them (newest first, as listed)."""
+    t = compare_noise.judged_time(m)
+    ok = m.get("status") == ex.STATUS_OK and len(m.get("cells") or []) == 1 and t is not None
+    return (0, float(t or 0.0)) if ok else (1, 0.0)
 
 
 def _histories(found: list[tuple[Path, dict[str, Any]]]) -> dict[tuple, list[float]]:

@@ -137,6 +137,13 @@ _CELL = {
             },
         },
         "experiment": {"oneOf": [{"type": "null"}, _EXPERIMENT]},
+        "repeats": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "judged_s": _OPT_NUMBER},
+            },
+        },
     },
 }
 _GATE_CELL = {

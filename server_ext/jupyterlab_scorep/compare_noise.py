@@ -67,14 +67,18 @@ DEFAULT_NOISE = Noise()
 
 
 def judged_time(manifest: dict[str, Any]) -> float | None:
-    """A run's time as the verdict compares it (compare.py's basis): the cells' time less
-    what they were queued for a CPU where the manifest's ``cell_time`` says so, else its
-    ``wall_s``; the material ``noise_from_runs`` measures the spread of."""
+    """A run's time as the verdict compares it (compare.py's basis): where the manifest's
+    ``cell_time`` has the split, the running time of a CPU-bound cell, else the cells' time
+    less what they were queued for a CPU; else its ``wall_s``. The material
+    ``noise_from_runs`` measures the spread of."""
     wall = manifest.get("wall_s")
     ct = manifest.get("cell_time")
     if isinstance(ct, dict) and isinstance(ct.get("time_s"), (int, float)):
-        queue = ct.get("queue_s")
-        return float(ct["time_s"]) - (float(queue) if isinstance(queue, (int, float)) else 0.0)
+        queue, cpu = ct.get("queue_s"), ct.get("cpu_s")
+        unqueued = float(ct["time_s"]) - (float(queue) if isinstance(queue, (int, float)) else 0.0)
+        if isinstance(cpu, (int, float)) and cpu > 0 and cpu >= 0.5 * unqueued:
+            return float(cpu)  # CPU-bound: its running time (compare.py's basis)
+        return unqueued
     return float(wall) if isinstance(wall, (int, float)) else None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .compare import BASIS_TIME_LESS_QUEUED, Comparison, Delta, FunctionDelta
+from .compare import BASIS_RUNNING, BASIS_TIME_LESS_QUEUED, Comparison, Delta, FunctionDelta
 from .compare_names import short_name, visit_count
 from .compare_noise import Noise
 
@@ -128,6 +128,8 @@ def verdict(
         sentence = f"{amount} {kind} than {baseline}"
         if basis == BASIS_TIME_LESS_QUEUED:
             sentence += " (not counting time queued for a CPU)"
+        elif basis == BASIS_RUNNING:
+            sentence += " (running time: the cell is CPU-bound)"
         if culprit is not None:
             sentence += (
                 f": `{short_name(culprit.name)}` {format_seconds(culprit.effective.delta, True)}"
@@ -138,7 +140,7 @@ def verdict(
             elif culprit.visits_changed:
                 sentence += f", {_visits(culprit.visits)}"
         sentence += "."
-    cells = comparison.total if basis == BASIS_TIME_LESS_QUEUED else None
+    cells = comparison.total if basis != "time" else None
     return Verdict(kind, total, threshold, noise, culprit, sentence, basis, cells)
 
 

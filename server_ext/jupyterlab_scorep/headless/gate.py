@@ -285,6 +285,8 @@ def gate(
             text += f" ({'+' if v.total.delta >= 0 else ''}{pct:.0f} %)"
         if v.basis == compare.BASIS_TIME_LESS_QUEUED:
             text += f" without time queued for a CPU (cells {fmt(c.total.a)} → {fmt(c.total.b)})"
+        elif v.basis == compare.BASIS_RUNNING:
+            text += f" running, CPU-bound (cells {fmt(c.total.a)} → {fmt(c.total.b)})"
         if v.within_noise:
             text += " within noise"
         if named:

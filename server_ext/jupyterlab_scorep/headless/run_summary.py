@@ -156,7 +156,7 @@ _GATE_CELL = {
         "baseline": _OPT_STRING,
         "verdict": {"enum": ["regressed", "ok", "unmatched", "unreadable"]},
         "text": {"type": "string"},
-        "basis": {"enum": ["time", "time_less_queued"]},
+        "basis": {"enum": ["time", "time_less_queued", "running"]},
         "delta_pct": _OPT_NUMBER,
         "functions": {"type": "array"},
     },

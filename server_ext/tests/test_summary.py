@@ -108,9 +108,12 @@ def test_event_cap_and_status():
 
 
 def tree():
-    # root(10 s) -> a(6 s) -> a(2 s) (recursion), root -> b(3 s)
+    # main(10 s) -> a(6 s) -> a(2 s) (recursion), main -> b(3 s); functions are named
+    # "module:function" (a root named otherwise is the run's own root, as compare_names
+    # keys it, and is no function of the run)
     parent = np.array([-1, 0, 1, 0])
-    nodes = [{"name": n, "group": "", "file": "", "line": 0} for n in ("main", "a", "a", "b")]
+    names = ("__main__:main", "__main__:a", "__main__:a", "__main__:b")
+    nodes = [{"name": n, "group": "", "file": "", "line": 0} for n in names]
     incl = np.array([[10.0], [6.0], [2.0], [3.0]])
     excl = np.array([[1.0], [4.0], [2.0], [3.0]])
     visits = np.array([[1.0], [2.0], [5.0], [1.0]])
@@ -121,8 +124,14 @@ def tree():
 
 def test_top_regions_do_not_double_count_recursion():
     top = summary.top_regions(tree())
-    assert top[0] == {"name": "a", "excl_s": 6.0, "incl_s": 6.0, "visits": 7, "pct": 60.0}
-    assert [t["name"] for t in top] == ["a", "b", "main"]
+    assert top[0] == {
+        "name": "__main__:a",
+        "excl_s": 6.0,
+        "incl_s": 6.0,
+        "visits": 7,
+        "pct": 60.0,
+    }
+    assert [t["name"] for t in top] == ["__main__:a", "__main__:b", "__main__:main"]
 
 
 def test_summarize_combines_everything():

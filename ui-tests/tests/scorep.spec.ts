@@ -369,13 +369,15 @@ test.describe('Score-P experiment panel', () => {
       'true'
     );
     // this is the builtin tracer's panel: where Score-P is installed, "auto" would pick it
-    // (a Score-P run's panel is scorep-real.spec.ts)
+    // (a Score-P run's panel is scorep-real.spec.ts). Samples every 20 ms: the cell runs
+    // 0.1-0.4 s, and a run with fewer than two samples shows one line instead of charts.
     await page.evaluate(() => {
       const nb = (window as any).jupyterapp.shell.currentWidget;
       const cell = nb.content.widgets[0].model;
       cell.setMetadata('scorep', {
         ...cell.getMetadata('scorep'),
-        backend: 'builtin'
+        backend: 'builtin',
+        metric_interval: 0.02
       });
     });
 

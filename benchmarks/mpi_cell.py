@@ -4,10 +4,10 @@ every rank, and how fast the builtin backend merges the ranks' recordings.
 Figures, in one run on one machine:
 
 - kept ranks: the round trip of a trivial 4-rank profiled cell (builtin backend, ``x = 1``)
-  once the ranks are up (they stay up between cells, runs.mpi_kept), cells back to back,
+  once the ranks are up (they stay up between cells, mpi.kept_ranks), cells back to back,
   against the peer ``mpirun -n 4 python -c pass``, the two interleaved over KEPT_ROUNDS
   rounds: medians with their ranges; then KEPT_ROUNDS cells back to back (each meets the
-  previous cell's merge, ``runs.mpi_merger``); the issue's target is <= 0.3 s;
+  previous cell's merge, ``mpi.merger``); the issue's target is <= 0.3 s;
 - launch: the round trip of a trivial 4-rank profiled cell in fresh ranks (``--fresh``,
   as every Score-P cell is: Score-P measures a process from its start to its end; median
   of 3) against the peer ``mpirun -n 4 python -c pass`` (median of 3, the launcher alone)

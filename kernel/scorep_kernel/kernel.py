@@ -37,14 +37,14 @@ from scorep_kernel.magics import (
     parse_scorep_env,
 )
 from scorep_kernel.mpi.config import parse_mpi_magic
+from scorep_kernel.mpi.kept_ranks import KeptRanks
+from scorep_kernel.mpi.run import MpiRun
 from scorep_kernel.peer_magics import PeerMagics
 from scorep_kernel.profiled_cells_notice import Expectation, read_notice
 from scorep_kernel.profiled_cells_notice import register as register_notice
 from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
-from scorep_kernel.runs.mpi_kept import KeptRanks
-from scorep_kernel.runs.mpi_run import MpiRun
 from scorep_kernel.runs.subprocess_run import SubprocessRun
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.settings import (

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from scorep_kernel import experiment as ex
-from scorep_kernel.formats.otf2_ranks import MpiEvents, RankLocation, write_otf2_ranks
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region, ThreadEvents
 from scorep_kernel.measure import mpi_calls
+from scorep_kernel.mpi.otf2_ranks import MpiEvents, RankLocation, write_otf2_ranks
 
 pytestmark = pytest.mark.timeout(120)
 MS = 1_000_000

@@ -239,7 +239,7 @@ def _system_xml(hostname: str, locations: list[str]) -> str:
 
 def anchor_xml(profile: CallpathProfile, hostname: str, system: str | None = None) -> bytes:
     """The definitions; ``system`` replaces the one-process system tree (an MPI run's
-    processes, see formats.otf2_ranks.cube_system_xml)."""
+    processes, see mpi.otf2_ranks.cube_system_xml)."""
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>\n\n',
         f'<cube version="{CUBE_VERSION}">\n',

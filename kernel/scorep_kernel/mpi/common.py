@@ -1,5 +1,5 @@
-"""What the kernel's side of an MPI run (``runs.mpi_run``) and a rank
-(``worker.mpi_rank``) share: the environment that finds the kernel, the handshake, where
+"""What the kernel's side of an MPI run (``mpi.run``) and a rank
+(``mpi.rank``) share: the environment that finds the kernel, the handshake, where
 a builtin rank leaves its recording, and which variables are each rank's own. (Kept apart
 from the rank's module, which imports the worker: the kernel never does.)"""
 
@@ -15,7 +15,7 @@ HANDSHAKE = b"SKMPI1"
 TOKEN_BYTES = 32
 RANKS_DIR = ".ranks"  # in the experiment: the ranks' recordings until they are merged
 RANKS_JSON = "ranks.json"  # there: the kernel's facts for the merge (hosts, clocks)
-RANK_FILE = str(Path(__file__).resolve().parent.parent / "worker" / "mpi_rank.py")
+RANK_FILE = str(Path(__file__).resolve().with_name("rank.py"))
 # Each rank's own: the launcher's and MPI's variables, Score-P's, and LD_PRELOAD (Score-P's
 # bindings set it). The namespace's environment never overwrites them in a rank, and a
 # rank's never reaches the kernel (whose next launcher would inherit them).

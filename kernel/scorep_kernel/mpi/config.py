@@ -11,7 +11,7 @@ A cell runs as N ranks when its ``scorep`` metadata holds ``"mpi": {"ranks": N, 
     timeout   seconds the ranks may take for a cell (absent/null: no limit); past it the
               run stops and names the ranks still running
     fresh     true: the cell runs in ranks started for it, which end with it; by default
-              (builtin backend) the ranks stay up for the next MPI cell (runs.mpi_kept)
+              (builtin backend) the ranks stay up for the next MPI cell (mpi.kept_ranks)
 
 Kernel-wide defaults come from the environment (``SCOREP_KERNEL_MPI_LAUNCHER``,
 ``SCOREP_KERNEL_MPI_ARGS``); the cell's keys win.
@@ -53,7 +53,7 @@ LAUNCHERS = ("mpirun", "mpiexec", "srun")
 ENV_LAUNCHER = "SCOREP_KERNEL_MPI_LAUNCHER"
 ENV_ARGS = "SCOREP_KERNEL_MPI_ARGS"
 # Launcher arguments that place ranks on hosts: with them the user decides, and the ranks
-# may run elsewhere (the kernel then listens on every interface, see runs.mpi_run).
+# may run elsewhere (the kernel then listens on every interface, see mpi.run).
 HOST_ARGS = (
     "-H", "--host", "-host", "--hostfile", "-hostfile", "--machinefile", "-machinefile",
     "-f", "--default-hostfile", "-hosts", "--hosts",

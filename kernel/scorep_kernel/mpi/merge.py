@@ -3,11 +3,11 @@
     python -m scorep_kernel.mpi.merge <experiment dir>
     python -m scorep_kernel.mpi.merge --serve        (directories on stdin, see serve)
 
-Run by the kernel after an MPI run's reply (``runs.mpi_run``), in a process of its own at
+Run by the kernel after an MPI run's reply (``mpi.run``), in a process of its own at
 a low priority, as a subprocess worker writes its files. Input, under
 ``<experiment>/.ranks/``: ``rank<r>.pkl`` per rank (its Recording and its mpi4py calls,
-``worker.mpi_rank``) and ``ranks.json`` (the kernel's: each rank's host and clock map,
-and the kernel's epoch offset). Output: ``traces.otf2`` (``formats.otf2_ranks``),
+``mpi.rank``) and ``ranks.json`` (the kernel's: each rank's host and clock map,
+and the kernel's epoch offset). Output: ``traces.otf2`` (``mpi.otf2_ranks``),
 ``profile.cubex`` with a process per rank, the manifest's ``files`` and
 ``files_status``; ``.ranks/`` is removed once both files are written.
 
@@ -39,15 +39,15 @@ import numpy as np
 from scorep_kernel import experiment
 from scorep_kernel.formats.callpath import build_profile
 from scorep_kernel.formats.cube_writer import write_cubex
-from scorep_kernel.formats.otf2_ranks import (
+from scorep_kernel.formats.recording import ENTER, LEAVE, Recording, Region, ThreadEvents
+from scorep_kernel.measure.mpi_calls import AT_ENTER, RankMpi
+from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON
+from scorep_kernel.mpi.otf2_ranks import (
     MpiEvents,
     RankLocation,
     cube_system_xml,
     write_otf2_ranks,
 )
-from scorep_kernel.formats.recording import ENTER, LEAVE, Recording, Region, ThreadEvents
-from scorep_kernel.measure.mpi_calls import AT_ENTER, RankMpi
-from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON
 
 MATCH_NS = 1000  # a call and its Enter differ by rounding at most; 1 µs is generous
 
@@ -271,7 +271,7 @@ def merge_files(exp_dir: Path) -> int:
 
 def serve() -> int:
     """``--serve``: one experiment directory per line on stdin, its exit status per line
-    on stdout (``runs.mpi_kept``: MPI ranks kept up merge each cell's recordings here, so
+    on stdout (``mpi.kept_ranks``: MPI ranks kept up merge each cell's recordings here, so
     that a cell does not pay this module's imports, ~0.3 s of CPU, for the one before)."""
     for line in sys.stdin:
         if line.strip():

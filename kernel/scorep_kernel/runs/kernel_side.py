@@ -20,7 +20,7 @@ log = logging.getLogger("scorep_kernel")
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
     from scorep_kernel.kernel import ScorePKernel
-    from scorep_kernel.runs.mpi_kept import KeptRanks
+    from scorep_kernel.mpi.kept_ranks import KeptRanks
     from scorep_kernel.worker.client import WorkerPool
 
 

@@ -139,7 +139,7 @@ class Worker:
 
     def apply_state(self, namespace: dict[str, Any], unpacked: Any) -> None:
         """The kernel's namespace into this process's (an MPI rank keeps its launcher's
-        environment, see worker.mpi_rank)."""
+        environment, see mpi.rank)."""
         transfer.apply_in_worker(namespace, unpacked, self.sent_names)
 
     def pack_state(self, namespace: dict[str, Any]) -> Packet:

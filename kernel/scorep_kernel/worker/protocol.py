@@ -238,10 +238,10 @@ class FilesDone(Message):
     errors: list[str] = field(default_factory=list)
 
 
-# --- MPI ranks (runs.mpi_run <-> worker.mpi_rank) -----------------------------------------
+# --- MPI ranks (mpi.run <-> mpi.rank) -----------------------------------------
 #
 # A rank of an MPI cell connects back over TCP (a socketpair does not cross the launcher)
-# and proves itself with the run's token before any message is read (runs.mpi_rank_links); then
+# and proves itself with the run's token before any message is read (mpi.rank_pool); then
 # the order is: RankHello, Ready, and per cell RankSetup before each Cell; ClockProbe /
 # ClockReply any time (answered by the rank's reader thread, also while a cell runs), and
 # InterruptCell while a cell runs.

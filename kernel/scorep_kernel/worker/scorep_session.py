@@ -52,7 +52,7 @@ class ScorePSession:
         # False under --noinstrumenter as the user asked for it: only user regions count
         self.instrument = instrument
         self.imports_as_regions = True
-        self.finalize_after_last_cell = True  # not for MPI ranks (worker.mpi_rank)
+        self.finalize_after_last_cell = True  # not for MPI ranks (mpi.rank)
         self._importing = threading.local()
         self._real_import = builtins.__import__
         self._main_ident = threading.get_ident()  # (a C call: current_thread() is traced)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 
-from scorep_kernel.runs.mpi_merger import Merger
-from scorep_kernel.runs.mpi_rank_links import PoolKey, RankPool
+from scorep_kernel.mpi.merger import Merger
+from scorep_kernel.mpi.rank_pool import PoolKey, RankPool
 
 log = logging.getLogger("scorep_kernel")
 

@@ -1,6 +1,6 @@
 """A profiled cell as N MPI ranks, started through the system's MPI launcher.
 
-The run starts ``<launcher> -n N ... python -m scorep_kernel.worker.mpi_rank`` (under
+The run starts ``<launcher> -n N ... python -m scorep_kernel.mpi.rank`` (under
 Score-P: ``python -m scorep --mpp=mpi ...``) with the launcher found by ``mpi.config``,
 never a launcher of its own. Each rank connects back to a TCP listener of this run
 (127.0.0.1, or every interface when ranks may run on other hosts: srun, or hosts named in
@@ -41,16 +41,16 @@ round trips, the shortest wins) at the run's start and end, and its times are ma
 linearly between the two. System metrics: ``mpi.metrics``.
 
 Ranks that stay up (builtin backend): the run takes its ranks from the kernel's
-``KeptRanks`` (``runs.mpi_kept``) when they serve the cell, and gives them back at its end,
+``KeptRanks`` (``mpi.kept_ranks``) when they serve the cell, and gives them back at its end,
 so the next MPI cell pays neither the launcher nor MPI's start-up; each rank keeps its
 namespace, and a notebook value the ranks already hold (the same object as after the last
 cell) is not sent again. ``--fresh`` (``"fresh": true``) runs the cell in ranks of its own,
 which end with it; Score-P's cells always do (Score-P measures a process from its start
 to its end).
 
-Its parts: a ``RankPool`` (``mpi_rank_links``: the launcher's process, ``mpi_launcher``,
-and the ranks' connections), ``mpi_clocks``, ``mpi_cell_on_ranks`` (one cell on every rank)
-and ``mpi_run_end`` (stopping the measurement, the manifest, the files).
+Its parts: a ``RankPool`` (``mpi.rank_pool``: the launcher's process, ``mpi.launcher``,
+and the ranks' connections), ``mpi.clocks``, ``mpi.cell_on_ranks`` (one cell on every rank)
+and ``mpi.run_end`` (stopping the measurement, the manifest, the files).
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ from typing import Any
 
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
+from scorep_kernel.mpi.cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_installed
+from scorep_kernel.mpi.launcher import rank_command
+from scorep_kernel.mpi.rank_pool import PoolKey, Rank, RankPool, quiet_send
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import RunFailed
-from scorep_kernel.runs.mpi_cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_installed
-from scorep_kernel.runs.mpi_launcher import rank_command
-from scorep_kernel.runs.mpi_rank_links import PoolKey, Rank, RankPool, quiet_send
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import _KERNEL_DIR

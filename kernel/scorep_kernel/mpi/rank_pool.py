@@ -1,11 +1,11 @@
-"""A pool of MPI ranks: the launcher's process (``runs.mpi_launcher``) and the kernel's
+"""A pool of MPI ranks: the launcher's process (``mpi.launcher``) and the kernel's
 connections to its ranks. Each rank connects back to the pool's listener and proves itself
 with the pool's token before anything it sends is read (the protocol is pickle: an unproven
 peer is dropped unread); every rank's messages go into one inbox, but for clock replies
 and node samples, which are kept where they belong.
 
 A pool serves one run (``--fresh``, and always under Score-P, which measures a process
-from its start to its end), or is kept by the kernel (``runs.mpi_kept.KeptRanks``) for
+from its start to its end), or is kept by the kernel (``mpi.kept_ranks.KeptRanks``) for
 the next MPI cell of the builtin backend: its ranks, their MPI world and their namespaces
 then stay up between cells, as ipyparallel's engines do."""
 
@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from scorep_kernel.mpi import clocks as mpi_clocks
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.runs import mpi_clocks
+from scorep_kernel.mpi.launcher import Launcher, RanksFailed, exit_status, running_pid
 from scorep_kernel.runs.faults import UNCHANGED
-from scorep_kernel.runs.mpi_launcher import Launcher, RanksFailed, exit_status, running_pid
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 

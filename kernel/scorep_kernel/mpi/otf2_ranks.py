@@ -46,11 +46,11 @@ from otf2.enums import (
     SystemTreeDomain,
 )
 
-from .. import experiment
-from . import CREATOR, _otf2_encode, _otf2_fast
-from .callpath import unique_location_names, writer_role
-from .cube_writer import _text
-from .otf2_writer import (
+from scorep_kernel import experiment
+from scorep_kernel.formats import CREATOR, _otf2_encode, _otf2_fast
+from scorep_kernel.formats.callpath import unique_location_names, writer_role
+from scorep_kernel.formats.cube_writer import _text
+from scorep_kernel.formats.otf2_writer import (
     ARCHIVE_NAME,
     CHUNK_SIZE_EVENTS,
     PARADIGM_NAMES,
@@ -59,7 +59,7 @@ from .otf2_writer import (
     _ClockedWriter,
     define_region,
 )
-from .recording import Region, ThreadEvents
+from scorep_kernel.formats.recording import Region, ThreadEvents
 
 # event kinds (measure.mpi_calls)
 SEND, RECV, ISEND, ISEND_COMPLETE, IRECV_REQUEST, IRECV, COLL_BEGIN, COLL_END = range(1, 9)

@@ -1,8 +1,8 @@
 """One rank of an MPI cell: a worker (``worker.entry``) that its MPI launcher started.
 
-Started by ``runs.mpi_run`` through the launcher as
+Started by ``mpi.run`` through the launcher as
 
-    <launcher> -n N ... python -m scorep_kernel.worker.mpi_rank               (builtin)
+    <launcher> -n N ... python -m scorep_kernel.mpi.rank               (builtin)
     <launcher> -n N ... python -m scorep --mpp=mpi ... <this file> --backend scorep
 
 A socketpair does not cross the launcher, so the rank connects back over TCP to the

@@ -1,5 +1,5 @@
 """One cell on every rank of an MPI run, as a user of ipyparallel's ``%px`` expects (the
-list in ``runs.mpi_run``): the namespace packed once for every rank, the ranks' outputs
+list in ``mpi.run``): the namespace packed once for every rank, the ranks' outputs
 relayed live and labelled by rank, rank 0's namespace and the gathered names brought back,
 and the cell ended early (everything stopped, the namespace left as it was) when a rank
 dies, ignores an interrupt, or runs past the cell's timeout."""
@@ -16,10 +16,10 @@ from typing import Any
 
 from scorep_kernel import experiment, state
 from scorep_kernel.mpi import common
+from scorep_kernel.mpi.rank_pool import RanksFailed, quiet_send, ranks_words
+from scorep_kernel.mpi.run_end import MpiRunEnd
 from scorep_kernel.runs.base import CellRequest, cell_message, error_reply
 from scorep_kernel.runs.faults import UNCHANGED
-from scorep_kernel.runs.mpi_rank_links import RanksFailed, quiet_send, ranks_words
-from scorep_kernel.runs.mpi_run_end import MpiRunEnd
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed

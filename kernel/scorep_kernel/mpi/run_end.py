@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from scorep_kernel import experiment
+from scorep_kernel.mpi import clocks as mpi_clocks
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.runs import mpi_clocks, mpi_merger, scorep_backend
+from scorep_kernel.mpi import merger as mpi_merger
+from scorep_kernel.mpi.rank_pool import Rank, RankPool
+from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import RunBase, RunFailed
-from scorep_kernel.runs.mpi_rank_links import Rank, RankPool
 from scorep_kernel.worker import protocol as msg
 
 # Stopping measurement and writing a rank's recording (millions of events take seconds).

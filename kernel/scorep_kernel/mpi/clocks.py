@@ -15,7 +15,7 @@ from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed
 
 if TYPE_CHECKING:
-    from scorep_kernel.runs.mpi_rank_links import Rank
+    from scorep_kernel.mpi.rank_pool import Rank
 
 CLOCK_PROBES = 8
 DRIFT_MIN_S = 60.0  # (see clock_map)

@@ -1,6 +1,6 @@
 """The MPI launcher of a set of ranks, as a process the kernel owns: starting it, its
 output (relayed live while a cell runs, kept for error messages), stopping it and every
-rank at once, and what it said when it failed. ``runs.mpi_rank_links.RankPool`` holds one."""
+rank at once, and what it said when it failed. ``mpi.rank_pool.RankPool`` holds one."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def rank_command(backend: str, binding_args: list[str]) -> list[str]:
         extra = [] if python_instrumented(binding_args) else ["--no-python-instrumenter"]
         return [python, "-m", "scorep", *args, common.RANK_FILE,
                 "--backend", "scorep", *extra]  # fmt: skip
-    return [python, "-m", "scorep_kernel.worker.mpi_rank"]
+    return [python, "-m", "scorep_kernel.mpi.rank"]
 
 
 class Launcher:

@@ -42,7 +42,8 @@ from scorep_kernel.mpi.run import MpiRun
 from scorep_kernel.peer_magics import PeerMagics
 from scorep_kernel.profiled_cells_notice import Expectation, read_notice
 from scorep_kernel.profiled_cells_notice import register as register_notice
-from scorep_kernel.runs.base import CellRequest, RunBase, RunFailed, error_reply
+from scorep_kernel.runs.base import CellRequest, RunBase, error_reply
+from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.runs.inprocess_run import InprocessRun
 from scorep_kernel.runs.kernel_side import KernelSideOf
 from scorep_kernel.runs.subprocess_run import SubprocessRun

@@ -7,21 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from scorep_kernel.measure.session import clock_offset
 from scorep_kernel.worker import protocol as msg
-from scorep_kernel.worker.protocol import ChannelClosed
-
-if TYPE_CHECKING:
-    from scorep_kernel.mpi.rank_pool import Rank
+from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
 
 CLOCK_PROBES = 8
 DRIFT_MIN_S = 60.0  # (see clock_map)
 
 
-async def probe(ranks: Iterable[Rank], seq: int) -> int:
+class ProbedRank(Protocol):
+    """What the clocks need of a rank (``rank_pool.Rank``, whose reader thread files the
+    answers): its channel, its probes in flight and the pairs answered."""
+
+    channel: AsyncChannel
+    local: bool
+    # seq -> kernel ns when sent; answered (sent, received, rank ns)
+    probes: dict[int, int]
+    clock: list[tuple[int, int, int]]
+    answered: asyncio.Event
+
+
+async def probe(ranks: Iterable[ProbedRank], seq: int) -> int:
     """CLOCK_PROBES round trips to each of ``ranks``, their answers kept in ``Rank.clock``
     (by the rank's reader); the last probe's sequence number."""
     for rank in ranks:
@@ -37,7 +46,7 @@ async def probe(ranks: Iterable[Rank], seq: int) -> int:
     return seq
 
 
-def clock_map(ranks: dict[int, Rank]) -> dict[int, dict[str, float]]:
+def clock_map(ranks: Mapping[int, ProbedRank]) -> dict[int, dict[str, float]]:
     """Per rank: rank ns -> kernel ns as ``kernel = slope * rank + offset_ns``, and the
     round trip of the probe it rests on (``rtt_ns``: the offset is good to half of it).
 

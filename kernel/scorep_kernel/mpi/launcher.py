@@ -18,8 +18,7 @@ import psutil
 
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.runs.base import RunFailed
-from scorep_kernel.runs.faults import signal_name
+from scorep_kernel.runs.faults import RunFailed, signal_name
 from scorep_kernel.worker.client import read_pipes, scorep_arguments
 
 log = logging.getLogger("scorep_kernel")

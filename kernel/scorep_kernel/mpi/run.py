@@ -67,7 +67,7 @@ from scorep_kernel.mpi.cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_insta
 from scorep_kernel.mpi.launcher import rank_command
 from scorep_kernel.mpi.rank_pool import PoolKey, Rank, RankPool, quiet_send
 from scorep_kernel.runs import scorep_backend
-from scorep_kernel.runs.base import RunFailed
+from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import _KERNEL_DIR

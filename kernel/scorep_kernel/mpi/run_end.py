@@ -20,7 +20,8 @@ from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi import merger as mpi_merger
 from scorep_kernel.mpi.rank_pool import Rank, RankPool
 from scorep_kernel.runs import scorep_backend
-from scorep_kernel.runs.base import RunBase, RunFailed
+from scorep_kernel.runs.base import RunBase
+from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.worker import protocol as msg
 
 # Stopping measurement and writing a rank's recording (millions of events take seconds).

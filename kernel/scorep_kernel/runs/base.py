@@ -23,6 +23,7 @@ from scorep_kernel import experiment
 from scorep_kernel.binding_args import parse as binding_args_of
 from scorep_kernel.runs import named_directory
 from scorep_kernel.runs.display import experiment_bundle
+from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.settings import CellSettings, SettingsError
 from scorep_kernel.worker import protocol as msg
 
@@ -72,17 +73,6 @@ class KernelSide(Protocol):
     def import_ahead(self, module: str) -> None:
         """A worker's cell began importing this package: import it in the kernel too, in
         the background (worker/import_watch.py says why)."""
-
-
-class RunFailed(Exception):
-    """The run cannot go on; ``message`` is for the user (cause and what to do), ``ename``
-    the error name the cell shows. The kernel's namespace is as it was."""
-
-    ename = "ProfilingFailed"
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)

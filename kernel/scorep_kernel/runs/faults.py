@@ -1,10 +1,23 @@
-"""Words for how a worker process ended, for the error reply and the manifest."""
+"""How a run fails: ``RunFailed``, and words for how a worker process ended, for the
+error reply and the manifest."""
 
 from __future__ import annotations
 
 import signal
 
 UNCHANGED = "The notebook's variables are unchanged."
+
+
+class RunFailed(Exception):
+    """The run cannot go on; ``message`` is for the user (cause and what to do), ``ename``
+    the error name the cell shows. The kernel's namespace is as it was."""
+
+    ename = "ProfilingFailed"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
 
 _HINTS: dict[int, str] = {
     signal.SIGKILL: "possibly out of memory (the kernel's out-of-memory killer sends SIGKILL)",

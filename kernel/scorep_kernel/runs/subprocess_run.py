@@ -15,11 +15,10 @@ from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import (
     CellRequest,
     RunBase,
-    RunFailed,
     cell_message,
     error_reply,
 )
-from scorep_kernel.runs.faults import UNCHANGED, describe_exit
+from scorep_kernel.runs.faults import UNCHANGED, RunFailed, describe_exit
 from scorep_kernel.runs.relay import OutputRelay
 from scorep_kernel.runs.run_files import await_files
 from scorep_kernel.runs.worker_recipe import WorkerRecipe

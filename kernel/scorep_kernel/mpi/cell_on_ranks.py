@@ -7,18 +7,18 @@ dies, ignores an interrupt, or runs past the cell's timeout."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import re
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from scorep_kernel import experiment, state
 from scorep_kernel.mpi import common
-from scorep_kernel.mpi.rank_pool import RanksFailed, quiet_send, ranks_words
-from scorep_kernel.mpi.run_end import MpiRunEnd
-from scorep_kernel.runs.base import CellRequest, cell_message, error_reply
+from scorep_kernel.mpi import config as mpi_config
+from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send, ranks_words
+from scorep_kernel.runs.base import CellRequest, RunBase, cell_message, error_reply
 from scorep_kernel.runs.faults import UNCHANGED
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
@@ -59,27 +59,46 @@ def needs_mpi4py(code: str) -> bool:
     return re.search(r"\bmpi4py\b", code) is not None
 
 
-class CellOnRanks(MpiRunEnd):
-    """The cell of ``MpiRun`` (whose ``__init__`` sets these)."""
+# The run's answer to a cell that ended early (everything stopped, the namespace left as
+# it was): (why, execution count, the cell's index in the run, its start) -> the reply.
+StopCell = Callable[["CellStopped", int, int, float], Awaitable[dict[str, Any]]]
 
-    in_cell: bool
-    keep: bool
-    interrupt_requested: bool
-    interrupted_at: float | None
-    _line_start: dict[tuple[int, str], bool]
 
-    async def run_cell(self, request: CellRequest) -> dict[str, Any]:
-        shell = self.side.shell
-        count = shell.execution_count
-        reply, result = await self._run_on_ranks(request, count)
-        if request.store_history and not request.silent:
-            with contextlib.suppress(Exception):
-                shell.history_manager.store_inputs(count, request.code, request.code)
-            shell.execution_count += 1
-            if result is not None:
-                with contextlib.suppress(Exception):
-                    shell.displayhook.update_user_ns(result)
-        return reply
+class CellOnRanks:
+    """Each cell of an MPI run on every rank of its pool: what the cell sends, what the
+    ranks say while it runs, and what comes back. What the cell leaves (its record, its
+    status, its errors, its time) goes into ``run``; a cell that must end early is ended
+    by ``stop`` (the run's)."""
+
+    def __init__(self, run: RunBase, mpi: mpi_config.MpiSettings, stop: StopCell):
+        self.run = run
+        self.mpi = mpi
+        self.stop = stop
+        self.pool: RankPool | None = None  # the ranks of the latest cell
+        self.keep = False  # those ranks serve the next cell (their namespaces are kept)
+        self.in_cell = False
+        self.interrupt_requested = False
+        self.interrupted_at: float | None = None
+        self._line_start: dict[tuple[int, str], bool] = {}
+
+    @property
+    def links(self) -> RankPool:
+        assert self.pool is not None, "no cell has been sent to the ranks"
+        return self.pool
+
+    @property
+    def ranks(self) -> dict[int, Rank]:
+        return self.links.ranks
+
+    def interrupt(self) -> None:
+        """SIGINT: every rank of the cell under way gets a KeyboardInterrupt; before the
+        cell starts, the cell ends at once when it does."""
+        self.interrupt_requested = True
+        if not self.in_cell:
+            return
+        if self.interrupted_at is None:
+            self.interrupted_at = time.monotonic()
+        self.links.send_all(msg.InterruptCell())
 
     def _label(self, rank: int, name: str, text: str) -> str:
         """``[rank r] `` before every line of a rank's stream (a line may come in pieces)."""
@@ -98,7 +117,7 @@ class CellOnRanks(MpiRunEnd):
         return "".join(out)
 
     def _relay(self, rank: int, message: msg.Message, count: int) -> None:
-        output = self.side.output
+        output = self.run.side.output
         if isinstance(message, msg.Stream):
             output.stream(message.name, self._label(rank, message.name, message.text))
         elif isinstance(message, msg.Display):
@@ -117,7 +136,7 @@ class CellOnRanks(MpiRunEnd):
                          [head, *message.traceback])  # fmt: skip
         elif isinstance(message, msg.ImportStarted):
             if rank == 0:
-                self.side.import_ahead(message.module)
+                self.run.side.import_ahead(message.module)
         elif isinstance(message, msg.InputRequest):
             self.links.later(
                 quiet_send(
@@ -132,7 +151,7 @@ class CellOnRanks(MpiRunEnd):
         """The namespace for every rank, and the names left out of it because kept ranks
         hold them already (bound to the same object as after the last cell: a value the
         notebook changed in place, not rebound, is not seen)."""
-        ns = self.side.shell.user_ns
+        ns = self.run.side.shell.user_ns
         pool = self.links
         unchanged = [n for n, v in pool.synced.items() if ns.get(n, pool) is v] if self.keep else []
         if pool.all_local:
@@ -141,16 +160,22 @@ class CellOnRanks(MpiRunEnd):
             return state.pack(ns, transport="shm", skip=unchanged), unchanged
         return state.pack(ns, out_of_band_min=common.NO_OUT_OF_BAND, skip=unchanged), unchanged
 
-    async def _run_on_ranks(self, request: CellRequest, count: int) -> tuple[dict[str, Any], Any]:
-        output = self.side.output
-        shell = self.side.shell
+    async def execute(
+        self, request: CellRequest, count: int, pool: RankPool, keep: bool
+    ) -> tuple[dict[str, Any], Any]:
+        """Run the cell as ``cell [count]`` on every rank of ``pool``: (the execute_reply
+        content, the value for Out[count] or None)."""
+        self.pool, self.keep = pool, keep
+        run = self.run
+        output = run.side.output
+        shell = run.side.shell
         if needs_mpi4py(request.code) and not mpi4py_installed():
             text = NO_MPI4PY.format(python=sys.executable, why="the cell uses it")
-            self.note_status(experiment.STATUS_ERROR)
-            self.errors.append(text)
+            run.note_status(experiment.STATUS_ERROR)
+            run.errors.append(text)
             output.error("ModuleNotFoundError", text, [text])
             return error_reply("ModuleNotFoundError", text, [text], count), None
-        with self.timed("pack"):
+        with run.timed("pack"):
             packet, unchanged = self._pack()
         kept_names = set(unchanged)
         for name, reason in packet.skipped.items():
@@ -161,13 +186,13 @@ class CellOnRanks(MpiRunEnd):
                 f"Warning: {name!r} cannot be sent to the MPI ranks ({reason}); it keeps its "
                 "value here, but using it in this profiled cell raises an error.\n",
             )
-        index = self.add_cell(request.cell_id, count, request.code)
+        index = run.add_cell(request.cell_id, count, request.code)
         cell_start = time.perf_counter()
-        self.last_cell_index, self.last_cell_wall = index, 0.0
+        run.last_cell_index, run.last_cell_wall = index, 0.0
         if self.interrupt_requested:
             packet.release()
             self.interrupt_requested = False
-            self.note_status(experiment.STATUS_INTERRUPTED)
+            run.note_status(experiment.STATUS_INTERRUPTED)
             text = "KeyboardInterrupt: interrupted before the profiled cell started"
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
@@ -188,14 +213,14 @@ class CellOnRanks(MpiRunEnd):
             first_error = await self._until_done(count)
         except CellStopped as stop:
             packet.release()
-            return await self._stopped(stop, count, index, cell_start), None
+            return await self.stop(stop, count, index, cell_start), None
         except ChannelClosed:
             packet.release()
             lost = CellStopped(
                 experiment.STATUS_CRASHED,
                 "A rank's connection closed." + await launcher.exit_words(),
             )
-            return await self._stopped(lost, count, index, cell_start), None
+            return await self.stop(lost, count, index, cell_start), None
         finally:
             self.in_cell = False
             launcher.relay = None
@@ -205,29 +230,29 @@ class CellOnRanks(MpiRunEnd):
         done = {r: rank.done for r, rank in self.ranks.items()}
         assert all(d is not None for d in done.values())
         # The run's wall time of the cell: the slowest rank.
-        self.last_cell_wall = max(float(d.wall_s or 0.0) for d in done.values() if d) or (
+        run.last_cell_wall = max(float(d.wall_s or 0.0) for d in done.values() if d) or (
             time.perf_counter() - cell_start
         )
         never_ran = [r for r, d in done.items() if d is not None and d.state is None]
         if never_ran:
             d0 = done[never_ran[0]]
             assert d0 is not None
-            self.note_status(experiment.STATUS_ERROR)
+            run.note_status(experiment.STATUS_ERROR)
             return error_reply(d0.ename, f"[rank {never_ran[0]}] {d0.evalue}", d0.traceback,
                                count), None  # fmt: skip
         try:
-            with self.timed("unpack"):
+            with run.timed("unpack"):
                 unpacked = {r: state.unpack(d.state) for r, d in done.items() if d and d.state}
         except Exception as e:
             message = (
                 f"The namespace could not be brought back from the MPI ranks "
                 f"({type(e).__name__}: {e}). {UNCHANGED}"
             )
-            return await self._stopped(CellStopped(experiment.STATUS_CRASHED, message), count, index,
-                                       cell_start), None  # fmt: skip
+            return await self.stop(CellStopped(experiment.STATUS_CRASHED, message), count, index,
+                                   cell_start), None  # fmt: skip
         for rank in self.ranks.values():
             await quiet_send(rank.channel, msg.StateReceived())
-        with self.timed("apply"):
+        with run.timed("apply"):
             state.apply(
                 shell.user_ns,
                 unpacked[0],
@@ -260,7 +285,7 @@ class CellOnRanks(MpiRunEnd):
             status = experiment.STATUS_ERROR
         else:
             status = experiment.STATUS_OK
-        self.note_status(status)
+        run.note_status(status)
         if status == experiment.STATUS_OK:
             return {"status": "ok", "execution_count": count, "user_expressions": {},
                     "payload": []}, result  # fmt: skip
@@ -274,11 +299,11 @@ class CellOnRanks(MpiRunEnd):
 
     def _gathered(self, unpacked: dict[int, Any], output: Any) -> None:
         """``gather`` names: the list of every rank's value, in rank order."""
-        ns = self.side.shell.user_ns
+        ns = self.run.side.shell.user_ns
         for name in self.mpi.gather:
             values = []
             missing = []
-            for r in range(self.n):
+            for r in range(self.mpi.ranks):
                 got = unpacked.get(r)
                 space = got.namespace if got is not None else {}
                 if name in space:
@@ -364,24 +389,3 @@ class CellOnRanks(MpiRunEnd):
                 continue
             self._relay(rank, message, count)
         return first_error
-
-    async def _stopped(self, stop: CellStopped, count: int, index: int, cell_start: float) -> dict:
-        """The cell ended early: everything is stopped, the namespace stays as it was."""
-        self.kill()
-        await self.links.reap()
-        self.links.disconnect()
-        self.note_status(stop.status)
-        self.errors.append(stop.message)
-        self.last_cell_wall = time.perf_counter() - cell_start
-        self.finished = True
-        self._write_metrics()
-        self.finish_manifest_without_files()
-        output = self.side.output
-        output.display(self.bundle(index, stop.status, self.last_cell_wall))
-        ename = stop.ename or (
-            "KeyboardInterrupt"
-            if stop.status == experiment.STATUS_INTERRUPTED
-            else RanksFailed.ename
-        )
-        output.error(ename, stop.message, [stop.message])
-        return error_reply(ename, stop.message, [stop.message], count)

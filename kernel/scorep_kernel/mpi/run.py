@@ -48,25 +48,33 @@ cell) is not sent again. ``--fresh`` (``"fresh": true``) runs the cell in ranks 
 which end with it; Score-P's cells always do (Score-P measures a process from its start
 to its end).
 
-Its parts: a ``RankPool`` (``mpi.rank_pool``: the launcher's process, ``mpi.launcher``,
-and the ranks' connections), ``mpi.clocks``, ``mpi.cell_on_ranks`` (one cell on every rank)
-and ``mpi.run_end`` (stopping the measurement, the manifest, the files).
+The objects a run holds, each with one job: its ``RankPool`` (``mpi.rank_pool``: the
+launcher's process, ``mpi.launcher``, and the ranks' connections, whose clocks
+``mpi.clocks`` maps), a ``CellOnRanks`` (``mpi.cell_on_ranks``: each cell on every rank)
+and a ``RunMetrics`` (``mpi.run_end``: the hosts sampled while the run is open); at its
+end the run writes the manifest's record and, after the reply, a ``RunFiles``
+(``mpi.run_end``) notes Score-P's experiment or merges the builtin ranks' recordings.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
 from typing import Any
 
+from scorep_kernel import experiment
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.mpi.cell_on_ranks import NO_MPI4PY, CellOnRanks, mpi4py_installed
-from scorep_kernel.mpi.launcher import rank_command
-from scorep_kernel.mpi.rank_pool import PoolKey, Rank, RankPool, quiet_send
+from scorep_kernel.mpi.cell_on_ranks import NO_MPI4PY, CellOnRanks, CellStopped, mpi4py_installed
+from scorep_kernel.mpi.clocks import clock_map
+from scorep_kernel.mpi.launcher import RanksFailed, rank_command
+from scorep_kernel.mpi.rank_pool import PoolKey, Rank, RankPool
+from scorep_kernel.mpi.run_end import STOP_TIMEOUT_S, RunFiles, RunMetrics, mpi_manifest
 from scorep_kernel.runs import scorep_backend
+from scorep_kernel.runs.base import CellRequest, RunBase, error_reply, reserve_experiment
 from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.worker import protocol as msg
@@ -78,7 +86,12 @@ SCOREP_FRESH = (
 )
 
 
-class MpiRun(CellOnRanks):
+class MpiRun(RunBase):
+    """A profiled run as N MPI ranks. It holds its ranks (a ``RankPool``, its own or the
+    kernel's kept one), ``cell`` (``CellOnRanks``: each cell on every rank) and ``metrics``
+    (``RunMetrics``: the hosts sampled while it is open); its end writes the manifest's
+    record and hands the files to a ``RunFiles`` after the reply."""
+
     isolation = "subprocess"  # the manifest's word: every rank is a process of its own
     forwards_sigint = True
     holds_worker = True
@@ -95,12 +108,19 @@ class MpiRun(CellOnRanks):
         self.keep = self.backend == "builtin" and not mpi.fresh
         self.ranks_note = ""  # how the run got its ranks, for the cell's summary
         self.restarted = ""  # why kept ranks could not serve (the cell says so)
-        self.in_cell = False
-        self.interrupt_requested = False
-        self.interrupted_at: float | None = None
-        self._line_start: dict[tuple[int, str], bool] = {}
-        self.sampler: Any = None
+        self.cell = CellOnRanks(self, mpi, self._stopped)
+        self.metrics = RunMetrics()
         self._interrupted = asyncio.Event()
+
+    @property
+    def links(self) -> RankPool:
+        """The run's ranks (once ``begin`` got them)."""
+        assert self.pool is not None, "the run has no ranks before begin()"
+        return self.pool
+
+    @property
+    def ranks(self) -> dict[int, Rank]:
+        return self.pool.ranks if self.pool is not None else {}
 
     def tool(self) -> str | None:
         if self.backend != "scorep":
@@ -208,34 +228,52 @@ class MpiRun(CellOnRanks):
     def _start_sampler(self) -> None:
         """The kernel's host once (with its ranks); each other host by its first rank."""
         interval = float(self.settings.measure.get("metric_interval", 0.1))
-        hosts: dict[str, list[Rank]] = {}
-        for r in sorted(self.ranks.values(), key=lambda r: r.rank):
-            if not r.local:
-                hosts.setdefault(r.hello.boot_id, []).append(r)
-        for ranks in hosts.values():
-            pids = {str(r.rank): r.hello.pid for r in ranks}
-            self.links.later(quiet_send(ranks[0].channel, msg.SampleNode(pids, interval)))
-        local = {r.rank: r.hello.pid for r in self.ranks.values() if r.local}
-        proc = self.links.launcher.proc
-        if not local or proc is None:
-            return
-        try:
-            from scorep_kernel.mpi.metrics import NodeSampler
+        error = self.metrics.start(self.links, interval)
+        if error:
+            self.errors.append(error)
 
-            self.sampler = NodeSampler(interval, proc.pid, local)
-            self.sampler.start()
-        except Exception as e:  # the run stands without its charts
-            self.sampler = None
-            self.errors.append(f"system metrics could not be sampled: {type(e).__name__}: {e}")
+    def _write_metrics(self) -> None:
+        error = self.metrics.write(self.exp_dir, self.pool)
+        if error:
+            self.errors.append(error)
+
+    async def run_cell(self, request: CellRequest) -> dict[str, Any]:
+        shell = self.side.shell
+        count = shell.execution_count
+        reply, result = await self.cell.execute(request, count, self.links, self.keep)
+        if request.store_history and not request.silent:
+            with contextlib.suppress(Exception):
+                shell.history_manager.store_inputs(count, request.code, request.code)
+            shell.execution_count += 1
+            if result is not None:
+                with contextlib.suppress(Exception):
+                    shell.displayhook.update_user_ns(result)
+        return reply
+
+    async def _stopped(self, stop: CellStopped, count: int, index: int, cell_start: float) -> dict:
+        """The cell ended early: everything is stopped, the namespace stays as it was."""
+        self.kill()
+        await self.links.reap()
+        self.links.disconnect()
+        self.note_status(stop.status)
+        self.errors.append(stop.message)
+        self.last_cell_wall = time.perf_counter() - cell_start
+        self.finished = True
+        self._write_metrics()
+        self.finish_manifest_without_files()
+        output = self.side.output
+        output.display(self.bundle(index, stop.status, self.last_cell_wall))
+        ename = stop.ename or (
+            "KeyboardInterrupt"
+            if stop.status == experiment.STATUS_INTERRUPTED
+            else RanksFailed.ename
+        )
+        output.error(ename, stop.message, [stop.message])
+        return error_reply(ename, stop.message, [stop.message], count)
 
     def interrupt(self) -> None:
-        self.interrupt_requested = True
         self._interrupted.set()  # (ends a wait for the ranks' start)
-        if not self.in_cell:
-            return
-        if self.interrupted_at is None:
-            self.interrupted_at = time.monotonic()
-        self.links.send_all(msg.InterruptCell())
+        self.cell.interrupt()
 
     def kill(self) -> None:
         """Stop the launcher and every rank at once; they are not kept."""
@@ -255,6 +293,73 @@ class MpiRun(CellOnRanks):
         out[MIME_TYPE]["mpi"] = {"ranks": self.n, "hosts": sorted(hosts), "kept": self.keep}
         return out
 
+    async def finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        extra: dict[str, Any] = {"mpi": mpi_manifest(self.pool, self.mpi, self.keep)}
+        with contextlib.suppress(Exception):
+            await self.links.probe_clocks()
+        # the clocks of ranks on other hosts, as mapped onto the kernel's (kernel ns =
+        # slope * rank ns + offset_ns); ranks on the kernel's host share its clock
+        clocks = clock_map(self.ranks)
+        extra["mpi"]["clocks"] = {
+            str(r): {**clocks[r], "probes": len(x.clock)}
+            for r, x in sorted(self.ranks.items())
+            if not x.local
+        }
+        try:
+            for rank in self.ranks.values():
+                await rank.channel.send(msg.FinishRun(keep=self.keep))
+            answers = await self.links.gather_from_all(
+                (msg.RunStopped, msg.FilesDone), STOP_TIMEOUT_S, "while stopping"
+            )
+            stopped = answers[msg.RunStopped]
+            self.events = sum(int(s.events or 0) for s in stopped.values()) or None
+            top: dict[str, float] = {}
+            for s in stopped.values():
+                for name, seconds in s.top:
+                    top[name] = top.get(name, 0.0) + float(seconds)
+            self.top = sorted(top.items(), key=lambda kv: -kv[1])[:5]
+            measured = [s.measured_s for s in stopped.values() if s.measured_s is not None]
+            self.measured_s = sum(measured) if measured else None
+            for r, s in sorted(stopped.items()):
+                if s.error:
+                    self.errors.append(f"rank {r}: stopping the measurement failed: {s.error}")
+            notes = stopped.get(0)
+            if notes is not None and notes.notes:
+                extra["measurement"] = dict(notes.notes)
+            files = answers[msg.FilesDone]
+            failed = [f"rank {r}: {e}" for r, f in sorted(files.items()) for e in f.errors]
+            extra["_files"] = {r: f.status for r, f in files.items()}
+            self.errors += failed
+        except RunFailed as e:
+            self.note_status(experiment.STATUS_CRASHED)
+            self.errors.append(f"The MPI ranks failed while stopping the measurement: {e.message}")
+            extra["files_status"] = experiment.FILES_FAILED
+            self.kill()
+        if self.keep:  # the ranks serve the next MPI cell
+            self.side.kept_ranks.keep(self.links)
+        statuses = extra.pop("_files", {})
+        self._write_metrics()
+        if (
+            self.backend == "builtin"
+            and "files_status" not in extra
+            and any(s != experiment.FILES_READY for s in statuses.values())
+        ):
+            extra["files_status"] = experiment.FILES_FAILED
+        self.finish_manifest(extra)
+        self.side.output.display(
+            self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
+        )
+        self.side.tasks.spawn(self._files(), "writing an MPI run's files")
+
+    async def _files(self) -> None:
+        assert self.exp_dir is not None
+        files = RunFiles(self.exp_dir, self.links, self.keep, self.backend, self.scorep_env,
+                         self.tool(), self.side.kept_ranks.merger)  # fmt: skip
+        await files.write()
+
     async def abort(self) -> None:
         self._write_metrics()
         self.mark_aborted()
@@ -265,8 +370,6 @@ class MpiRun(CellOnRanks):
 
 
 def _reserve_experiment(scorep_env: dict[str, str], parent: str | None):
-    from scorep_kernel.runs.base import reserve_experiment
-
     reserved = reserve_experiment(scorep_env, parent)
     scorep_backend.make_parent(reserved[1])
     return reserved

@@ -1,15 +1,18 @@
-"""The end of an MPI run: the ranks stop measuring and write their recordings, the
-manifest gets the run's ranks, hosts and clocks, the system metrics of every host are
-written on the kernel's clock, and after the reply the files are finished: Score-P's
-experiment noted, or the builtin ranks' recordings merged by ``mpi.merge`` in a process of
-its own."""
+"""The end of an MPI run: the manifest's record of the run's ranks, hosts and settings
+(``mpi_manifest``), the system metrics of every host written on the kernel's clock
+(``RunMetrics``, which samples them while the run is open), and after the reply the files
+(``RunFiles``): Score-P's experiment noted, or the builtin ranks' recordings merged by
+``mpi.merge`` in a process of its own. ``mpi.run.MpiRun`` holds the first two and makes
+the third when it finishes."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,127 +21,85 @@ from scorep_kernel.mpi import clocks as mpi_clocks
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi import merger as mpi_merger
-from scorep_kernel.mpi.rank_pool import Rank, RankPool
+from scorep_kernel.mpi.merger import Merger
+from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send
 from scorep_kernel.runs import scorep_backend
-from scorep_kernel.runs.base import RunBase
-from scorep_kernel.runs.faults import RunFailed
 from scorep_kernel.worker import protocol as msg
+
+if TYPE_CHECKING:
+    from scorep_kernel.mpi.metrics import NodeSampler
 
 # Stopping measurement and writing a rank's recording (millions of events take seconds).
 STOP_TIMEOUT_S = 600.0
 
 
-class MpiRunEnd(RunBase):
-    """The end of ``MpiRun`` (whose ``__init__`` sets these)."""
+def mpi_manifest(pool: RankPool | None, mpi: mpi_config.MpiSettings, keep: bool) -> dict[str, Any]:
+    """The manifest's ``mpi``: the run's ranks, launcher, hosts and settings."""
+    ranks = pool.ranks if pool is not None else {}
+    hosts: dict[str, list[int]] = {}
+    for r in sorted(ranks):
+        hosts.setdefault(ranks[r].hello.hostname, []).append(r)
+    plan = pool.launcher.plan if pool is not None else None
+    return {
+        "ranks": mpi.ranks,
+        "launcher": plan.launcher if plan else None,
+        "launcher_kind": plan.kind if plan else None,
+        "launcher_args": list(plan.argv[1:]) if plan else [],
+        "library": pool.library if pool is not None else "",
+        "kept": keep,
+        "cells_on_ranks": pool.cells if pool is not None else 0,
+        "hosts": hosts,
+        "gather": list(mpi.gather),
+        "timeout": mpi.timeout,
+    }
 
-    mpi: mpi_config.MpiSettings
-    n: int
-    sampler: Any
-    pool: RankPool | None
-    keep: bool
 
-    @property
-    def links(self) -> RankPool:
-        """The run's ranks (once ``begin`` got them)."""
-        assert self.pool is not None, "the run has no ranks before begin()"
-        return self.pool
+class RunMetrics:
+    """The system metrics of an MPI run: this host sampled by the kernel (``NodeSampler``,
+    with its ranks), each other host by its first rank (``SampleNode``); at the end all of
+    them written on the kernel's epoch clock."""
 
-    @property
-    def ranks(self) -> dict[int, Rank]:
-        return self.pool.ranks if self.pool is not None else {}
+    def __init__(self) -> None:
+        self.sampler: NodeSampler | None = None
 
-    async def finish(self) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        extra: dict[str, Any] = {"mpi": self._mpi_manifest()}
-        with contextlib.suppress(Exception):
-            await self.links.probe_clocks()
-        # the clocks of ranks on other hosts, as mapped onto the kernel's (kernel ns =
-        # slope * rank ns + offset_ns); ranks on the kernel's host share its clock
-        clocks = mpi_clocks.clock_map(self.ranks)
-        extra["mpi"]["clocks"] = {
-            str(r): {**clocks[r], "probes": len(x.clock)}
-            for r, x in sorted(self.ranks.items())
-            if not x.local
-        }
+    def start(self, pool: RankPool, interval: float) -> str | None:
+        """The kernel's host once (with its ranks); each other host by its first rank.
+        Why this host could not be sampled (None when it is, or has no ranks)."""
+        hosts: dict[str, list[Rank]] = {}
+        for r in sorted(pool.ranks.values(), key=lambda r: r.rank):
+            if not r.local:
+                hosts.setdefault(r.hello.boot_id, []).append(r)
+        for ranks in hosts.values():
+            pids = {str(r.rank): r.hello.pid for r in ranks}
+            pool.later(quiet_send(ranks[0].channel, msg.SampleNode(pids, interval)))
+        local = {r.rank: r.hello.pid for r in pool.ranks.values() if r.local}
+        proc = pool.launcher.proc
+        if not local or proc is None:
+            return None
         try:
-            for rank in self.ranks.values():
-                await rank.channel.send(msg.FinishRun(keep=self.keep))
-            answers = await self.links.gather_from_all(
-                (msg.RunStopped, msg.FilesDone), STOP_TIMEOUT_S, "while stopping"
-            )
-            stopped = answers[msg.RunStopped]
-            self.events = sum(int(s.events or 0) for s in stopped.values()) or None
-            top: dict[str, float] = {}
-            for s in stopped.values():
-                for name, seconds in s.top:
-                    top[name] = top.get(name, 0.0) + float(seconds)
-            self.top = sorted(top.items(), key=lambda kv: -kv[1])[:5]
-            measured = [s.measured_s for s in stopped.values() if s.measured_s is not None]
-            self.measured_s = sum(measured) if measured else None
-            for r, s in sorted(stopped.items()):
-                if s.error:
-                    self.errors.append(f"rank {r}: stopping the measurement failed: {s.error}")
-            notes = stopped.get(0)
-            if notes is not None and notes.notes:
-                extra["measurement"] = dict(notes.notes)
-            files = answers[msg.FilesDone]
-            failed = [f"rank {r}: {e}" for r, f in sorted(files.items()) for e in f.errors]
-            extra["_files"] = {r: f.status for r, f in files.items()}
-            self.errors += failed
-        except RunFailed as e:
-            self.note_status(experiment.STATUS_CRASHED)
-            self.errors.append(f"The MPI ranks failed while stopping the measurement: {e.message}")
-            extra["files_status"] = experiment.FILES_FAILED
-            self.kill()
-        if self.keep:  # the ranks serve the next MPI cell
-            self.side.kept_ranks.keep(self.links)
-        statuses = extra.pop("_files", {})
-        self._write_metrics()
-        if (
-            self.backend == "builtin"
-            and "files_status" not in extra
-            and any(s != experiment.FILES_READY for s in statuses.values())
-        ):
-            extra["files_status"] = experiment.FILES_FAILED
-        self.finish_manifest(extra)
-        self.side.output.display(
-            self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
-        )
-        self.side.tasks.spawn(self._files(), "writing an MPI run's files")
+            from scorep_kernel.mpi.metrics import NodeSampler
 
-    def _mpi_manifest(self) -> dict[str, Any]:
-        hosts: dict[str, list[int]] = {}
-        for r in sorted(self.ranks):
-            hosts.setdefault(self.ranks[r].hello.hostname, []).append(r)
-        plan = self.pool.launcher.plan if self.pool is not None else None
-        return {
-            "ranks": self.n,
-            "launcher": plan.launcher if plan else None,
-            "launcher_kind": plan.kind if plan else None,
-            "launcher_args": list(plan.argv[1:]) if plan else [],
-            "library": self.pool.library if self.pool is not None else "",
-            "kept": self.keep,
-            "cells_on_ranks": self.pool.cells if self.pool is not None else 0,
-            "hosts": hosts,
-            "gather": list(self.mpi.gather),
-            "timeout": self.mpi.timeout,
-        }
+            self.sampler = NodeSampler(interval, proc.pid, local)
+            self.sampler.start()
+        except Exception as e:  # the run stands without its charts
+            self.sampler = None
+            return f"system metrics could not be sampled: {type(e).__name__}: {e}"
+        return None
 
-    def _write_metrics(self) -> None:
+    def write(self, exp_dir: Path | None, pool: RankPool | None) -> str | None:
         """metrics.json + .npz: the kernel's host and the other hosts' samples, on the
-        kernel's epoch clock."""
-        if self.exp_dir is None:
-            return
+        kernel's epoch clock. Why they could not be written (None when they were, or
+        there were none)."""
+        if exp_dir is None:
+            return None
         sampler, self.sampler = self.sampler, None
         remote: list[tuple[int, msg.NodeSamples]] = []
         epoch_offset = 0
-        if self.pool is not None:
-            remote, self.pool.remote_samples = self.pool.remote_samples, []
-            epoch_offset = self.pool.epoch_offset
+        if pool is not None:
+            remote, pool.remote_samples = pool.remote_samples, []
+            epoch_offset = pool.epoch_offset
         if sampler is None and not remote:
-            return
+            return None
         try:
             import pickle
 
@@ -148,7 +109,7 @@ class MpiRunEnd(RunBase):
             parts = []
             if sampler is not None:
                 parts.append((sampler.stop(), epoch_offset))
-            clocks = mpi_clocks.clock_map(self.ranks)
+            clocks = mpi_clocks.clock_map(pool.ranks if pool is not None else {})
             for rank, message in remote:
                 samples = pickle.loads(message.samples)
                 clock = clocks.get(rank, {"slope": 1.0, "offset_ns": 0.0})
@@ -159,59 +120,75 @@ class MpiRunEnd(RunBase):
             series, t, values = combine(parts)
             interval = parts[0][0].interval_s
             notes = [n for samples, _ in parts for n in samples.notes]
-            experiment.write_metrics(self.exp_dir, series, t, values, interval_s=interval,
+            experiment.write_metrics(exp_dir, series, t, values, interval_s=interval,
                                      notes=sorted(set(notes)))  # fmt: skip
             experiment.update_manifest(
-                self.exp_dir,
+                exp_dir,
                 files={
                     "metrics": experiment.METRICS_SCHEMA,
                     "metrics_data": experiment.METRICS_DATA,
                 },
             )
         except Exception as e:
-            self.errors.append(f"writing the metric samples failed: {type(e).__name__}: {e}")
+            return f"writing the metric samples failed: {type(e).__name__}: {e}"
+        return None
 
-    async def _files(self) -> None:
-        assert self.exp_dir is not None
-        pool = self.links
-        kept = self.keep
+
+@dataclass(frozen=True)
+class RunFiles:
+    """An MPI run's files, after its reply: Score-P's experiment noted once its ranks
+    ended, or the builtin ranks' recordings merged (by the kept ranks' ``merger``, or by a
+    process for this run once its ranks ended)."""
+
+    exp_dir: Path
+    pool: RankPool
+    kept: bool  # the ranks stay up for the next cell
+    backend: str
+    scorep_env: dict[str, str]
+    tool: str | None  # what measured the run ("Score-P 8.4")
+    merger: Merger  # the kernel's, beside kept ranks
+
+    async def write(self) -> None:
+        exp_dir = self.exp_dir
+        pool = self.pool
+        kept = self.kept
         try:
             # fresh ranks end with the run (Score-P writes its files as they end)
             code = None if kept else await pool.wait_launcher(600.0)
             if self.backend == "scorep":
                 self._note_scorep_files(code)
                 return
-            manifest = experiment.read_manifest(self.exp_dir)
+            manifest = experiment.read_manifest(exp_dir)
             if manifest.get("files_status") != experiment.FILES_PENDING:
                 return
-            ranks_dir = self.exp_dir / common.RANKS_DIR
+            ranks_dir = exp_dir / common.RANKS_DIR
             ranks_dir.mkdir(exist_ok=True)
             (ranks_dir / common.RANKS_JSON).write_text(json.dumps({
                 "epoch_offset_ns": pool.epoch_offset,
                 "ranks": [
                     {"rank": r, "hostname": x.hello.hostname, "boot_id": x.hello.boot_id,
-                     "pid": x.hello.pid, "clock": mpi_clocks.clock_map(self.ranks)[r]}
-                    for r, x in sorted(self.ranks.items())
+                     "pid": x.hello.pid, "clock": mpi_clocks.clock_map(pool.ranks)[r]}
+                    for r, x in sorted(pool.ranks.items())
                 ],
             }))  # fmt: skip
             if kept:
-                code, tail = await self.side.kept_ranks.merger.merge(self.exp_dir)
+                code, tail = await self.merger.merge(exp_dir)
             else:
-                code, tail = await mpi_merger.merge_once(self.exp_dir)
+                code, tail = await mpi_merger.merge_once(exp_dir)
             if code:
-                manifest = experiment.read_manifest(self.exp_dir)
+                manifest = experiment.read_manifest(exp_dir)
                 if manifest.get("files_status") == experiment.FILES_PENDING:
                     experiment.update_manifest(
-                        self.exp_dir,
+                        exp_dir,
                         files_status=experiment.FILES_FAILED,
                         errors=[f"merging the ranks' recordings failed (status {code})", *tail],
                     )
         except BaseException as e:
             with contextlib.suppress(Exception):
-                manifest = experiment.read_manifest(self.exp_dir)
+                manifest = experiment.read_manifest(exp_dir)
                 if manifest.get("files_status") == experiment.FILES_PENDING:
                     experiment.update_manifest(
-                        self.exp_dir,
+                        exp_dir,
                         files_status=experiment.FILES_FAILED,
                         errors=[
                             f"the kernel stopped waiting for the files ({type(e).__name__}: {e})"
@@ -223,24 +200,22 @@ class MpiRunEnd(RunBase):
                 pool.disconnect()
 
     def _note_scorep_files(self, code: int | None) -> None:
-        assert self.exp_dir is not None
         files = scorep_backend.written_files(self.exp_dir)
         errors = []
         ready = "otf2" in files or "cubex" in files
         if not ready:
             errors.append(f"Score-P wrote neither a trace nor a profile (launcher status {code})")
         env = scorep_backend.worker_env(dict(os.environ), self.scorep_env)
+        launcher = self.pool.launcher
         experiment.update_manifest(
             self.exp_dir,
             files=files,
             files_status=experiment.FILES_READY if ready else experiment.FILES_FAILED,
             errors=errors,
             measurement={
-                "tool": self.tool(),
+                "tool": self.tool,
                 "scorep_config": scorep_backend.read_config(self.exp_dir),
-                "scorep_messages": scorep_backend.scorep_messages(self.links.launcher.scorep_lines),
-                "notes": scorep_backend.explain(
-                    [*self.links.launcher.scorep_lines, *self.links.launcher.tail], env
-                ),
+                "scorep_messages": scorep_backend.scorep_messages(launcher.scorep_lines),
+                "notes": scorep_backend.explain([*launcher.scorep_lines, *launcher.tail], env),
             },
         )

@@ -22,8 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorep_kernel.mpi import clocks as mpi_clocks
-from scorep_kernel.mpi import common
+from scorep_kernel.mpi import clocks, common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi.launcher import Launcher, RanksFailed, exit_status, running_pid
 from scorep_kernel.runs.faults import UNCHANGED
@@ -291,9 +290,9 @@ class RankPool:
     async def probe_clocks(self) -> None:
         """Clock pairs of the ranks on other hosts (those on this host share its clock)."""
         if not self.epoch_offset:
-            self.epoch_offset = mpi_clocks.epoch_offset()
+            self.epoch_offset = clocks.epoch_offset()
         remote = [r for r in self.ranks.values() if not r.local and not r.closed]
-        self._probe_seq = await mpi_clocks.probe(remote, self._probe_seq)
+        self._probe_seq = await clocks.probe(remote, self._probe_seq)
 
     def new_run(self) -> None:
         """A run begins on these ranks: its clock pairs and samples are its own."""

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scorep_kernel import experiment
-from scorep_kernel.mpi import clocks as mpi_clocks
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
-from scorep_kernel.mpi import merger as mpi_merger
-from scorep_kernel.mpi.merger import Merger
+from scorep_kernel.mpi.clocks import clock_map
+from scorep_kernel.mpi.merger import Merger, merge_once
 from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.worker import protocol as msg
@@ -109,7 +108,7 @@ class RunMetrics:
             parts = []
             if sampler is not None:
                 parts.append((sampler.stop(), epoch_offset))
-            clocks = mpi_clocks.clock_map(pool.ranks if pool is not None else {})
+            clocks = clock_map(pool.ranks if pool is not None else {})
             for rank, message in remote:
                 samples = pickle.loads(message.samples)
                 clock = clocks.get(rank, {"slope": 1.0, "offset_ns": 0.0})
@@ -167,14 +166,14 @@ class RunFiles:
                 "epoch_offset_ns": pool.epoch_offset,
                 "ranks": [
                     {"rank": r, "hostname": x.hello.hostname, "boot_id": x.hello.boot_id,
-                     "pid": x.hello.pid, "clock": mpi_clocks.clock_map(pool.ranks)[r]}
+                     "pid": x.hello.pid, "clock": clock_map(pool.ranks)[r]}
                     for r, x in sorted(pool.ranks.items())
                 ],
             }))  # fmt: skip
             if kept:
                 code, tail = await self.merger.merge(exp_dir)
             else:
-                code, tail = await mpi_merger.merge_once(exp_dir)
+                code, tail = await merge_once(exp_dir)
             if code:
                 manifest = experiment.read_manifest(exp_dir)
                 if manifest.get("files_status") == experiment.FILES_PENDING:

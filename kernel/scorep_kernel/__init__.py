@@ -4,7 +4,8 @@ Layout, by role: ``kernel`` (the wrapper kernel), ``settings`` and ``magics`` (w
 sets), ``experiment`` (the experiment directory: the contract with the server), ``runs/``
 (profiled runs), ``worker/`` (the worker process and its protocol), ``state/`` (the
 namespace across the process boundary), ``measure/`` (the builtin tracer and sampler),
-``formats/`` (OTF2 and CUBE4 writers), ``shim/`` (a stand-in for Score-P's user API).
+``formats/`` (OTF2 and CUBE4 writers), ``mpi/`` (MPI cells: the kernel's side and a rank's),
+``shim/`` (a stand-in for Score-P's user API).
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -41,7 +41,7 @@ help:
 
 # The native OTF2 scanner the server loads (server_ext/native/; the editable install builds
 # it too, this rebuilds it when its source changes).
-SCANNER := server_ext/jupyterlab_scorep/libotf2_scan.so
+SCANNER := server_ext/jupyterlab_scorep/trace/libotf2_scan.so
 
 setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps \
 	$(STAMPS)/scorep $(SCANNER)

@@ -1,7 +1,7 @@
 """Build hook: the native OTF2 scanner (server_ext/native/) goes into the wheel.
 
 An editable install builds it in place (the package is the source tree there); a wheel
-gets it built under build/ and placed at jupyterlab_scorep/libotf2_scan.so, tagged
+gets it built under build/ and placed at jupyterlab_scorep/trace/libotf2_scan.so, tagged
 py3-none-<platform> (it holds no Python-version-specific code). Without a C compiler the
 wheel stays pure Python and the server reads event files with numpy.
 """
@@ -42,4 +42,4 @@ class NativeScannerHook(BuildHookInterface):
             return
         build_data["pure_python"] = False
         build_data["tag"] = scanner.wheel_platform_tag()
-        build_data["force_include"][str(built)] = f"jupyterlab_scorep/{scanner.LIBRARY}"
+        build_data["force_include"][str(built)] = f"jupyterlab_scorep/trace/{scanner.LIBRARY}"

@@ -98,7 +98,7 @@ def main() -> None:
         "share/jupyter/kernels/scorep-python/kernel.json",
         "etc/jupyter/jupyter_server_config.d/jupyterlab_scorep.json",
         "scorep_kernel/worker/entry.py",
-        "jupyterlab_scorep/libotf2_scan.so",  # the native OTF2 scanner (hatch_build.py)
+        "jupyterlab_scorep/trace/libotf2_scan.so",  # the native OTF2 scanner (hatch_build.py)
     ):
         require(names, inside, what=f"{wheel.name} holds {inside}")
     step(f"installing {wheel.name} into a clean venv")
@@ -124,10 +124,10 @@ def main() -> None:
     run(
         py,
         "-c",
-        "from jupyterlab_scorep import otf2_scan; assert otf2_scan.available()",
+        "from jupyterlab_scorep.trace import otf2_scan; assert otf2_scan.available()",
         cwd=outside,
     )
-    print("    ok: jupyterlab_scorep.otf2_scan.available()")
+    print("    ok: jupyterlab_scorep.trace.otf2_scan.available()")
     step("python -m scorep_kernel install: a spec naming this environment's interpreter")
     prefix = outside / "prefix"
     run(

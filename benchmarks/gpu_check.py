@@ -116,9 +116,9 @@ def _wait_ready(exp: Path, timeout: float = 300) -> dict:
 
 
 def _analysis(exp: Path) -> dict | None:
-    from jupyterlab_scorep import device_analysis
-    from jupyterlab_scorep.device_read import read_device_records
-    from jupyterlab_scorep.index_store import LoadedIndex, ensure_index
+    from jupyterlab_scorep.analysis import device_analysis
+    from jupyterlab_scorep.trace.device_read import read_device_records
+    from jupyterlab_scorep.trace.index_store import LoadedIndex, ensure_index
 
     index = LoadedIndex(ensure_index(str(exp)))
     return device_analysis.analyze(index, read_device_records(str(exp / "traces.otf2")))

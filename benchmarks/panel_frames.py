@@ -352,7 +352,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"load average at start: {load()} ({os.cpu_count()} cores)", flush=True)
     t_start = time.perf_counter()
-    from jupyterlab_scorep.index_store import ensure_index
+    from jupyterlab_scorep.trace.index_store import ensure_index
 
     notebooks = []
     for label, n, name in SIZES:

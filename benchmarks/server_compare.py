@@ -32,9 +32,10 @@ REPEATS = 20
 
 
 def main() -> None:
-    from jupyterlab_scorep import calltree, compare, compare_json
-    from jupyterlab_scorep.index_store import ensure_index
-    from jupyterlab_scorep.service import Service
+    from jupyterlab_scorep.analysis import compare, compare_json
+    from jupyterlab_scorep.http.service import Service
+    from jupyterlab_scorep.trace import calltree
+    from jupyterlab_scorep.trace.index_store import ensure_index
 
     a = cached_experiment("server-compare-1M-a", N_EVENTS, seed=1, cubex=True)
     b = cached_experiment("server-compare-1M-b", N_EVENTS, seed=2, cubex=True)

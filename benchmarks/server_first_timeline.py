@@ -22,7 +22,7 @@ ROUNDS = 5  # each from a run that just ended (no index); the median counts
 
 
 async def first_timeline(service, exp) -> float:
-    from jupyterlab_scorep import timeline
+    from jupyterlab_scorep.trace import timeline
 
     t = time.perf_counter()
     real = service.roots.experiment(str(exp))
@@ -35,8 +35,8 @@ async def first_timeline(service, exp) -> float:
 def main() -> None:
     import otf2
 
-    from jupyterlab_scorep.index_store import IndexCache
-    from jupyterlab_scorep.service import Service
+    from jupyterlab_scorep.http.service import Service
+    from jupyterlab_scorep.trace.index_store import IndexCache
 
     exp = cached_experiment("server-first-1M", N_EVENTS)
     service = Service(str(DATA))

@@ -34,7 +34,7 @@ READERS = ("auto", "numpy", "callbacks")
 
 
 def rate(anchor: str, decoder: str) -> tuple[float, int]:
-    from jupyterlab_scorep.otf2_read import read_trace
+    from jupyterlab_scorep.trace.otf2_read import read_trace
 
     c = time.process_time()
     _defs, events = read_trace(anchor, decoder=decoder)  # type: ignore[arg-type]
@@ -49,7 +49,7 @@ def span(rates: list[float]) -> str:
 def main() -> None:
     import otf2
 
-    from jupyterlab_scorep import otf2_scan
+    from jupyterlab_scorep.trace import otf2_scan
 
     if not otf2_scan.available():
         sys.exit("the native scanner is not built: run `make setup` first")
@@ -96,7 +96,7 @@ def scorep_archives() -> None:
     """The rows of Score-P's own archives (none where Score-P is not installed)."""
     from _scorep_tracegen import archives
 
-    from jupyterlab_scorep.otf2_read import read_trace
+    from jupyterlab_scorep.trace.otf2_read import read_trace
 
     found = archives()
     if not found:
@@ -135,7 +135,7 @@ def decoders_alone(exp: Path) -> dict[str, float]:
     of the reading (definitions, files): CPU ms per 1M events, median of ROUNDS."""
     import numpy as np
 
-    from jupyterlab_scorep import otf2_decode, otf2_scan
+    from jupyterlab_scorep.trace import otf2_decode, otf2_scan
 
     data = np.fromfile(exp / "traces" / "0.evt", np.uint8)
     out = {}

@@ -28,8 +28,8 @@ WIDTH = 1600
 
 
 def main() -> None:
-    from jupyterlab_scorep import lod, timeline
-    from jupyterlab_scorep.index_store import IndexCache, ensure_index
+    from jupyterlab_scorep.trace import lod, timeline
+    from jupyterlab_scorep.trace.index_store import IndexCache, ensure_index
 
     exp = cached_experiment("server-timeline-10M", N_EVENTS)
     t = time.perf_counter()

@@ -282,8 +282,8 @@ def test_a_compare_with_score_p_matches_function_by_function(tmp_path, case):
     """The panel's Compare of the same cell under Score-P and the builtin tracer (both
     isolations): every function in both, with the same visits; only the measurement's own
     regions (``import:`` regions, the cell's, matched by its count) may differ."""
-    from jupyterlab_scorep.calltree import from_cubex
-    from jupyterlab_scorep.compare import compare_trees
+    from jupyterlab_scorep.analysis.compare import compare_trees
+    from jupyterlab_scorep.trace.calltree import from_cubex
 
     trees = {}
     for mode in MODES:

@@ -58,8 +58,8 @@ def _jupyter_server_extension_points():
 
 def _load_jupyter_server_extension(server_app):
     """Register the REST handlers (called by jupyter_server at start-up)."""
-    from .routes import setup_route_handlers
-    from .service import Service
+    from .http.routes import setup_route_handlers
+    from .http.service import Service
 
     settings = ScorePExtension(parent=server_app)
     service = Service(

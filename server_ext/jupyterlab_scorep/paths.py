@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scorep_kernel import experiment as ex
 
-from .api_error import ApiError
+from .http.api_error import ApiError
 
 
 def _within(path: str, root: str) -> bool:

@@ -1,5 +1,5 @@
 """Compile otf2_scan.c into the shared library the server loads with ctypes
-(jupyterlab_scorep/otf2_scan.py). Used by the wheel's build hook (hatch_build.py) and by
+(jupyterlab_scorep/trace/otf2_scan.py). Used by the wheel's build hook (hatch_build.py) and by
 `make setup` (`python server_ext/native/build_scanner.py`, which builds it in place).
 
 It needs only a C compiler: the library uses no Python headers. Without one the build
@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "otf2_scan.c"
 LIBRARY = "libotf2_scan.so"  # otf2_scan.LIBRARY
-IN_PLACE = HERE.parent / "jupyterlab_scorep" / LIBRARY
+IN_PLACE = HERE.parent / "jupyterlab_scorep" / "trace" / LIBRARY
 
 
 def compiler() -> list[str] | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from tree_factory import tree
 
-from jupyterlab_scorep import compare as cmp
-from jupyterlab_scorep import compare_json, compare_names, compare_noise, compare_verdict
+from jupyterlab_scorep.analysis import compare as cmp
+from jupyterlab_scorep.analysis import compare_json, compare_names, compare_noise, compare_verdict
 
 
 def approx(x):

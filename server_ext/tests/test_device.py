@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from kineto_factory import GEMM, LOADER, TrainingStep
 
-from jupyterlab_scorep import device_analysis
-from jupyterlab_scorep.device_read import read_device_records
-from jupyterlab_scorep.index_store import LoadedIndex, ensure_index
+from jupyterlab_scorep.analysis import device_analysis
+from jupyterlab_scorep.trace.device_read import read_device_records
+from jupyterlab_scorep.trace.index_store import LoadedIndex, ensure_index
 from scorep_kernel.accel.import_trace import import_trace
 
 pytestmark = pytest.mark.timeout(180)
@@ -169,7 +169,7 @@ async def test_routes_refuse(api, jp_root_dir, experiments):
 
 
 def test_loader_name_is_the_input_pipeline():
-    from jupyterlab_scorep.device_idle import INPUT_PIPELINE
+    from jupyterlab_scorep.analysis.device_idle import INPUT_PIPELINE
 
     assert INPUT_PIPELINE.search(LOADER)
     assert INPUT_PIPELINE.search("torch.utils.data.dataloader._BaseDataLoaderIter:__next__")

@@ -19,20 +19,13 @@ import pytest
 from experiment_factory import write_experiment
 from synthetic_trace import write_experiment as write_synthetic
 
-from jupyterlab_scorep import (
-    calltree,
-    experiment_reads,
-    export,
-    index_store,
-    metric_series,
-    service,
-    summary,
-    timeline,
-)
-from jupyterlab_scorep import tools as tools_mod
-from jupyterlab_scorep.index_store import IndexCache
-from jupyterlab_scorep.parse_worker import ParseWorker
+from jupyterlab_scorep.analysis import metric_series, summary
+from jupyterlab_scorep.http import experiment_reads, export, service
+from jupyterlab_scorep.http import tools as tools_mod
 from jupyterlab_scorep.paths import Roots
+from jupyterlab_scorep.trace import calltree, index_store, timeline
+from jupyterlab_scorep.trace.index_store import IndexCache
+from jupyterlab_scorep.trace.parse_worker import ParseWorker
 from scorep_kernel import experiment as ex
 
 pytestmark = pytest.mark.timeout(180)

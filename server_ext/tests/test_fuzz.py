@@ -18,8 +18,8 @@ from experiment_factory import write_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyterlab_scorep.api_error import ApiError
-from jupyterlab_scorep.service import Service
+from jupyterlab_scorep.http.api_error import ApiError
+from jupyterlab_scorep.http.service import Service
 
 pytestmark = pytest.mark.timeout(300)
 

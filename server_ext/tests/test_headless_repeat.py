@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from headless_helpers import experiment_dirs, notebook, run, summary
 
-from jupyterlab_scorep import compare_noise
+from jupyterlab_scorep.analysis import compare_noise
 from jupyterlab_scorep.headless import run_summary as hs
 from scorep_kernel import experiment as ex
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from experiment_factory import EPOCH_BASE, thread_from_calls, write_experiment
 
-from jupyterlab_scorep import history
+from jupyterlab_scorep.analysis import history
 from scorep_kernel import experiment as ex
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region
 

@@ -10,9 +10,9 @@ import os
 import pytest
 from experiment_factory import write_experiment
 
-from jupyterlab_scorep.api_error import ApiError
-from jupyterlab_scorep.index_build import INDEX_NAME
-from jupyterlab_scorep.service import Service
+from jupyterlab_scorep.http.api_error import ApiError
+from jupyterlab_scorep.http.service import Service
+from jupyterlab_scorep.trace.index_build import INDEX_NAME
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,7 +54,7 @@ def test_concurrent_first_requests_build_once(tmp_path):
 
 
 def test_read_only_experiment_is_indexed_in_the_user_cache(tmp_path, monkeypatch):
-    from jupyterlab_scorep import index_store
+    from jupyterlab_scorep.trace import index_store
 
     exp = write_experiment(tmp_path / "shared" / "run")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

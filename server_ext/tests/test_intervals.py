@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from synthetic_trace import call_trees
 
-from jupyterlab_scorep import intervals
+from jupyterlab_scorep.trace import intervals
 
 
 def events(seed: int, n_units: int) -> tuple[np.ndarray, np.ndarray]:

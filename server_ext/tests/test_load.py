@@ -25,7 +25,7 @@ from experiment_factory import write_experiment
 from synthetic_trace import write_experiment as write_synthetic
 from tornado.simple_httpclient import SimpleAsyncHTTPClient
 
-from jupyterlab_scorep import calltree
+from jupyterlab_scorep.trace import calltree
 from scorep_kernel import experiment as ex
 
 pytestmark = pytest.mark.timeout(600)

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from jupyterlab_scorep import lod, timeline
-from jupyterlab_scorep.index_store import IndexCache, ensure_index
+from jupyterlab_scorep.trace import lod, timeline
+from jupyterlab_scorep.trace.index_store import IndexCache, ensure_index
 
 pytestmark = pytest.mark.timeout(120)
 

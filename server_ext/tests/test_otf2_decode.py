@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_trace import write_experiment
 
-from jupyterlab_scorep import otf2_decode, otf2_read, otf2_scan
+from jupyterlab_scorep.trace import otf2_decode, otf2_read, otf2_scan
 
 CHUNK = 1024 * 1024  # the writer's event chunk size (the archive's anchor says so too)
 Decode = Callable[[np.ndarray, int], "otf2_decode.DecodedEvents | None"]
@@ -88,7 +88,7 @@ def test_the_decoder_is_the_inverse_of_the_writers_encoder(seed, decode):
 def test_metric_records_are_read_by_the_scanner_and_left_by_numpy(large, decode):
     """The numpy decoder leaves a location with metric records to the ctypes reader; the
     native scanner reads their values as it does (the same samples, members and scale)."""
-    from jupyterlab_scorep.otf2_fast import location_events
+    from jupyterlab_scorep.trace.otf2_fast import location_events
 
     pairs = both(large, decode)
     metric_locations = [(ev, d) for ev, d in pairs if len(ev.metric_times)]

@@ -8,8 +8,8 @@ import otf2
 import pytest
 from experiment_factory import REGIONS, default_metrics, write_experiment
 
-from jupyterlab_scorep import intervals
-from jupyterlab_scorep.otf2_read import TraceReadError, read_trace
+from jupyterlab_scorep.trace import intervals
+from jupyterlab_scorep.trace.otf2_read import TraceReadError, read_trace
 from scorep_kernel.formats.recording import ENTER, LEAVE, Region, ThreadEvents
 
 pytestmark = pytest.mark.timeout(120)

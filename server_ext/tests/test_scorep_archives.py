@@ -21,8 +21,8 @@ import scorep_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyterlab_scorep import otf2_read, otf2_scan
-from jupyterlab_scorep.otf2_local_defs import LocalDefsReader
+from jupyterlab_scorep.trace import otf2_read, otf2_scan
+from jupyterlab_scorep.trace.otf2_local_defs import LocalDefsReader
 
 pytestmark = [
     pytest.mark.skipif(not scorep_traces.available(), reason="Score-P is not installed"),
@@ -68,7 +68,7 @@ def archive(kind: str) -> Path:
 
 def both_paths(exp: Path, caplog) -> tuple[list, list, otf2_read.Definitions]:
     caplog.clear()
-    with caplog.at_level("INFO", logger="jupyterlab_scorep.otf2_fast"):
+    with caplog.at_level("INFO", logger="jupyterlab_scorep.trace.otf2_fast"):
         defs, fast = otf2_read.read_trace(str(exp / "traces.otf2"), decoder="auto")
     fell_back = [r.getMessage() for r in caplog.records if "callbacks" in r.getMessage()]
     assert not fell_back, fell_back  # every location went through the native scanner
@@ -248,7 +248,7 @@ def _cached_local(exp: Path, ref: int) -> otf2_scan.LocalDefinitions:
 def test_where_both_read_a_damaged_scorep_file_they_agree(edits):
     """Bytes changed in a Score-P event file: where the scanner reads it, libotf2 reads the
     same events (or refuses the file: a field it checks that the scanner steps over)."""
-    from jupyterlab_scorep.otf2_fast import location_events
+    from jupyterlab_scorep.trace.otf2_fast import location_events
 
     data, exp, ref, chunk = _damaged(edits, None)
     defs = _definitions(exp)
@@ -294,13 +294,13 @@ def test_the_definition_reader_collects_nothing_from_builtin_archives(tmp_path):
 def test_what_the_scanner_cannot_apply_goes_to_the_callbacks_with_the_reason(monkeypatch, caplog):
     """A mapping table too sparse for the scanner's tables (here: any, by lowering the
     bound) leaves that rank to libotf2's callbacks, says why, and reads the same."""
-    from jupyterlab_scorep import otf2_local_defs
+    from jupyterlab_scorep.trace import otf2_local_defs
 
     exp = archive("mpi")
     _fast, slow, _defs = both_paths(exp, caplog)
     monkeypatch.setattr(otf2_local_defs, "MAX_DENSE", 1)
     caplog.clear()
-    with caplog.at_level("INFO", logger="jupyterlab_scorep.otf2_fast"):
+    with caplog.at_level("INFO", logger="jupyterlab_scorep.trace.otf2_fast"):
         _defs, mixed = otf2_read.read_trace(str(exp / "traces.otf2"), decoder="auto")
     reasons = [r.getMessage() for r in caplog.records if "callbacks" in r.getMessage()]
     mapped = [r for r, v in local_definitions(exp).items() if isinstance(v, str)]

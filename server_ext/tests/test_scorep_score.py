@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyterlab_scorep import scorep_score
+from jupyterlab_scorep.analysis import scorep_score
 
 # scorep-score -r -f FILTER profile.cubex (Score-P 8.4), shortened
 FILTERED = """
@@ -120,7 +120,7 @@ def test_the_heuristics_are_checked_and_said_in_words(caplog):
     text = scorep_score.filter_text({"id": "r"}, GENERATED, None, "visits=1000")
     assert "scorep-score -g visits=1000" in text and "more than 1000 visits" in text
     # a bad setting is said in the log; the server keeps Score-P's defaults
-    from jupyterlab_scorep.service import Service
+    from jupyterlab_scorep.http.service import Service
 
     service = Service("/nonexistent", filter_heuristics="timepervisit=fast")
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jupyterlab_scorep import metric_series, summary
-from jupyterlab_scorep.calltree import CallTree
+from jupyterlab_scorep.analysis import metric_series, summary
+from jupyterlab_scorep.trace.calltree import CallTree
 
 GiB = 2**30
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jupyterlab_scorep.calltree import CallTree
+from jupyterlab_scorep.trace.calltree import CallTree
 
 
 def tree(*roots, locations: int = 1, source: str = "cubex") -> CallTree:

@@ -12,8 +12,9 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from .. import calltree, index_store, summary
-from ..calltree import CallTree
+from ..analysis import summary
+from ..trace import calltree, index_store
+from ..trace.calltree import CallTree
 
 # How often the files' status is looked at while the kernel finishes them.
 POLL_S = 0.1

@@ -1,5 +1,5 @@
 """``--baseline DIR_OR_SUMMARY --fail-if-slower PCT``: each profiled cell against its
-baseline run, by the server's comparison (``jupyterlab_scorep.compare``, shared).
+baseline run, by the server's comparison (``jupyterlab_scorep.analysis.compare``, shared).
 
 **Baseline.** A ``scorep-summary.json`` of an earlier ``jupyter scorep run`` (or the
 directory holding one), or a directory of experiments (a previous run's experiment
@@ -37,7 +37,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from .. import compare, compare_noise, compare_verdict
+from ..analysis import compare, compare_noise, compare_verdict
 from . import run_summary as hs
 from .experiments import NoCallTree, load_tree
 

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from scorep_kernel import experiment as ex
 
-from .. import calltree
+from ..trace import calltree
 from . import run_summary as hs
 from .experiments import Experiment, read_experiment
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from scorep_kernel import experiment as ex
 
-from .. import compare_noise
+from ..analysis import compare_noise
 from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
@@ -115,7 +115,7 @@ class RunResults:
         except exps.NoCallTree as e:
             rec["notes"].append(str(e))
         else:
-            from .. import summary as server_summary
+            from ..analysis import summary as server_summary
 
             rec["top_regions"] = server_summary.top_regions(tree, self.opts.top)
         return rec

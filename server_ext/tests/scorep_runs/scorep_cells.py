@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyterlab_scorep import calltree
+from jupyterlab_scorep.trace import calltree
 from scorep_kernel import experiment as ex
 from scorep_kernel.measure.detect import detect_scorep
 

@@ -26,7 +26,7 @@ from scorep_cells import (
     visits_by_path,
 )
 
-from jupyterlab_scorep import calltree, index_store
+from jupyterlab_scorep.trace import calltree, index_store
 from scorep_kernel import experiment as ex
 
 pytestmark = [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scorep_cells import SCOREP
 
-from jupyterlab_scorep import otf2_read, otf2_scan
+from jupyterlab_scorep.trace import otf2_read, otf2_scan
 from scorep_kernel import experiment as ex
 
 pytestmark = [
@@ -24,7 +24,7 @@ FIELDS = ("times", "signed_regions", "metric_times", "metric_members", "metric_v
 def test_kernel_runs_read_the_same_natively(runs, name, caplog):
     _, exps = runs
     anchor = str(exps[name] / ex.OTF2_ANCHOR)
-    with caplog.at_level("INFO", logger="jupyterlab_scorep.otf2_fast"):
+    with caplog.at_level("INFO", logger="jupyterlab_scorep.trace.otf2_fast"):
         _defs, fast = otf2_read.read_trace(anchor, decoder="auto")
     assert not [r.getMessage() for r in caplog.records if "callbacks" in r.getMessage()]
     _defs, slow = otf2_read.read_trace(anchor, decoder="callbacks")

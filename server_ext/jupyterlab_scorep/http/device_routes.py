@@ -12,7 +12,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import device_analysis
+from ..analysis import device_analysis
 from .api_error import ApiError
 
 IMPORT_TIMEOUT_S = 600
@@ -21,7 +21,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 async def analysis_of(service: Any, exp: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """``device_analysis.analyze`` of the experiment's trace, once per index build."""
-    from . import device_read
+    from ..trace import device_read
 
     index = await service.index(exp, manifest)
     key = "device_analysis"

@@ -16,10 +16,10 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
+from ..http.api_error import ApiError
+from ..paths import Roots, list_experiments
+from ..trace.index_store import LoadedIndex
 from . import compare_noise
-from .api_error import ApiError
-from .index_store import LoadedIndex
-from .paths import Roots, list_experiments
 
 
 def cell_ids(manifest: dict[str, Any]) -> list[str]:

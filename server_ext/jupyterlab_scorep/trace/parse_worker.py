@@ -1,7 +1,7 @@
 """A child process that runs the parsers, so a file that crashes or hangs libotf2 or
 pycubexr takes down only the child.
 
-``python -m jupyterlab_scorep.parse_worker`` reads jobs from stdin and writes results to stdout,
+``python -m jupyterlab_scorep.trace.parse_worker`` reads jobs from stdin and writes results to stdout,
 each a length-prefixed pickle: ``(module, function name, args)`` in, ``(ok, value or
 exception)`` out. Only the server writes to that pipe. ``ParseWorker`` is the server's
 side: one job at a time, callable from any thread, restarted after a crash or a timeout.
@@ -47,9 +47,9 @@ def serve() -> None:
     sys.stdout = sys.stderr  # stray prints must not corrupt the channel
     # Imported once, before the first job: the libraries, the index builder and the
     # native scanner's library (the first index build paid ~0.1 s of imports otherwise).
-    for name in ("numpy", "otf2", "pycubexr", "jupyterlab_scorep.index_build"):
+    for name in ("numpy", "otf2", "pycubexr", "jupyterlab_scorep.trace.index_build"):
         importlib.import_module(name)
-    importlib.import_module("jupyterlab_scorep.otf2_scan").available()
+    importlib.import_module("jupyterlab_scorep.trace.otf2_scan").available()
     while True:
         try:
             (size,) = _HEADER.unpack(_read_exact(inp, _HEADER.size))
@@ -76,7 +76,7 @@ class ParseWorker:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "jupyterlab_scorep.parse_worker"],
+                [sys.executable, "-m", "jupyterlab_scorep.trace.parse_worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=None,

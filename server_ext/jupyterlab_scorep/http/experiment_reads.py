@@ -19,17 +19,19 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import calltree, index_store, metric_series, tools
+from ..analysis import metric_series
+from ..paths import Roots, archive_files, experiment_file
+from ..trace import calltree, index_store
+from ..trace.calltree import CallTree
+from ..trace.index_build import source_files
+from ..trace.index_store import IndexCache, LoadedIndex
+from ..trace.otf2_read import TraceReadError
+from ..trace.parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
+from . import tools
 from .api_error import ApiError
-from .calltree import CallTree
-from .index_build import source_files
-from .index_store import IndexCache, LoadedIndex
-from .otf2_read import TraceReadError
-from .parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
-from .paths import Roots, archive_files, experiment_file
 
 # the logger the server has always logged these under (its messages as before the split)
-log = logging.getLogger("jupyterlab_scorep.service")
+log = logging.getLogger("jupyterlab_scorep.http.service")
 
 Samples = tuple[dict[str, Any], Any, Any]  # (schema, t_ns, values), as ex.read_metrics
 

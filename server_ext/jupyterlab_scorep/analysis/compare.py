@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .calltree import CallTree
+from ..trace.calltree import CallTree
 from .compare_names import (
     KeyedTree,
     Vocabulary,

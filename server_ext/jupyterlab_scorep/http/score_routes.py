@@ -13,7 +13,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import scorep_score
+from ..analysis import scorep_score
 from .api_error import ApiError
 from .experiment_reads import ExperimentReads
 

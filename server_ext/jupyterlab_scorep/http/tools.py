@@ -44,7 +44,7 @@ def scorep_status() -> dict[str, Any]:
             "Score-P not found: scorep-config is not on PATH and the scorep bindings "
             "are not importable; the builtin tracer is used instead."
         )
-    from .scorep_score import executable
+    from ..analysis.scorep_score import executable
 
     return {
         "available": bool(config and bindings),

@@ -20,25 +20,22 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from . import (
-    calltree,
+from ..analysis import (
     compare,
     compare_json,
     compare_noise,
     compare_verdict,
-    device_routes,
-    export,
     history,
     metric_series,
     ranks,
     scorep_score,
     summary,
-    timeline,
-    tools,
 )
+from ..paths import archive_files, experiment_file, list_experiments
+from ..trace import calltree, timeline
+from ..trace.calltree import CallTree
+from . import device_routes, export, tools
 from .api_error import ApiError
-from .calltree import CallTree
-from .paths import archive_files, experiment_file, list_experiments
 from .score_routes import ScoreRoutes, file_stem
 
 log = logging.getLogger(__name__)
@@ -102,7 +99,7 @@ class Service(ScoreRoutes):
     # -- routes (docs/API.md) ----------------------------------------------------------
 
     async def version(self) -> dict[str, Any]:
-        from . import __version__
+        from .. import __version__
 
         status, paths = await self.in_thread(lambda: (tools.scorep_status(), tools.tool_paths()))
         return {"version": __version__, "scorep": status, "tools": paths}

@@ -26,7 +26,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
-from .calltree import CallTree
+from ..trace.calltree import CallTree
 
 
 def visit_count(x: float) -> int:

@@ -217,7 +217,7 @@ async def answer(service: Any, path: str | None) -> dict[str, Any]:
 
 async def traffic_of(service: Any, exp: Any, index: Any) -> dict[str, Any]:
     """``mpi_read.read_traffic`` of the experiment's trace, once per index build."""
-    from . import mpi_read
+    from ..trace import mpi_read
 
     key = "mpi_traffic"
     found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)

@@ -1,0 +1,20 @@
+"""Reading an experiment's files: the OTF2 trace, its index, the CUBE4 profile. Nothing
+here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadError``,
+``calltree.ProfileReadError``) or the domain errors of ``..domain_errors``.
+
+    otf2_definitions.py  the archive's definitions (clock, regions, locations) via ``otf2``
+    otf2_read.py         all events of an archive: libotf2 callbacks, after the fast paths
+    otf2_fast.py         the fast paths: the native scanner, else the numpy decoder
+    otf2_scan.py         the native scanner (server_ext/native/otf2_scan.c) through ctypes
+    otf2_local_defs.py   each location's local definitions, for the native scanner
+    otf2_decode.py       numpy decoder of the builtin writer's event files
+    device_read.py       accelerator records: launch links and copies
+    mpi_read.py          MPI records: messages and collectives
+    intervals.py         Enter/Leave streams -> interval tables and the call-path profile
+    lod.py               timeline level of detail (what to draw per pixel)
+    index_build.py       the columnar trace index under ``.index/trace-v2/``
+    index_store.py       find, validate, lock and load indexes (memory-mapped, LRU)
+    parse_worker.py      the child process the parsers run in (crash and hang isolation)
+    calltree.py          the call tree from profile.cubex or from the index
+    timeline.py          a window of the trace at a pixel width
+"""

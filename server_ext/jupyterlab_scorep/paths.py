@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scorep_kernel import experiment as ex
 
-from .http.api_error import ApiError
+from .domain_errors import BadParameter, NotFound, OutsideRoots
 
 
 def _within(path: str, root: str) -> bool:
@@ -35,17 +35,15 @@ class Roots:
     def resolve(self, param: str | None, what: str = "path") -> Path:
         """The real path a request parameter names, if it may be served."""
         if param is None or not param.strip():
-            raise ApiError(
-                400,
+            raise BadParameter(
                 f"the {what} parameter is missing: pass the experiment "
                 "directory, absolute or relative to the server root",
             )
         if "\x00" in param:
-            raise ApiError(400, f"the {what} parameter holds a NUL character")
+            raise BadParameter(f"the {what} parameter holds a NUL character")
         raw = Path(os.path.expanduser(param))
         if ".." in raw.parts:
-            raise ApiError(
-                403,
+            raise OutsideRoots(
                 f"{param!r} climbs out with '..': name the directory "
                 "directly (absolute or relative to the server root)",
                 "Outside the roots",
@@ -53,8 +51,7 @@ class Roots:
         candidate = raw if raw.is_absolute() else Path(self.server_root) / raw
         real = os.path.realpath(candidate)
         if not self.allowed(real):
-            raise ApiError(
-                403,
+            raise OutsideRoots(
                 f"{param!r} lies outside the server root and the configured "
                 "experiment roots; add its parent to "
                 "c.ScorePExtension.experiment_roots to serve it",
@@ -65,10 +62,9 @@ class Roots:
     def experiment(self, param: str | None) -> Path:
         exp = self.resolve(param)
         if not exp.is_dir():
-            raise ApiError(404, f"no directory {param!r}: the experiment was moved or deleted")
+            raise NotFound(f"no directory {param!r}: the experiment was moved or deleted")
         if not (exp / ex.MANIFEST).is_file():
-            raise ApiError(
-                404,
+            raise NotFound(
                 f"{param!r} is not an experiment: it has no {ex.MANIFEST}. "
                 "Pass a directory the kernel wrote under scorep-experiments/",
             )
@@ -83,8 +79,7 @@ def experiment_file(exp: Path, name: str) -> Path | None:
         return None
     real = os.path.realpath(path)
     if not _within(real, str(exp)):
-        raise ApiError(
-            403,
+        raise OutsideRoots(
             f"{name} in this experiment links outside it; refusing to read it",
             "Outside the roots",
         )

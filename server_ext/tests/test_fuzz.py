@@ -1,5 +1,5 @@
 """Property: whatever bytes a damaged experiment holds, the readers answer or refuse with a
-4xx ApiError; they never raise anything else (a 500) and never hang.
+domain error (a 4xx); they never raise anything else (a 500) and never hang.
 
 Goes through the ``Service`` methods the handlers call (one per route), so libotf2 and
 pycubexr run in the worker process exactly as in the server, crashes included. The
@@ -18,7 +18,8 @@ from experiment_factory import write_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyterlab_scorep.http.api_error import ApiError
+from jupyterlab_scorep.domain_errors import ScorePError
+from jupyterlab_scorep.http.error_status import status_of
 from jupyterlab_scorep.http.service import Service
 
 pytestmark = pytest.mark.timeout(300)
@@ -49,7 +50,7 @@ def service(tmp_path_factory):
     svc.shutdown()
 
 
-async def exercise(svc: Service, exp: Path) -> list[ApiError]:
+async def exercise(svc: Service, exp: Path) -> list[ScorePError]:
     """Every JSON route's service method, as the handlers call them, each on its own (one
     refusing does not keep the next from reading); returns the refusals."""
     path = str(exp)
@@ -67,7 +68,7 @@ async def exercise(svc: Service, exp: Path) -> list[ApiError]:
     ):
         try:
             await call()
-        except ApiError as e:
+        except ScorePError as e:
             refused.append(e)
     return refused
 
@@ -115,7 +116,7 @@ def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
     finally:
         shutil.rmtree(exp, ignore_errors=True)
     for e in refused:
-        assert 400 <= e.status < 500, e.message
+        assert 400 <= status_of(e) < 500, e.message
         assert e.message
     # Service.compute's catch-all logs "scorep: <what> failed"; it must not have been needed.
     unexpected = [r.getMessage() for r in caplog.records if r.getMessage().startswith("scorep: ")]

@@ -10,7 +10,8 @@ import os
 import pytest
 from experiment_factory import write_experiment
 
-from jupyterlab_scorep.http.api_error import ApiError
+from jupyterlab_scorep.domain_errors import Unreadable
+from jupyterlab_scorep.http.error_status import status_of
 from jupyterlab_scorep.http.service import Service
 from jupyterlab_scorep.trace.index_build import INDEX_NAME
 
@@ -83,9 +84,9 @@ def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
 
     async def run():
         manifest = await svc.manifest(exp)
-        with pytest.raises(ApiError) as crashed:
+        with pytest.raises(Unreadable) as crashed:
             await svc.index(exp, manifest)
-        assert crashed.value.status == 422 and crashed.value.transient
+        assert status_of(crashed.value) == 422 and crashed.value.transient
         # same files, yet a fresh worker builds the index: the crash was not remembered
         index = await svc.index(exp, manifest)
         return index.meta["events"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
-from ..http.api_error import ApiError
+from ..domain_errors import BadParameter, Conflict, OutsideRoots, ScorePError, Unprocessable
 from ..paths import Roots, list_experiments
 from ..trace.index_store import LoadedIndex
 from . import compare_noise
@@ -80,7 +80,7 @@ def parents_for(roots: Roots, notebook: str | None, given: Path | None) -> list[
         folder = os.path.dirname(notebook)
         try:
             parents.append(roots.resolve(folder or ".", "notebook") / ex.DEFAULT_PARENT)
-        except ApiError:
+        except ScorePError:
             pass  # a notebook outside the roots has no runs we may list
     parents += [*(f"{p}/{ex.DEFAULT_PARENT}" for p in roots.all), *roots.extra]
     return parents
@@ -201,14 +201,12 @@ def deletable(roots: Roots, exp: Path, manifest: dict[str, Any], expected_id: st
     and it holds nothing but experiment files (an explicit SCOREP_EXPERIMENT_DIRECTORY
     may be a folder with the user's own files; it is never deleted)."""
     if not expected_id:
-        raise ApiError(
-            400,
+        raise BadParameter(
             "the id parameter is missing: pass the experiment's id (its manifest's 'id') "
             "to confirm which run to delete",
         )
     if manifest.get("id") != expected_id:
-        raise ApiError(
-            409,
+        raise Conflict(
             f"the experiment at this path is {manifest.get('id')!r}, not {expected_id!r}; "
             "reload the list of runs and confirm again",
             "Not that experiment",
@@ -217,24 +215,22 @@ def deletable(roots: Roots, exp: Path, manifest: dict[str, Any], expected_id: st
         manifest.get("status") == ex.STATUS_RUNNING
         or manifest.get("files_status") == ex.FILES_PENDING
     ):
-        raise ApiError(
-            409,
+        raise Conflict(
             "this run is still being measured or written; delete it once it has ended",
             "Still running",
         )
     if any(os.path.realpath(r) == str(exp) for r in roots.all):
-        raise ApiError(403, "refusing to delete a configured root directory", "Outside the roots")
+        raise OutsideRoots("refusing to delete a configured root directory", "Outside the roots")
     try:
         names = os.listdir(exp)
     except OSError as e:
-        raise ApiError(422, f"cannot list the experiment directory: {e.strerror}") from None
+        raise Unprocessable(f"cannot list the experiment directory: {e.strerror}") from None
     strange = sorted(
         n for n in names if n not in _EXPERIMENT_NAMES and not n.startswith(_EXPERIMENT_PREFIXES)
     )
     if strange:
         shown = ", ".join(strange[:5]) + (" ..." if len(strange) > 5 else "")
-        raise ApiError(
-            409,
+        raise Conflict(
             f"the directory holds files that are not part of an experiment ({shown}); "
             "it is not deleted. Remove it by hand if it is what you mean.",
             "Not only an experiment",

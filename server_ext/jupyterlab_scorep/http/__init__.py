@@ -9,5 +9,5 @@ where domain errors become HTTP status codes.
     device_routes.py     GET device, GET link, POST import
     export.py            downloads as streams of byte chunks
     tools.py             Score-P detection and the local viewers (Vampir, Cube)
-    api_error.py         the error a handler turns into a JSON error response
+    error_status.py      the one table: domain error -> HTTP status code
 """

@@ -13,7 +13,7 @@ from typing import Any
 from scorep_kernel import experiment as ex
 
 from ..analysis import device_analysis
-from .api_error import ApiError
+from ..domain_errors import BadParameter, NotFound, Unreadable
 
 IMPORT_TIMEOUT_S = 600
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -44,7 +44,7 @@ async def answer(service: Any, path: str | None) -> dict[str, Any]:
     exp, manifest = await service.open(path)
     analysis = await analysis_of(service, exp, manifest)
     if analysis is None:
-        raise ApiError(404, device_absent_message(manifest))
+        raise NotFound(device_absent_message(manifest))
     return device_analysis.public(analysis)
 
 
@@ -53,8 +53,8 @@ async def link(
 ) -> dict[str, Any]:
     """GET link: the other ends of the launch links of one span."""
     if location is None or start is None:
-        raise ApiError(
-            400, "GET link needs location= (a location id) and start= (the span's start, ns)"
+        raise BadParameter(
+            "GET link needs location= (a location id) and start= (the span's start, ns)"
         )
     exp, manifest = await service.open(path)
     analysis = await analysis_of(service, exp, manifest)
@@ -62,7 +62,7 @@ async def link(
         return {"links": []}
     index = await service.index(exp, manifest)
     if not 0 <= location < len(index.locations):
-        raise ApiError(400, f"location={location} is not a location of this trace")
+        raise BadParameter(f"location={location} is not a location of this trace")
     host = index.locations[location].get("kind") != "gpu"
     return {"links": device_analysis.links_of(analysis, location, start, host)}
 
@@ -107,25 +107,25 @@ def import_trace(service: Any, trace: str | None) -> dict[str, Any]:
     in ``scorep-experiments/`` beside it. The kernel's package converts it in a process of
     its own (the experiment directory is the seam between the two)."""
     if not trace:
-        raise ApiError(
-            400, "POST import needs trace= (a torch.profiler trace, relative to the server root)"
+        raise BadParameter(
+            "POST import needs trace= (a torch.profiler trace, relative to the server root)"
         )
     path = service.roots.resolve(trace, "trace")
     if not path.is_file():
-        raise ApiError(404, f"{trace} is not a file: give the path of a *.pt.trace.json")
+        raise NotFound(f"{trace} is not a file: give the path of a *.pt.trace.json")
     if not str(path).endswith(TRACE_SUFFIXES):
-        raise ApiError(400, f"{trace} is not a torch.profiler trace (*.json or *.json.gz)")
+        raise BadParameter(f"{trace} is not a torch.profiler trace (*.json or *.json.gz)")
     parent = path.parent / ex.DEFAULT_PARENT
     cmd = [sys.executable, "-m", "scorep_kernel.accel.import_trace", str(path), str(parent)]
     try:
         done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise ApiError(
-            422, f"reading {trace} took over {IMPORT_TIMEOUT_S} s; it is too large to import"
+        raise Unreadable(
+            f"reading {trace} took over {IMPORT_TIMEOUT_S} s; it is too large to import"
         ) from None
     if done.returncode != 0:
         message = (done.stderr.strip().splitlines() or ["the converter failed"])[-1]
-        raise ApiError(422, message)
+        raise Unreadable(message)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return {"path": result["path"], "manifest": ex.read_manifest(result["path"])}

@@ -2,8 +2,8 @@
 trace index, the call tree, the metric samples. Parsing runs in one worker process
 (libotf2 or pycubexr on a damaged file may crash or hang; the server must not), once for
 concurrent requests, failures remembered until the files change; file access and lookups
-on loaded indexes run in threads. Every failure comes back as an ``ApiError`` with a 4xx
-status."""
+on loaded indexes run in threads. Every failure comes back as a domain error
+(``..domain_errors``; http/error_status.py gives its status code)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any
 from scorep_kernel import experiment as ex
 
 from ..analysis import metric_series
+from ..domain_errors import NoTrace, NotReady, ScorePError, Unprocessable, Unreadable
 from ..paths import Roots, archive_files, experiment_file
 from ..trace import calltree, index_store
 from ..trace.calltree import CallTree
@@ -28,7 +29,6 @@ from ..trace.index_store import IndexCache, LoadedIndex
 from ..trace.otf2_read import TraceReadError
 from ..trace.parse_worker import ParseWorker, WorkerCrashed, WorkerTimeout
 from . import tools
-from .api_error import ApiError
 
 # the logger the server has always logged these under (its messages as before the split)
 log = logging.getLogger("jupyterlab_scorep.http.service")
@@ -49,7 +49,7 @@ class ExperimentReads:
         self._waiters = concurrent.futures.ThreadPoolExecutor(4, "scorep-worker-wait")
         self._inflight: dict[tuple, asyncio.Future] = {}
         # Failures keyed by the files' identity: a broken file is not re-parsed per request.
-        self._failed: dict[tuple, tuple[Any, ApiError]] = {}
+        self._failed: dict[tuple, tuple[Any, ScorePError]] = {}
         # ("cubex", path) -> ((mtime_ns, size), CallTree), least recently used first
         self._profiles: OrderedDict[tuple, tuple[tuple, CallTree]] = OrderedDict()
 
@@ -69,15 +69,14 @@ class ExperimentReads:
 
     async def compute(self, what: str, fn: Callable, *args) -> Any:
         """Run a pure function over a file's contents in a thread; whatever a damaged file
-        makes it raise becomes a 422, never a 500."""
+        makes it raise becomes ``Unreadable`` (a 422), never a 500."""
         try:
             return await self.in_thread(fn, *args)
-        except ApiError:
+        except ScorePError:
             raise
         except Exception as e:
             log.warning("scorep: %s failed: %s", what, e, exc_info=True)
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"{what} failed on this experiment's files "
                 f"({type(e).__name__}: {e}); they are damaged or of an "
                 "unknown version",
@@ -91,16 +90,14 @@ class ExperimentReads:
         try:
             return await asyncio.get_running_loop().run_in_executor(self._waiters, call)
         except WorkerCrashed:
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"the reader crashed on {what}: the file is damaged. Re-run "
                 "the cell to record it again.",
                 "Unreadable file",
                 transient=True,
             ) from None
         except WorkerTimeout:
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"reading {what} took longer than {self.build_timeout:.0f} "
                 "s and was stopped; raise c.ScorePExtension.build_timeout "
                 "for very large traces",
@@ -121,8 +118,8 @@ class ExperimentReads:
             task.add_done_callback(lambda _t: self._inflight.pop(key, None))
         try:
             result = await asyncio.shield(task)
-        except ApiError as e:
-            if e.status == 422 and not e.transient:
+        except ScorePError as e:
+            if isinstance(e, Unprocessable) and not e.transient:
                 self._failed[key] = (signature, e)
             raise
         self._failed.pop(key, None)
@@ -155,8 +152,7 @@ class ExperimentReads:
         try:
             return await self.in_thread(ex.read_manifest, exp)
         except ex.ExperimentError as e:
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"{e}. The kernel writes manifest.json; re-run the cell or remove the directory.",
                 "Unreadable manifest",
             ) from None
@@ -176,12 +172,9 @@ class ExperimentReads:
         """Raise unless the trace can be read now (touches the file system)."""
         anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
         if manifest.get("files_status") == ex.FILES_PENDING:
-            raise ApiError(
-                409, "the trace is still being written; try again in a moment", "Not ready"
-            )
+            raise NotReady("the trace is still being written; try again in a moment", "Not ready")
         if anchor is None:
-            raise ApiError(
-                404,
+            raise NoTrace(
                 "this experiment has no OTF2 trace (traces.otf2): it was recorded without tracing",
                 "No trace",
             )
@@ -209,8 +202,7 @@ class ExperimentReads:
             if loaded is not None:
                 return loaded
         except (OSError, ValueError, KeyError) as e:
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"the trace index of this experiment is unreadable ({e}); "
                 f"delete its {ex.INDEX_DIR} folder to rebuild it",
                 "Unreadable index",
@@ -219,8 +211,7 @@ class ExperimentReads:
         try:
             return await self.in_thread(self.indexes.get, directory)
         except (OSError, ValueError, KeyError) as e:
-            raise ApiError(
-                422,
+            raise Unreadable(
                 f"the trace index of this experiment is unreadable ({e}); "
                 f"delete {directory} to rebuild it",
                 "Unreadable index",
@@ -240,17 +231,17 @@ class ExperimentReads:
         try:
             return await self.in_worker("the OTF2 trace", index_store.ensure_index, str(exp))
         except TraceReadError as e:
-            raise ApiError(422, f"the OTF2 trace cannot be read: {e}", "Unreadable trace") from None
+            raise Unreadable(f"the OTF2 trace cannot be read: {e}", "Unreadable trace") from None
         except OSError as e:
-            raise ApiError(
-                422, f"the OTF2 trace cannot be read or indexed: {e}", "Unreadable trace"
+            raise Unreadable(
+                f"the OTF2 trace cannot be read or indexed: {e}", "Unreadable trace"
             ) from None
-        except ApiError:
+        except ScorePError:
             raise
         except Exception as e:  # anything else a damaged file provokes in the reader
             log.exception("indexing %s failed", exp)
-            raise ApiError(
-                422, f"the OTF2 trace cannot be read ({type(e).__name__}: {e})", "Unreadable trace"
+            raise Unreadable(
+                f"the OTF2 trace cannot be read ({type(e).__name__}: {e})", "Unreadable trace"
             ) from None
 
     @staticmethod
@@ -281,12 +272,11 @@ class ExperimentReads:
             try:
                 return await self.in_worker("profile.cubex", calltree.from_cubex, str(cubex))
             except calltree.ProfileReadError as e:
-                raise ApiError(422, str(e), "Unreadable profile") from None
-            except ApiError:
+                raise Unreadable(str(e), "Unreadable profile") from None
+            except ScorePError:
                 raise
             except Exception as e:
-                raise ApiError(
-                    422,
+                raise Unreadable(
                     f"profile.cubex cannot be read ({type(e).__name__}: {e})",
                     "Unreadable profile",
                 ) from None
@@ -301,8 +291,8 @@ class ExperimentReads:
         try:
             return ex.read_metrics(exp)
         except ex.ExperimentError as e:
-            raise ApiError(
-                422, f"{e}. Re-run the cell to sample them again.", "Unreadable metrics"
+            raise Unreadable(
+                f"{e}. Re-run the cell to sample them again.", "Unreadable metrics"
             ) from None
 
     async def metric_samples(self, exp: Path) -> Samples | None:
@@ -330,7 +320,7 @@ class ExperimentReads:
                 index = await self.index(exp, manifest)
                 if index.meta.get("origin_epoch_ns"):
                     return int(index.meta["origin_epoch_ns"])
-            except ApiError:
+            except ScorePError:
                 pass
         cells = manifest.get("cells")
         first = cells[0] if isinstance(cells, list) and cells and isinstance(cells[0], dict) else {}

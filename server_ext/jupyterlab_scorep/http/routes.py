@@ -1,5 +1,6 @@
 """Thin HTTP handlers under ``<base_url>/scorep/api/``: parse parameters, call one
-``Service`` method, write its answer as JSON (an ``ApiError`` becomes its 4xx status).
+``Service`` method, write its answer as JSON (a domain error becomes its 4xx status,
+``error_status``).
 What to answer is decided in ``service``; the contract is docs/API.md."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from jupyter_server.utils import url_path_join
 from tornado.http1connection import HTTP1Connection
 from tornado.iostream import StreamClosedError
 
-from .api_error import ApiError
+from ..domain_errors import BadParameter, ScorePError, Unreadable
+from .error_status import http_error
 from .service import Service
 
 AUTH_RESOURCE = "scorep"
@@ -31,13 +33,13 @@ class ScorePHandler(APIHandler):
     def service(self) -> Service:
         return self.settings["scorep_service"]
 
-    def fail(self, error: ApiError) -> NoReturn:
-        raise tornado.web.HTTPError(error.status, log_message=error.message, reason=error.reason)
+    def fail(self, error: ScorePError) -> NoReturn:
+        raise http_error(error)
 
     async def respond(self, make: Callable[[], Awaitable[Any]]) -> None:
         try:
             body = await make()
-        except ApiError as e:
+        except ScorePError as e:
             self.fail(e)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body, separators=(",", ":")))
@@ -59,11 +61,11 @@ class ScorePHandler(APIHandler):
         elif re.fullmatch(r"-?\d+\.\d*(e\d{1,2})?|-?\d+e\d{1,2}", raw):
             value = int(float(raw))  # JavaScript may send 1.5e9 or 12.0
         if value is None:
-            raise ApiError(400, f"{name}={raw!r} is not a number")
+            raise BadParameter(f"{name}={raw!r} is not a number")
         lo = -(2**62) if lo is None else lo
         hi = 2**62 if hi is None else hi
         if value < lo or value > hi:
-            raise ApiError(400, f"{name}={value} is out of range [{lo}, {hi}]")
+            raise BadParameter(f"{name}={value} is out of range [{lo}, {hi}]")
         return value
 
     def width_arg(self) -> int:
@@ -173,10 +175,10 @@ class DownloadHandler(ScorePHandler):
             download = await self.service.download(self.path_arg, self.get_argument("what", None))
             # The first chunk before any header goes out: a failure here is still JSON.
             first = await loop.run_in_executor(None, next, download.chunks, None)
-        except ApiError as e:
+        except ScorePError as e:
             self.fail(e)
         except OSError as e:
-            self.fail(ApiError(422, f"cannot read the files to download: {e}"))
+            self.fail(Unreadable(f"cannot read the files to download: {e}"))
         chunks = download.chunks
         self.set_header("Content-Type", download.content_type)
         self.set_header("Content-Disposition", f'attachment; filename="{download.filename}"')

@@ -14,7 +14,7 @@ from typing import Any
 from scorep_kernel import experiment as ex
 
 from ..analysis import scorep_score
-from .api_error import ApiError
+from ..domain_errors import NotFound, NotReady, OutsideRoots, Refused, Unprocessable
 from .experiment_reads import ExperimentReads
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -69,8 +69,7 @@ class ScoreRoutes(ExperimentReads):
         report = await self._score_report(exp, manifest)
         suggestion = report["filter"]
         if suggestion is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 "Score-P's heuristics select no region of this run (none with "
                 f"{scorep_score.describe_heuristics(self.filter_heuristics)}): there is "
                 "nothing to filter",
@@ -80,18 +79,16 @@ class ScoreRoutes(ExperimentReads):
 
     async def _score_report(self, exp: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         if manifest.get("files_status") == ex.FILES_PENDING:
-            raise ApiError(409, "the profile is still being written; try again in a moment")
+            raise NotReady("the profile is still being written; try again in a moment")
         found = await self.in_thread(self._cubex_identity, exp)
         if found is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 "this experiment has no profile.cubex, which scorep-score reads: the run "
                 "was measured with profiling off (SCOREP_ENABLE_PROFILING=false)",
                 "No profile",
             )
         if await self.in_thread(scorep_score.executable) is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 "scorep-score is not on the server's PATH: put Score-P's bin/ on it (it "
                 "comes with Score-P) to see Score-P's estimate of this run",
                 "Tool not found",
@@ -109,7 +106,7 @@ class ScoreRoutes(ExperimentReads):
                     self.filter_heuristics,
                 )
             except scorep_score.ScoreError as e:
-                raise ApiError(422, str(e), "scorep-score failed") from None
+                raise Unprocessable(str(e), "scorep-score failed") from None
 
         return await self._once_kept(self._scores, ("score", str(cubex)), signature, run)
 
@@ -122,8 +119,7 @@ class ScoreRoutes(ExperimentReads):
             if self.roots.allowed(os.path.realpath(directory)):
                 return Path(os.path.realpath(directory)) / name
         if check:
-            raise ApiError(
-                403,
+            raise OutsideRoots(
                 f"the filter's folder ({scorep_score.FILTER_DIR}/ beside the experiments) "
                 "lies outside the server root and the experiment roots",
                 "Outside the roots",
@@ -140,8 +136,7 @@ class ScoreRoutes(ExperimentReads):
         try:
             written = scorep_score.write_filter(target.parent, target.name, text)
         except OSError as e:
-            raise ApiError(
-                403,
+            raise Refused(
                 f"the filter file cannot be written to {target.parent} "
                 f"({e.strerror or type(e).__name__}); make that folder writable",
                 "Not writable",

@@ -4,8 +4,8 @@ parameters and write the answer as JSON. The contract is docs/API.md.
 
 Below the route methods, work is done off the event loop (``experiment_reads``: parsing in
 a worker process, file access and lookups on loaded indexes in threads); GET score and
-POST filter are ``score_routes``. Every failure comes back as an ``ApiError`` with a 4xx
-status."""
+POST filter are ``score_routes``. Every failure comes back as a domain error
+(``..domain_errors``), which only the handlers turn into a status code (``error_status``)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,18 @@ from ..analysis import (
     scorep_score,
     summary,
 )
+from ..domain_errors import (
+    BadParameter,
+    Conflict,
+    NotFound,
+    NotReady,
+    ScorePError,
+    Unprocessable,
+)
 from ..paths import archive_files, experiment_file, list_experiments
 from ..trace import calltree, timeline
 from ..trace.calltree import CallTree
 from . import device_routes, export, tools
-from .api_error import ApiError
 from .score_routes import ScoreRoutes, file_stem
 
 log = logging.getLogger(__name__)
@@ -60,7 +67,7 @@ def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int
     if t1 <= t0:
         if t1 == t0 == full[0] == full[1]:
             return t0, t0 + 1
-        raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty: t1 must exceed t0")
+        raise BadParameter(f"the window [t0={t0}, t1={t1}] is empty: t1 must exceed t0")
     return t0, t1
 
 
@@ -125,12 +132,12 @@ class Service(ScoreRoutes):
         and call paths matched by name (``compare``), with the facts of both runs and
         where their cells begin (to align their timelines)."""
         if not a or not b:
-            raise ApiError(400, "pass both runs to compare: a=<baseline path>&b=<path>")
+            raise BadParameter("pass both runs to compare: a=<baseline path>&b=<path>")
         (exp_a, man_a), (exp_b, man_b) = await asyncio.gather(self.open(a), self.open(b))
         for man in (man_a, man_b):
             if man.get("files_status") == ex.FILES_PENDING:
-                raise ApiError(
-                    409, f"{man['id']} is still being written; try again in a moment", "Not ready"
+                raise NotReady(
+                    f"{man['id']} is still being written; try again in a moment", "Not ready"
                 )
         (tree_a, facts_a), (tree_b, facts_b) = await self._compare_sides(
             (exp_a, man_a), (exp_b, man_b)
@@ -177,7 +184,7 @@ class Service(ScoreRoutes):
             if av["otf2"]:
                 try:
                     index = await self.index(exp, manifest)
-                except ApiError:
+                except ScorePError:
                     if use_trace:
                         raise
             if use_trace and index is not None:
@@ -223,8 +230,8 @@ class Service(ScoreRoutes):
         try:
             freed = await self.in_thread(history.delete, exp)
         except OSError as e:
-            raise ApiError(
-                422, f"the experiment could not be deleted completely: {e}", "Not deleted"
+            raise Unprocessable(
+                f"the experiment could not be deleted completely: {e}", "Not deleted"
             ) from None
         for key in [k for k in self._profiles if str(k[1]).startswith(f"{exp}{os.sep}")]:
             del self._profiles[key]
@@ -255,9 +262,7 @@ class Service(ScoreRoutes):
             return body
         try:
             index = await self.index(exp, manifest)
-        except ApiError as e:
-            if e.status != 422:
-                raise
+        except Unprocessable as e:
             body["trace_error"] = e.message
             return body
         meta = index.meta
@@ -286,10 +291,10 @@ class Service(ScoreRoutes):
         tree = await self.profile(exp, manifest)
         if location is not None:
             if not tree.locations:
-                raise ApiError(400, "this profile has no locations")
+                raise BadParameter("this profile has no locations")
             last = len(tree.locations) - 1
             if not 0 <= location <= last:
-                raise ApiError(400, f"location={location} is out of range [0, {last}]")
+                raise BadParameter(f"location={location} is out of range [0, {last}]")
         return await self.compute(
             "building the call tree", calltree.to_json, tree, location, manifest["id"]
         )
@@ -302,11 +307,11 @@ class Service(ScoreRoutes):
         times relative to the run's start."""
         exp, manifest = await self.open(path)
         if t0 is not None and t1 is not None and t1 <= t0:
-            raise ApiError(400, f"the window [t0={t0}, t1={t1}] is empty")
+            raise BadParameter(f"the window [t0={t0}, t1={t1}] is empty")
         samples = await self.metric_samples(exp)
         try:
             traced = await self.trace_metric_samples(exp, manifest)
-        except ApiError:
+        except ScorePError:
             if samples is None:
                 raise
             traced = None  # the samples stand without the trace (pending, unreadable)
@@ -322,8 +327,7 @@ class Service(ScoreRoutes):
         else:
             samples, origin = traced, 0
         if samples is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 "this experiment has no metric samples (no metrics.json + "
                 "metrics.npz, no metric events in the trace): system "
                 "metrics were off for the run",
@@ -346,8 +350,8 @@ class Service(ScoreRoutes):
         tree, events, notes = None, None, []
         try:
             tree = await self.profile(exp, manifest)
-        except ApiError as e:
-            if e.status == 409:
+        except ScorePError as e:
+            if isinstance(e, Conflict):
                 raise
             notes.append(f"No call tree: {e.message}")
         if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
@@ -355,13 +359,13 @@ class Service(ScoreRoutes):
                 index = await self.index(exp, manifest)
                 events = index.meta["events"]
                 notes += index.meta.get("notes", [])
-            except ApiError as e:
-                if e.status == 409:
+            except ScorePError as e:
+                if isinstance(e, Conflict):
                     raise
                 notes.append(f"No trace: {e.message}")
         try:
             samples = await self.metric_samples(exp)
-        except ApiError as e:
+        except ScorePError as e:
             samples = None
             notes.append(f"No metrics: {e.message}")
         body = await self.compute(
@@ -401,12 +405,12 @@ class Service(ScoreRoutes):
         if what == "otf2":
             files = await self.in_thread(archive_files, exp)
             if not any(name == ex.OTF2_ANCHOR for name, _ in files):
-                raise ApiError(404, "this experiment has no OTF2 trace to download")
+                raise NotFound("this experiment has no OTF2 trace to download")
             return Download(export.zip_stream(files, stem), f"{stem}-otf2.zip", "application/zip")
         if what == "cubex":
             cubex = await self.in_thread(self._cubex_identity, exp)
             if cubex is None:
-                raise ApiError(404, "this experiment has no profile.cubex to download")
+                raise NotFound("this experiment has no profile.cubex to download")
             file, (_mtime, size) = cubex
             return Download(export.file_stream(file), f"{stem}.cubex", "application/x-tar", size)
         if what == "perfetto":
@@ -416,18 +420,18 @@ class Service(ScoreRoutes):
                 f"{stem}.perfetto.json",
                 "application/json",
             )
-        raise ApiError(400, f"what={what!r}: choose otf2, cubex or perfetto")
+        raise BadParameter(f"what={what!r}: choose otf2, cubex or perfetto")
 
     async def open_tool(
         self, path: str | None, tool: str | None, once: bool = False
     ) -> dict[str, Any]:
         exp, _manifest = await self.open(path)
         if tool not in tools.TOOL_FILES:
-            raise ApiError(400, f"tool={tool!r}: choose vampir or cube")
+            raise BadParameter(f"tool={tool!r}: choose vampir or cube")
         name = tools.TOOL_FILES[tool]
         target = await self.in_thread(experiment_file, exp, name)
         if target is None:
-            raise ApiError(404, f"this experiment has no {name} to open in {tool}")
+            raise NotFound(f"this experiment has no {name} to open in {tool}")
         if once:  # the kernel asked for it (the bundle's "open"): not again on a reopen
             pid = await self.in_thread(tools.open_once, tool, exp, target)
             return {"pid": pid, "already": pid is None}

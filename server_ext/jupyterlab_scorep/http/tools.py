@@ -12,7 +12,7 @@ from typing import Any
 
 from scorep_kernel import experiment as ex
 
-from .api_error import ApiError
+from ..domain_errors import NotFound
 
 INSTALL_ADVICE = {
     "vampir": "Vampir is commercial (https://vampir.eu); install it on this machine and put "
@@ -64,8 +64,8 @@ def open_in_tool(tool: str, exp: Path, target: Path) -> int:
     """Start ``tool target`` detached, no shell; returns the pid."""
     binary = shutil.which(tool)
     if binary is None:
-        raise ApiError(
-            404, f"{tool} is not on the server's PATH. {INSTALL_ADVICE[tool]}", "Tool not found"
+        raise NotFound(
+            f"{tool} is not on the server's PATH. {INSTALL_ADVICE[tool]}", "Tool not found"
         )
     proc = subprocess.Popen(
         [binary, str(target)],

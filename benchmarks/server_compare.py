@@ -45,7 +45,7 @@ def main() -> None:
     index_s = time.perf_counter() - t
 
     async def first() -> tuple[float, float, dict]:
-        svc = Service(str(a.parent))
+        svc = Service(str(a.parent), version="bench")
         try:
             t, c = time.perf_counter(), time.process_time()
             body = json.dumps(await svc.compare(str(a), str(b)), separators=(",", ":"))
@@ -54,7 +54,7 @@ def main() -> None:
             svc.shutdown()
 
     async def repeated() -> list[float]:
-        svc = Service(str(a.parent))
+        svc = Service(str(a.parent), version="bench")
         try:
             await svc.compare(str(a), str(b))
             times = []
@@ -81,7 +81,7 @@ def main() -> None:
     )
 
     async def first_loop() -> float:
-        svc = Service(str(a.parent))
+        svc = Service(str(a.parent), version="bench")
         try:
             t = time.perf_counter()
             json.dumps(await svc.compare(str(la), str(lb)), separators=(",", ":"))

@@ -25,9 +25,9 @@ async def first_timeline(service, exp) -> float:
     from jupyterlab_scorep.trace import timeline
 
     t = time.perf_counter()
-    real = service.roots.experiment(str(exp))
-    manifest = await service.manifest(real)
-    index = await service.index(real, manifest)
+    real = service.reads.roots.experiment(str(exp))
+    manifest = await service.reads.manifest(real)
+    index = await service.reads.index(real, manifest)
     json.dumps(timeline.query(index, 0, index.meta["range"][1], 1600))
     return time.perf_counter() - t
 
@@ -39,12 +39,12 @@ def main() -> None:
     from jupyterlab_scorep.trace.index_store import IndexCache
 
     exp = cached_experiment("server-first-1M", N_EVENTS)
-    service = Service(str(DATA))
-    service._worker.call(int, 0)  # as after server start: the worker is up, imports done
+    service = Service(str(DATA), version="bench")
+    service.reads._worker.call(int, 0)  # as after server start: the worker is up, imports done
     results = []
     for _ in range(ROUNDS):
         shutil.rmtree(exp / ".index", ignore_errors=True)  # a run that just ended
-        service.indexes = IndexCache()  # nothing of it loaded yet
+        service.reads.indexes = IndexCache()  # nothing of it loaded yet
         results.append(asyncio.run(first_timeline(service, exp)))
     service.shutdown()
     seconds = statistics.median(results)

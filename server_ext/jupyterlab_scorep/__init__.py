@@ -1,5 +1,11 @@
 """jupyterlab-scorep's server extension: experiments (OTF2 traces, CUBE4 profiles, system
-metrics) as a REST API under ``<base_url>/scorep/api/`` (docs/API.md)."""
+metrics) as a REST API under ``<base_url>/scorep/api/`` (docs/API.md).
+
+Only the entry points live here (Jupyter's, nbconvert's); what they start is imported when
+they are called, so importing ``jupyterlab_scorep.trace`` or ``.analysis`` brings in no
+server. The package by role (docs/ARCHITECTURE.md): ``trace/`` reads the files,
+``analysis/`` says what they mean, ``http/`` answers the REST API, ``headless/`` runs
+notebooks from the command line; ``paths`` and ``domain_errors`` are shared by all."""
 
 try:
     from ._version import __version__
@@ -9,32 +15,6 @@ except ImportError:
 
     warnings.warn("Importing 'jupyterlab_scorep' outside a proper installation.", stacklevel=2)
     __version__ = "dev"
-
-from traitlets import Float, Int, List, Unicode
-from traitlets.config import Configurable
-
-
-class ScorePExtension(Configurable):
-    """Settings of the server extension (``c.ScorePExtension.<name>`` in
-    jupyter_server_config.py)."""
-
-    experiment_roots = List(
-        Unicode(),
-        default_value=[],
-        help="Directories besides the server root whose experiments may be served (for "
-        "example a cluster's scratch space where SCOREP_EXPERIMENT_DIRECTORY points).",
-    ).tag(config=True)
-    build_timeout = Float(
-        600.0, help="Seconds a trace may take to index before the reader is stopped."
-    ).tag(config=True)
-    index_cache_size = Int(8, help="Trace indexes kept loaded (memory-mapped).").tag(config=True)
-    filter_heuristics = Unicode(
-        "bufferpercent=1,timepervisit=1",
-        help="What the Score-P tab's suggested filter leaves out: scorep-score -g's "
-        "KEY=VALUE[,KEY=VALUE]* (bufferpercent, bufferabsolute, visits, timepervisit, type; "
-        "its defaults: regions with at least 1 % of the trace buffer at under 1 us per "
-        "visit).",
-    ).tag(config=True)
 
 
 def __getattr__(name: str):
@@ -58,6 +38,7 @@ def _jupyter_server_extension_points():
 
 def _load_jupyter_server_extension(server_app):
     """Register the REST handlers (called by jupyter_server at start-up)."""
+    from .http.extension_config import ScorePExtension
     from .http.routes import setup_route_handlers
     from .http.service import Service
 
@@ -65,6 +46,7 @@ def _load_jupyter_server_extension(server_app):
     service = Service(
         server_app.root_dir,
         settings.experiment_roots,
+        version=__version__,
         build_timeout=settings.build_timeout,
         cache_size=settings.index_cache_size,
         filter_heuristics=settings.filter_heuristics,

@@ -49,7 +49,7 @@ async def test_server_answers_while_a_trace_is_indexed(api, jp_serverapp, jp_roo
     loop = asyncio.get_running_loop()
     building, released = asyncio.Event(), threading.Event()
     blocked = []
-    real_call = svc._worker.call
+    real_call = svc.reads._worker.call
 
     def held_call(fn, *args, **kw):
         # Runs in a waiter thread: hold the index build until the test has its answers.
@@ -60,7 +60,7 @@ async def test_server_answers_while_a_trace_is_indexed(api, jp_serverapp, jp_roo
                 raise RuntimeError("nothing was answered while the index build was held")
         return real_call(fn, *args, **kw)
 
-    svc._worker.call = held_call
+    svc.reads._worker.call = held_call
     try:
         first = asyncio.ensure_future(api("timeline", path=str(big), width=800))
         await asyncio.wait_for(building.wait(), HOLD_LIMIT_S)
@@ -79,7 +79,7 @@ async def test_server_answers_while_a_trace_is_indexed(api, jp_serverapp, jp_roo
         code, body = await first
     finally:
         released.set()
-        svc._worker.call = real_call
+        svc.reads._worker.call = real_call
     assert not blocked
     assert code == 200 and body["locations"]
 
@@ -130,7 +130,7 @@ def on_which_thread(monkeypatch):
         (Roots, "experiment", "Roots.experiment"),
         (Roots, "resolve", "Roots.resolve"),
         (service, "experiment_file", "paths.experiment_file"),
-        (service, "archive_files", "paths.archive_files"),
+        (export, "archive_files", "paths.archive_files"),
         (experiment_reads, "experiment_file", "paths.experiment_file"),
         (experiment_reads, "archive_files", "paths.archive_files"),
         (service, "list_experiments", "paths.list_experiments"),

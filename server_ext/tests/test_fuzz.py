@@ -45,7 +45,7 @@ def pristine(tmp_path_factory):
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzzroot")
-    svc = Service(str(root), build_timeout=60)
+    svc = Service(str(root), version="test", build_timeout=60)
     yield svc
     svc.shutdown()
 
@@ -90,7 +90,7 @@ damage = st.tuples(
 @given(damages=st.lists(damage, min_size=1, max_size=3))
 def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
     caplog.clear()
-    exp = Path(service.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
+    exp = Path(service.reads.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
     shutil.rmtree(exp, ignore_errors=True)
     shutil.copytree(pristine, exp)
     for name, how, where, junk in damages:

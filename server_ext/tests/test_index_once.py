@@ -20,19 +20,19 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_concurrent_first_requests_build_once(tmp_path):
     exp = write_experiment(tmp_path / "scorep-experiments" / "run")
-    svc = Service(str(tmp_path))
+    svc = Service(str(tmp_path), version="test")
     submitted = []
-    real_in_worker = svc.in_worker
+    real_in_worker = svc.reads.in_worker
 
     async def counting(what, fn, *args):
         submitted.append(fn.__name__)
         return await real_in_worker(what, fn, *args)
 
-    svc.in_worker = counting
+    svc.reads.in_worker = counting
 
     async def many():
-        manifest = await svc.manifest(exp)
-        return await asyncio.gather(*(svc.index(exp, manifest) for _ in range(8)))
+        manifest = await svc.reads.manifest(exp)
+        return await asyncio.gather(*(svc.reads.index(exp, manifest) for _ in range(8)))
 
     try:
         indexes = asyncio.run(many())
@@ -70,8 +70,8 @@ def test_read_only_experiment_is_indexed_in_the_user_cache(tmp_path, monkeypatch
 
 def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
     exp = write_experiment(tmp_path / "scorep-experiments" / "run")
-    svc = Service(str(tmp_path))
-    real_in_worker = svc.in_worker
+    svc = Service(str(tmp_path), version="test")
+    real_in_worker = svc.reads.in_worker
     crashes = [True]
 
     async def crash_once(what, fn, *args):
@@ -80,15 +80,15 @@ def test_a_worker_crash_is_not_remembered_against_the_file(tmp_path):
             return await real_in_worker(what, os._exit, 3)  # os._exit in the worker
         return await real_in_worker(what, fn, *args)
 
-    svc.in_worker = crash_once
+    svc.reads.in_worker = crash_once
 
     async def run():
-        manifest = await svc.manifest(exp)
+        manifest = await svc.reads.manifest(exp)
         with pytest.raises(Unreadable) as crashed:
-            await svc.index(exp, manifest)
+            await svc.reads.index(exp, manifest)
         assert status_of(crashed.value) == 422 and crashed.value.transient
         # same files, yet a fresh worker builds the index: the crash was not remembered
-        index = await svc.index(exp, manifest)
+        index = await svc.reads.index(exp, manifest)
         return index.meta["events"]
 
     try:
@@ -103,9 +103,9 @@ def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(
     build only after A has finished and left the single flight. B must get A's index, not
     build a second one."""
     exp = write_experiment(tmp_path / "scorep-experiments" / "run")
-    svc = Service(str(tmp_path))
+    svc = Service(str(tmp_path), version="test")
     submitted = []
-    real_in_worker, real_in_thread = svc.in_worker, svc.in_thread
+    real_in_worker, real_in_thread = svc.reads.in_worker, svc.reads.in_thread
     b_looked_up, a_done = asyncio.Event(), asyncio.Event()
     b_task: list[asyncio.Task] = []
     b_lookup = []
@@ -117,24 +117,24 @@ def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(
 
     async def b_waits_for_a(fn, *args):
         result = await real_in_thread(fn, *args)
-        if fn == svc._lookup and asyncio.current_task() is b_task[0]:
+        if fn == svc.reads._lookup and asyncio.current_task() is b_task[0]:
             b_lookup.append(result)
             b_looked_up.set()
             await a_done.wait()  # B's answer ("stale") arrives after A is done
         return result
 
-    svc.in_worker = counting
-    svc.in_thread = b_waits_for_a
+    svc.reads.in_worker = counting
+    svc.reads.in_thread = b_waits_for_a
 
     async def a_then_b():
-        manifest = await svc.manifest(exp)
+        manifest = await svc.reads.manifest(exp)
 
         async def a():
-            index = await svc.index(exp, manifest)
+            index = await svc.reads.index(exp, manifest)
             a_done.set()
             return index
 
-        b_task.append(asyncio.ensure_future(svc.index(exp, manifest)))
+        b_task.append(asyncio.ensure_future(svc.reads.index(exp, manifest)))
         return await asyncio.gather(a(), b_task[0])
 
     try:

@@ -122,9 +122,9 @@ def test_the_heuristics_are_checked_and_said_in_words(caplog):
     # a bad setting is said in the log; the server keeps Score-P's defaults
     from jupyterlab_scorep.http.service import Service
 
-    service = Service("/nonexistent", filter_heuristics="timepervisit=fast")
+    service = Service("/nonexistent", version="test", filter_heuristics="timepervisit=fast")
     try:
-        assert service.filter_heuristics == scorep_score.HEURISTICS
+        assert service.scores.filter_heuristics == scorep_score.HEURISTICS
         assert "filter_heuristics='timepervisit=fast'" in caplog.text
     finally:
         service.shutdown()

@@ -17,7 +17,8 @@ matrix comes from the trace's MPI messages (``mpi_read``).
 
 ``verdicts`` turns them into words for GET summary, with the POP project's rule of thumb
 for when an efficiency needs attention: a load balance below 0.8 (IMBALANCE_PCT = 20) and
-communication above 20 % of the time (COMMUNICATION_SHARE = 0.2).
+communication above 20 % of the time (COMMUNICATION_SHARE = 0.2). The routes that read the
+index and the MPI records for it are http/rank_routes.py.
 """
 
 from __future__ import annotations
@@ -200,44 +201,3 @@ def verdicts(ranks: dict[str, Any]) -> list[dict[str, Any]]:
             text = f"Communication takes {pct:.0f} % of the ranks' time ({mpi_total:.3g} s in MPI calls)."
             out.append({"kind": "mpi", "level": "info", "text": text, "numbers": numbers})
     return out
-
-
-# --- the service's side ----------------------------------------------------------------
-
-
-async def answer(service: Any, path: str | None) -> dict[str, Any]:
-    """GET ranks for ``service`` (see docs/API.md)."""
-    exp, manifest = await service.open(path)
-    index = await service.index(exp, manifest)
-    traffic = await traffic_of(service, exp, index)
-    body = await service.compute("the ranks' summary", summarize, index, traffic)
-    body["mpi"] = manifest.get("mpi")
-    return body
-
-
-async def traffic_of(service: Any, exp: Any, index: Any) -> dict[str, Any]:
-    """``mpi_read.read_traffic`` of the experiment's trace, once per index build."""
-    from ..trace import mpi_read
-
-    key = "mpi_traffic"
-    found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
-    if found is not None:
-        return found
-    anchor = str(exp / ex.OTF2_ANCHOR)
-    traffic = await service.in_worker("the MPI records of the OTF2 trace", mpi_read.read_traffic,
-                                      anchor)  # fmt: skip
-    return index.cached(key, lambda _index: traffic)
-
-
-async def summary_verdicts(service: Any, exp: Any, manifest: dict[str, Any]) -> list[dict]:
-    """The MPI verdicts of GET summary: only for runs of several processes (the manifest's
-    ``mpi``, or a trace of several process groups); never fails the summary."""
-    try:
-        index = await service.index(exp, manifest)
-        groups = {loc.get("group") for loc in index.locations if loc.get("kind") != "metric"}
-        if not manifest.get("mpi") and len(groups) < 2:
-            return []
-        traffic = await traffic_of(service, exp, index)
-        return verdicts(await service.compute("the ranks' summary", summarize, index, traffic))
-    except Exception:
-        return []

@@ -14,53 +14,57 @@ from scorep_kernel import experiment as ex
 
 from ..analysis import device_analysis
 from ..domain_errors import BadParameter, NotFound, Unreadable
+from ..paths import Roots
+from .experiment_reads import ExperimentReads
 
 IMPORT_TIMEOUT_S = 600
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-async def analysis_of(service: Any, exp: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+async def analysis_of(
+    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
+) -> dict[str, Any] | None:
     """``device_analysis.analyze`` of the experiment's trace, once per index build."""
     from ..trace import device_read
 
-    index = await service.index(exp, manifest)
+    index = await reads.index(exp, manifest)
     key = "device_analysis"
     found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
     if found is not None:
         return found or None
     if not any(loc.get("kind") == "gpu" for loc in index.locations):
         return index.cached(key, lambda _index: {}) or None
-    records = await service.in_worker(
+    records = await reads.in_worker(
         "the device records of the OTF2 trace",
         device_read.read_device_records,
         str(exp / ex.OTF2_ANCHOR),
     )
-    analysis = await service.compute("the device analysis", device_analysis.analyze, index, records)
+    analysis = await reads.compute("the device analysis", device_analysis.analyze, index, records)
     return index.cached(key, lambda _index: analysis or {}) or None
 
 
-async def answer(service: Any, path: str | None) -> dict[str, Any]:
+async def answer(reads: ExperimentReads, path: str | None) -> dict[str, Any]:
     """GET device (docs/API.md): 404 for a run without device streams."""
-    exp, manifest = await service.open(path)
-    analysis = await analysis_of(service, exp, manifest)
+    exp, manifest = await reads.open(path)
+    analysis = await analysis_of(reads, exp, manifest)
     if analysis is None:
         raise NotFound(device_absent_message(manifest))
     return device_analysis.public(analysis)
 
 
 async def link(
-    service: Any, path: str | None, location: int | None, start: int | None
+    reads: ExperimentReads, path: str | None, location: int | None, start: int | None
 ) -> dict[str, Any]:
     """GET link: the other ends of the launch links of one span."""
     if location is None or start is None:
         raise BadParameter(
             "GET link needs location= (a location id) and start= (the span's start, ns)"
         )
-    exp, manifest = await service.open(path)
-    analysis = await analysis_of(service, exp, manifest)
+    exp, manifest = await reads.open(path)
+    analysis = await analysis_of(reads, exp, manifest)
     if analysis is None:
         return {"links": []}
-    index = await service.index(exp, manifest)
+    index = await reads.index(exp, manifest)
     if not 0 <= location < len(index.locations):
         raise BadParameter(f"location={location} is not a location of this trace")
     host = index.locations[location].get("kind") != "gpu"
@@ -83,7 +87,7 @@ def device_absent_message(manifest: dict[str, Any]) -> str:
 
 
 async def summary_part(
-    service: Any, exp: Path, manifest: dict[str, Any]
+    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
 ) -> tuple[dict | None, list[dict]]:
     """The ``device`` section and verdict of GET summary, or the panel's word that Score-P
     could not record the device; never fails the summary."""
@@ -92,7 +96,7 @@ async def summary_part(
     if cuda.get("message") and not cuda.get("enabled"):
         verdicts.append({"kind": "gpu", "level": "info", "text": cuda["message"], "numbers": {}})
     try:
-        analysis = await analysis_of(service, exp, manifest)
+        analysis = await analysis_of(reads, exp, manifest)
     except Exception:
         return None, verdicts
     if analysis is None:
@@ -101,7 +105,7 @@ async def summary_part(
     return body, [body["verdict"], *verdicts]
 
 
-def import_trace(service: Any, trace: str | None) -> dict[str, Any]:
+def import_trace(roots: Roots, trace: str | None) -> dict[str, Any]:
     """POST import: a torch.profiler trace (``export_chrome_trace`` or
     tensorboard_trace_handler's ``*.pt.trace.json``) inside the roots becomes an experiment
     in ``scorep-experiments/`` beside it. The kernel's package converts it in a process of
@@ -110,7 +114,7 @@ def import_trace(service: Any, trace: str | None) -> dict[str, Any]:
         raise BadParameter(
             "POST import needs trace= (a torch.profiler trace, relative to the server root)"
         )
-    path = service.roots.resolve(trace, "trace")
+    path = roots.resolve(trace, "trace")
     if not path.is_file():
         raise NotFound(f"{trace} is not a file: give the path of a *.pt.trace.json")
     if not str(path).endswith(TRACE_SUFFIXES):

@@ -37,6 +37,9 @@ Samples = tuple[dict[str, Any], Any, Any]  # (schema, t_ns, values), as ex.read_
 
 
 class ExperimentReads:
+    """Reads an experiment's parts for the routes (one object, held by ``Service``): the
+    roots it may serve, the parse worker, the loaded indexes and the parsed profiles."""
+
     def __init__(
         self, server_root: str, experiment_roots=(), *, build_timeout: float, cache_size: int
     ):
@@ -83,6 +86,13 @@ class ExperimentReads:
                 "Unreadable file",
             ) from None
 
+    async def in_waiters(self, fn: Callable, *args) -> Any:
+        """Run ``fn`` (a blocking call that waits on a child process: the worker,
+        scorep-score) in the threads kept for waiting, not the default pool."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._waiters, functools.partial(fn, *args)
+        )
+
     async def in_worker(self, what: str, fn: Callable, *args) -> Any:
         call = functools.partial(self._worker.call, fn, *args, timeout=self.build_timeout)
         # A crash may come from an earlier job's damage, and a stop from an overloaded
@@ -125,7 +135,7 @@ class ExperimentReads:
         self._failed.pop(key, None)
         return result
 
-    async def _once_kept(
+    async def once_kept(
         self, cache: OrderedDict, key: tuple, signature: Any, make: Callable
     ) -> Any:
         """``_once``, its result kept in ``cache`` (the 8 used last) while the files
@@ -158,7 +168,7 @@ class ExperimentReads:
             ) from None
 
     @staticmethod
-    def _available(exp: Path) -> tuple[dict[str, bool], dict[str, str | None]]:
+    def available(exp: Path) -> tuple[dict[str, bool], dict[str, str | None]]:
         """Which of the experiment's files exist, and the viewers on PATH."""
         available = {
             "otf2": experiment_file(exp, ex.OTF2_ANCHOR) is not None,
@@ -252,7 +262,7 @@ class ExperimentReads:
         return None
 
     @staticmethod
-    def _cubex_identity(exp: Path) -> tuple[Path, tuple[int, int]] | None:
+    def cubex_identity(exp: Path) -> tuple[Path, tuple[int, int]] | None:
         """profile.cubex's real path and (mtime_ns, size), or None without one."""
         cubex = experiment_file(exp, ex.CUBEX)
         if cubex is None:
@@ -260,9 +270,14 @@ class ExperimentReads:
         st = os.stat(cubex)
         return cubex, (st.st_mtime_ns, st.st_size)
 
+    def forget(self, exp: Path) -> None:
+        """Drop what is kept of the experiment at ``exp`` (deleted): its parsed profiles."""
+        for key in [k for k in self._profiles if str(k[1]).startswith(f"{exp}{os.sep}")]:
+            del self._profiles[key]
+
     async def profile(self, exp: Path, manifest: dict[str, Any]) -> CallTree:
         """The call tree from profile.cubex, else from the trace."""
-        found = await self.in_thread(self._cubex_identity, exp)
+        found = await self.in_thread(self.cubex_identity, exp)
         if found is None or manifest.get("files_status") == ex.FILES_PENDING:
             index = await self.index(exp, manifest)
             return await self.in_thread(index.cached, "calltree", calltree.from_index)
@@ -281,7 +296,7 @@ class ExperimentReads:
                     "Unreadable profile",
                 ) from None
 
-        return await self._once_kept(self._profiles, ("cubex", str(cubex)), signature, parse)
+        return await self.once_kept(self._profiles, ("cubex", str(cubex)), signature, parse)
 
     @staticmethod
     def _read_metric_samples(exp: Path) -> Samples | None:

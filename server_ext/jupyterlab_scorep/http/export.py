@@ -3,18 +3,71 @@ as a .zip, a file as is, and the trace as Chrome trace-event JSON (Perfetto, chr
 
 The Perfetto export is streamed and uncapped: one complete ("X") event per call, about
 110 bytes each, written location by location from the index's raw call table.
+
+``download`` chooses what GET download streams for an experiment.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from scorep_kernel import experiment as ex
+
+from ..domain_errors import BadParameter, NotFound
+from ..paths import archive_files
+from .experiment_reads import ExperimentReads
+
 CHUNK = 1 << 20
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_stem(manifest: dict[str, Any]) -> str:
+    """The run's id as a file name: a download's, a suggested filter's."""
+    return _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
+
+
+@dataclass
+class Download:
+    """A download to stream: its chunks (read in a thread, one ``next`` at a time), the
+    file name the browser saves it under, its content type and, when known, its length."""
+
+    chunks: Generator[bytes, None, None]
+    filename: str
+    content_type: str
+    length: int | None = None
+
+
+async def download(reads: ExperimentReads, path: str | None, what: str | None) -> Download:
+    """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""
+    exp, manifest = await reads.open(path)
+    stem = file_stem(manifest)
+    if what == "otf2":
+        files = await reads.in_thread(archive_files, exp)
+        if not any(name == ex.OTF2_ANCHOR for name, _ in files):
+            raise NotFound("this experiment has no OTF2 trace to download")
+        return Download(zip_stream(files, stem), f"{stem}-otf2.zip", "application/zip")
+    if what == "cubex":
+        cubex = await reads.in_thread(reads.cubex_identity, exp)
+        if cubex is None:
+            raise NotFound("this experiment has no profile.cubex to download")
+        file, (_mtime, size) = cubex
+        return Download(file_stream(file), f"{stem}.cubex", "application/x-tar", size)
+    if what == "perfetto":
+        index = await reads.index(exp, manifest)
+        return Download(
+            perfetto_stream(index, manifest["id"]),
+            f"{stem}.perfetto.json",
+            "application/json",
+        )
+    raise BadParameter(f"what={what!r}: choose otf2, cubex or perfetto")
 
 
 class _Sink:

@@ -4,9 +4,8 @@ the cell's next run, merged with the filter the run used."""
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
-import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,9 @@ from scorep_kernel import experiment as ex
 from ..analysis import scorep_score
 from ..domain_errors import NotFound, NotReady, OutsideRoots, Refused, Unprocessable
 from .experiment_reads import ExperimentReads
+from .export import file_stem
 
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def file_stem(manifest: dict[str, Any]) -> str:
-    """The run's id as a file name: a download's, a suggested filter's."""
-    return _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
+log = logging.getLogger(__name__)
 
 
 def _scorep_config(manifest: dict[str, Any]) -> dict[str, str]:
@@ -37,24 +32,41 @@ def _scorep_config(manifest: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-class ScoreRoutes(ExperimentReads):
-    """The score and filter routes of ``Service`` (whose ``__init__`` sets these)."""
+class Scores:
+    """GET score and POST filter (held by ``Service``): scorep-score's report of a run,
+    kept while its profile.cubex stays as it is, and the filter it suggests written for
+    the cell's next run."""
 
-    filter_heuristics: str
-    _scores: OrderedDict[tuple, tuple[tuple, dict[str, Any]]]
+    def __init__(self, reads: ExperimentReads, filter_heuristics: str = scorep_score.HEURISTICS):
+        self.reads = reads
+        # what scorep-score -g filters (ScorePExtension.filter_heuristics): a bad value is
+        # said in the log and Score-P's defaults used, rather than no extension at all
+        try:
+            self.filter_heuristics = scorep_score.check_heuristics(filter_heuristics)
+        except ValueError as e:
+            log.warning(
+                "scorep: ScorePExtension.filter_heuristics=%r: %s; using scorep-score's "
+                "defaults (%s)",
+                filter_heuristics,
+                e,
+                scorep_score.HEURISTICS,
+            )
+            self.filter_heuristics = scorep_score.HEURISTICS
+        # ("score", cubex path) -> ((mtime_ns, size), scorep-score's report), LRU
+        self._reports: OrderedDict[tuple, tuple[tuple, dict[str, Any]]] = OrderedDict()
 
     async def score(self, path: str | None) -> dict[str, Any]:
         """GET score: Score-P's estimate of the run (scorep-score on its profile.cubex) and
         the filter it suggests for the next run, with the configuration the run had and
         the filter already applied from it, if any."""
-        exp, manifest = await self.open(path)
+        exp, manifest = await self.reads.open(path)
         report = await self._score_report(exp, manifest)
         config = _scorep_config(manifest)
-        target = await self.in_thread(self._filter_target, exp, manifest, False)
+        target = await self.reads.in_thread(self._filter_target, exp, manifest, False)
         return {
             **report,
             "heuristics": self.filter_heuristics,
-            "tool": await self.in_thread(scorep_score.executable),
+            "tool": await self.reads.in_thread(scorep_score.executable),
             "configured": {
                 k: config.get(k) for k in ("SCOREP_TOTAL_MEMORY", "SCOREP_FILTERING_FILE")
             },
@@ -64,8 +76,8 @@ class ScoreRoutes(ExperimentReads):
     async def apply_filter(self, path: str | None) -> dict[str, Any]:
         """POST filter: write the suggested filter (with the rules of the filter the run
         used) into ``scorep-filters/`` beside the experiments, for the cell's next run."""
-        exp, manifest = await self.open(path)
-        target = await self.in_thread(self._filter_target, exp, manifest, True)
+        exp, manifest = await self.reads.open(path)
+        target = await self.reads.in_thread(self._filter_target, exp, manifest, True)
         report = await self._score_report(exp, manifest)
         suggestion = report["filter"]
         if suggestion is None:
@@ -75,19 +87,19 @@ class ScoreRoutes(ExperimentReads):
                 "nothing to filter",
                 "Nothing to filter",
             )
-        return await self.in_thread(self._write_filter, target, manifest, suggestion)
+        return await self.reads.in_thread(self._write_filter, target, manifest, suggestion)
 
     async def _score_report(self, exp: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         if manifest.get("files_status") == ex.FILES_PENDING:
             raise NotReady("the profile is still being written; try again in a moment")
-        found = await self.in_thread(self._cubex_identity, exp)
+        found = await self.reads.in_thread(self.reads.cubex_identity, exp)
         if found is None:
             raise NotFound(
                 "this experiment has no profile.cubex, which scorep-score reads: the run "
                 "was measured with profiling off (SCOREP_ENABLE_PROFILING=false)",
                 "No profile",
             )
-        if await self.in_thread(scorep_score.executable) is None:
+        if await self.reads.in_thread(scorep_score.executable) is None:
             raise NotFound(
                 "scorep-score is not on the server's PATH: put Score-P's bin/ on it (it "
                 "comes with Score-P) to see Score-P's estimate of this run",
@@ -96,19 +108,14 @@ class ScoreRoutes(ExperimentReads):
         cubex, signature = found
 
         async def run() -> dict[str, Any]:
-            loop = asyncio.get_running_loop()
             try:
-                return await loop.run_in_executor(
-                    self._waiters,
-                    scorep_score.report,
-                    cubex,
-                    self.build_timeout,
-                    self.filter_heuristics,
+                return await self.reads.in_waiters(
+                    scorep_score.report, cubex, self.reads.build_timeout, self.filter_heuristics
                 )
             except scorep_score.ScoreError as e:
                 raise Unprocessable(str(e), "scorep-score failed") from None
 
-        return await self._once_kept(self._scores, ("score", str(cubex)), signature, run)
+        return await self.reads.once_kept(self._reports, ("score", str(cubex)), signature, run)
 
     def _filter_target(self, exp: Path, manifest: dict[str, Any], check: bool) -> Path | None:
         """``scorep-filters/<id>.filter`` beside the experiments (else beside the
@@ -116,7 +123,7 @@ class ScoreRoutes(ExperimentReads):
         when neither does."""
         name = file_stem(manifest) + scorep_score.FILTER_SUFFIX
         for directory in (scorep_score.filter_dir(exp), exp.parent / scorep_score.FILTER_DIR):
-            if self.roots.allowed(os.path.realpath(directory)):
+            if self.reads.roots.allowed(os.path.realpath(directory)):
                 return Path(os.path.realpath(directory)) / name
         if check:
             raise OutsideRoots(
@@ -141,7 +148,7 @@ class ScoreRoutes(ExperimentReads):
                 f"({e.strerror or type(e).__name__}); make that folder writable",
                 "Not writable",
             ) from None
-        root = Path(self.roots.server_root)
+        root = Path(self.reads.roots.server_root)
         return {
             "path": str(written),
             # relative to the server root (as the notebook's path is), when inside it
@@ -156,7 +163,7 @@ class ScoreRoutes(ExperimentReads):
         if not used:
             return None
         real = os.path.realpath(used)
-        if not self.roots.allowed(real):
+        if not self.reads.roots.allowed(real):
             return None
         try:
             with open(real, encoding="utf-8", errors="replace") as f:

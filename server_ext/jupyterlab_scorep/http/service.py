@@ -2,19 +2,18 @@
 ``metrics``, ``summary`` ...), called by the thin handlers in ``routes``, which only parse
 parameters and write the answer as JSON. The contract is docs/API.md.
 
-Below the route methods, work is done off the event loop (``experiment_reads``: parsing in
-a worker process, file access and lookups on loaded indexes in threads); GET score and
-POST filter are ``score_routes``. Every failure comes back as a domain error
-(``..domain_errors``), which only the handlers turn into a status code (``error_status``)."""
+``Service`` holds the objects that do the work, each with one job: ``reads``
+(``experiment_reads.ExperimentReads``: an experiment's parts read off the event loop,
+parsing in a worker process, file access and lookups on loaded indexes in threads) and
+``scores`` (``score_routes.Scores``: GET score and POST filter). GET download is
+``export.download``; GET device, GET link and POST import are ``device_routes``, GET ranks
+``rank_routes``. Every failure comes back as a domain error (``..domain_errors``), which
+only the handlers turn into a status code (``error_status``)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 from collections import OrderedDict
-from collections.abc import Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from ..analysis import (
     compare_verdict,
     history,
     metric_series,
-    ranks,
     scorep_score,
     summary,
 )
@@ -39,24 +37,12 @@ from ..domain_errors import (
     ScorePError,
     Unprocessable,
 )
-from ..paths import archive_files, experiment_file, list_experiments
+from ..paths import experiment_file, list_experiments
 from ..trace import calltree, timeline
 from ..trace.calltree import CallTree
-from . import device_routes, export, tools
-from .score_routes import ScoreRoutes, file_stem
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class Download:
-    """A download to stream: its chunks (read in a thread, one ``next`` at a time), the
-    file name the browser saves it under, its content type and, when known, its length."""
-
-    chunks: Generator[bytes, None, None]
-    filename: str
-    content_type: str
-    length: int | None = None
+from . import device_routes, export, rank_routes, tools
+from .experiment_reads import ExperimentReads
+from .score_routes import Scores
 
 
 def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int, int]:
@@ -71,45 +57,41 @@ def resolve_window(full: list[int], t0: int | None, t1: int | None) -> tuple[int
     return t0, t1
 
 
-class Service(ScoreRoutes):
+class Service:
+    """Answers each route; ``reads`` and ``scores`` do the work (module doc)."""
+
     def __init__(
         self,
         server_root: str,
         experiment_roots=(),
         *,
+        version: str,
         build_timeout: float = 600,
         cache_size: int = 8,
         filter_heuristics: str = scorep_score.HEURISTICS,
     ):
-        super().__init__(
+        self.package_version = version
+        self.reads = ExperimentReads(
             server_root, experiment_roots, build_timeout=build_timeout, cache_size=cache_size
         )
-        # what scorep-score -g filters (ScorePExtension.filter_heuristics): a bad value is
-        # said in the log and Score-P's defaults used, rather than no extension at all
-        try:
-            self.filter_heuristics = scorep_score.check_heuristics(filter_heuristics)
-        except ValueError as e:
-            log.warning(
-                "scorep: ScorePExtension.filter_heuristics=%r: %s; using scorep-score's "
-                "defaults (%s)",
-                filter_heuristics,
-                e,
-                scorep_score.HEURISTICS,
-            )
-            self.filter_heuristics = scorep_score.HEURISTICS
-        # ("score", cubex path) -> ((mtime_ns, size), scorep-score's report), LRU
-        self._scores: OrderedDict[tuple, tuple[tuple, dict[str, Any]]] = OrderedDict()
+        self.scores = Scores(self.reads, filter_heuristics)
         # (id(tree a), id(tree b), noise) -> (tree a, tree b, GET compare's comparison part);
         # the trees are held so that their ids stay theirs while the entry lives
         self._comparisons: OrderedDict[tuple, tuple[CallTree, CallTree, dict]] = OrderedDict()
 
+    def warm_up(self) -> None:
+        self.reads.warm_up()
+
+    def shutdown(self) -> None:
+        self.reads.shutdown()
+
     # -- routes (docs/API.md) ----------------------------------------------------------
 
     async def version(self) -> dict[str, Any]:
-        from .. import __version__
-
-        status, paths = await self.in_thread(lambda: (tools.scorep_status(), tools.tool_paths()))
-        return {"version": __version__, "scorep": status, "tools": paths}
+        status, paths = await self.reads.in_thread(
+            lambda: (tools.scorep_status(), tools.tool_paths())
+        )
+        return {"version": self.package_version, "scorep": status, "tools": paths}
 
     async def experiments(
         self, directory: str | None, notebook: str | None = None, cell: str | None = None
@@ -118,14 +100,14 @@ class Service(ScoreRoutes):
         server root and each configured experiment root. With ``notebook`` and/or ``cell``:
         that notebook's (cell's) runs, with their disk use (``history.runs``)."""
         if notebook or cell:
-            return await self.in_thread(self._runs, directory, notebook or None, cell or None)
-        found = await self.in_thread(self._list, directory)
+            return await self.reads.in_thread(self._runs, directory, notebook or None, cell or None)
+        found = await self.reads.in_thread(self._list, directory)
         return {"experiments": [{"path": str(p), "manifest": m} for p, m in found]}
 
     def _runs(self, directory: str | None, notebook: str | None, cell: str | None):
-        given = self.roots.resolve(directory, "dir") if directory else None
-        parents = history.parents_for(self.roots, notebook, given)
-        return history.runs(self.roots, parents, notebook, cell)
+        given = self.reads.roots.resolve(directory, "dir") if directory else None
+        parents = history.parents_for(self.reads.roots, notebook, given)
+        return history.runs(self.reads.roots, parents, notebook, cell)
 
     async def compare(self, a: str | None, b: str | None) -> dict[str, Any]:
         """GET compare: run ``b`` against run ``a`` (the baseline; Δ = b - a), functions
@@ -133,7 +115,9 @@ class Service(ScoreRoutes):
         where their cells begin (to align their timelines)."""
         if not a or not b:
             raise BadParameter("pass both runs to compare: a=<baseline path>&b=<path>")
-        (exp_a, man_a), (exp_b, man_b) = await asyncio.gather(self.open(a), self.open(b))
+        (exp_a, man_a), (exp_b, man_b) = await asyncio.gather(
+            self.reads.open(a), self.reads.open(b)
+        )
         for man in (man_a, man_b):
             if man.get("files_status") == ex.FILES_PENDING:
                 raise NotReady(
@@ -142,7 +126,9 @@ class Service(ScoreRoutes):
         (tree_a, facts_a), (tree_b, facts_b) = await self._compare_sides(
             (exp_a, man_a), (exp_b, man_b)
         )
-        walls = await self.in_thread(history.same_source_walls, self.roots, exp_a, man_a)
+        walls = await self.reads.in_thread(
+            history.same_source_walls, self.reads.roots, exp_a, man_a
+        )
         noise = compare_noise.noise_from_runs(walls)
         key = (id(tree_a), id(tree_b), noise)
         cached = self._comparisons.get(key)
@@ -155,7 +141,7 @@ class Service(ScoreRoutes):
                 c = compare.compare_trees(tree_a, tree_b, noise)
                 return compare_json.comparison_json(c, compare_verdict.verdict(c))
 
-            body = await self.compute("comparing the runs", run)
+            body = await self.reads.compute("comparing the runs", run)
             self._comparisons[key] = (tree_a, tree_b, body)
             while len(self._comparisons) > 8:
                 self._comparisons.popitem(last=False)
@@ -168,7 +154,7 @@ class Service(ScoreRoutes):
         """Each run's call tree and facts, both runs at once. Both trees come from the
         trace indexes when both runs have a trace (built once, memory-mapped: fast, and one
         source for both), else each from its profile (profile.cubex, else the trace)."""
-        available = [await self.in_thread(self._available, exp) for exp, _m in sides]
+        available = [await self.reads.in_thread(self.reads.available, exp) for exp, _m in sides]
         # the trace holds no running/waiting split: where both runs measured it, their
         # profiles (profile.cubex's cpu_time) are what the verdict must read
         split = all(
@@ -183,17 +169,17 @@ class Service(ScoreRoutes):
             index = None
             if av["otf2"]:
                 try:
-                    index = await self.index(exp, manifest)
+                    index = await self.reads.index(exp, manifest)
                 except ScorePError:
                     if use_trace:
                         raise
             if use_trace and index is not None:
-                tree = await self.in_thread(index.cached, "calltree", calltree.from_index)
+                tree = await self.reads.in_thread(index.cached, "calltree", calltree.from_index)
             else:
-                tree = await self.profile(exp, manifest)
+                tree = await self.reads.profile(exp, manifest)
             span = None
             if index is not None:
-                span = await self.compute(
+                span = await self.reads.compute(
                     "finding the cell in the trace", index.cached, "cell_span", history.cell_span
                 )
             cells = [
@@ -225,20 +211,19 @@ class Service(ScoreRoutes):
     async def delete(self, path: str | None, expected_id: str | None) -> dict[str, Any]:
         """DELETE experiment: remove one experiment directory, asked for by path and
         confirmed by its id; refused for anything else (``history.deletable``)."""
-        exp, manifest = await self.open(path)
-        await self.in_thread(history.deletable, self.roots, exp, manifest, expected_id)
+        exp, manifest = await self.reads.open(path)
+        await self.reads.in_thread(history.deletable, self.reads.roots, exp, manifest, expected_id)
         try:
-            freed = await self.in_thread(history.delete, exp)
+            freed = await self.reads.in_thread(history.delete, exp)
         except OSError as e:
             raise Unprocessable(
                 f"the experiment could not be deleted completely: {e}", "Not deleted"
             ) from None
-        for key in [k for k in self._profiles if str(k[1]).startswith(f"{exp}{os.sep}")]:
-            del self._profiles[key]
+        self.reads.forget(exp)
         return {"deleted": str(exp), "id": manifest["id"], "freed_bytes": freed}
 
     def _list(self, directory: str | None) -> list[tuple[str, dict[str, Any]]]:
-        roots = self.roots
+        roots = self.reads.roots
         parents: list[str | Path]
         if directory:
             given = roots.resolve(directory, "dir")
@@ -249,8 +234,8 @@ class Service(ScoreRoutes):
 
     async def describe(self, path: str | None) -> dict[str, Any]:
         """GET experiment: the manifest, which files there are, and the trace's outline."""
-        exp, manifest = await self.open(path)
-        available, tool_paths = await self.in_thread(self._available, exp)
+        exp, manifest = await self.reads.open(path)
+        available, tool_paths = await self.reads.in_thread(self.reads.available, exp)
         body: dict[str, Any] = {
             "path": str(exp),
             "manifest": manifest,
@@ -261,7 +246,7 @@ class Service(ScoreRoutes):
         if not available["otf2"] or manifest.get("files_status") == ex.FILES_PENDING:
             return body
         try:
-            index = await self.index(exp, manifest)
+            index = await self.reads.index(exp, manifest)
         except Unprocessable as e:
             body["trace_error"] = e.message
             return body
@@ -281,21 +266,21 @@ class Service(ScoreRoutes):
     async def timeline(
         self, path: str | None, t0: int | None, t1: int | None, width: int
     ) -> dict[str, Any]:
-        exp, manifest = await self.open(path)
-        index = await self.index(exp, manifest)
+        exp, manifest = await self.reads.open(path)
+        index = await self.reads.index(exp, manifest)
         t0, t1 = resolve_window(index.meta["range"], t0, t1)
-        return await self.compute("the timeline query", timeline.query, index, t0, t1, width)
+        return await self.reads.compute("the timeline query", timeline.query, index, t0, t1, width)
 
     async def calltree(self, path: str | None, location: int | None) -> dict[str, Any]:
-        exp, manifest = await self.open(path)
-        tree = await self.profile(exp, manifest)
+        exp, manifest = await self.reads.open(path)
+        tree = await self.reads.profile(exp, manifest)
         if location is not None:
             if not tree.locations:
                 raise BadParameter("this profile has no locations")
             last = len(tree.locations) - 1
             if not 0 <= location <= last:
                 raise BadParameter(f"location={location} is out of range [0, {last}]")
-        return await self.compute(
+        return await self.reads.compute(
             "building the call tree", calltree.to_json, tree, location, manifest["id"]
         )
 
@@ -305,22 +290,22 @@ class Service(ScoreRoutes):
         """The metric samples of metrics.json + .npz and the trace's metric events (those
         the samples lack: Score-P's rusage, PAPI or plugin metrics), bucketed to ``width``;
         times relative to the run's start."""
-        exp, manifest = await self.open(path)
+        exp, manifest = await self.reads.open(path)
         if t0 is not None and t1 is not None and t1 <= t0:
             raise BadParameter(f"the window [t0={t0}, t1={t1}] is empty")
-        samples = await self.metric_samples(exp)
+        samples = await self.reads.metric_samples(exp)
         try:
-            traced = await self.trace_metric_samples(exp, manifest)
+            traced = await self.reads.trace_metric_samples(exp, manifest)
         except ScorePError:
             if samples is None:
                 raise
             traced = None  # the samples stand without the trace (pending, unreadable)
         if samples is not None:
-            origin = await self.origin(exp, manifest)
+            origin = await self.reads.origin(exp, manifest)
             if traced is not None:
                 schema, t_ns, values = samples
                 relative = (schema, t_ns - origin, values)
-                samples = await self.compute(
+                samples = await self.reads.compute(
                     "merging the trace's metrics", metric_series.merge, relative, traced
                 )
                 origin = 0
@@ -333,7 +318,7 @@ class Service(ScoreRoutes):
                 "metrics were off for the run",
                 "No metrics",
             )
-        return await self.compute(
+        return await self.reads.compute(
             "bucketing the metric samples",
             metric_series.downsample,
             *samples,
@@ -346,17 +331,17 @@ class Service(ScoreRoutes):
     async def summary(self, path: str | None) -> dict[str, Any]:
         """Wall time, top regions and verdicts from whatever parts can be read; the parts
         that cannot become notes (only "not ready yet" fails the whole answer)."""
-        exp, manifest = await self.open(path)
+        exp, manifest = await self.reads.open(path)
         tree, events, notes = None, None, []
         try:
-            tree = await self.profile(exp, manifest)
+            tree = await self.reads.profile(exp, manifest)
         except ScorePError as e:
             if isinstance(e, Conflict):
                 raise
             notes.append(f"No call tree: {e.message}")
-        if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
+        if await self.reads.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is not None:
             try:
-                index = await self.index(exp, manifest)
+                index = await self.reads.index(exp, manifest)
                 events = index.meta["events"]
                 notes += index.meta.get("notes", [])
             except ScorePError as e:
@@ -364,76 +349,64 @@ class Service(ScoreRoutes):
                     raise
                 notes.append(f"No trace: {e.message}")
         try:
-            samples = await self.metric_samples(exp)
+            samples = await self.reads.metric_samples(exp)
         except ScorePError as e:
             samples = None
             notes.append(f"No metrics: {e.message}")
-        body = await self.compute(
+        body = await self.reads.compute(
             "summarising",
             lambda: summary.summarize(manifest, tree, samples, events=events, trace_notes=notes),
         )
         if events is not None:  # an MPI run's imbalance and communication share (ranks.py)
-            body["verdicts"] += await ranks.summary_verdicts(self, exp, manifest)
+            body["verdicts"] += await rank_routes.summary_verdicts(self.reads, exp, manifest)
         # the accelerators: what the device did, and the verdict naming the bottleneck
-        device, device_verdicts = await device_routes.summary_part(self, exp, manifest)
+        device, device_verdicts = await device_routes.summary_part(self.reads, exp, manifest)
         body["device"] = device
         body["verdicts"] = device_verdicts + body["verdicts"]
         return body
 
     async def device(self, path: str | None) -> dict[str, Any]:
         """GET device: the accelerators' analysis (device_routes, device_analysis)."""
-        return await device_routes.answer(self, path)
+        return await device_routes.answer(self.reads, path)
 
     async def link(
         self, path: str | None, location: int | None, start: int | None
     ) -> dict[str, Any]:
         """GET link: a span's launch link (launch <-> kernel)."""
-        return await device_routes.link(self, path, location, start)
+        return await device_routes.link(self.reads, path, location, start)
 
     async def import_trace(self, trace: str | None) -> dict[str, Any]:
         """POST import: a torch.profiler trace as an experiment."""
-        return await self.in_thread(device_routes.import_trace, self, trace)
+        return await self.reads.in_thread(device_routes.import_trace, self.reads.roots, trace)
 
     async def ranks(self, path: str | None) -> dict[str, Any]:
-        """GET ranks: an MPI run's processes and their communication (ranks.py)."""
-        return await ranks.answer(self, path)
+        """GET ranks: an MPI run's processes and their communication (rank_routes)."""
+        return await rank_routes.answer(self.reads, path)
 
-    async def download(self, path: str | None, what: str | None) -> Download:
+    async def download(self, path: str | None, what: str | None) -> export.Download:
         """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""
-        exp, manifest = await self.open(path)
-        stem = file_stem(manifest)
-        if what == "otf2":
-            files = await self.in_thread(archive_files, exp)
-            if not any(name == ex.OTF2_ANCHOR for name, _ in files):
-                raise NotFound("this experiment has no OTF2 trace to download")
-            return Download(export.zip_stream(files, stem), f"{stem}-otf2.zip", "application/zip")
-        if what == "cubex":
-            cubex = await self.in_thread(self._cubex_identity, exp)
-            if cubex is None:
-                raise NotFound("this experiment has no profile.cubex to download")
-            file, (_mtime, size) = cubex
-            return Download(export.file_stream(file), f"{stem}.cubex", "application/x-tar", size)
-        if what == "perfetto":
-            index = await self.index(exp, manifest)
-            return Download(
-                export.perfetto_stream(index, manifest["id"]),
-                f"{stem}.perfetto.json",
-                "application/json",
-            )
-        raise BadParameter(f"what={what!r}: choose otf2, cubex or perfetto")
+        return await export.download(self.reads, path, what)
+
+    async def score(self, path: str | None) -> dict[str, Any]:
+        """GET score (``score_routes``)."""
+        return await self.scores.score(path)
+
+    async def apply_filter(self, path: str | None) -> dict[str, Any]:
+        """POST filter (``score_routes``)."""
+        return await self.scores.apply_filter(path)
 
     async def open_tool(
         self, path: str | None, tool: str | None, once: bool = False
     ) -> dict[str, Any]:
-        exp, _manifest = await self.open(path)
+        exp, _manifest = await self.reads.open(path)
         if tool not in tools.TOOL_FILES:
             raise BadParameter(f"tool={tool!r}: choose vampir or cube")
         name = tools.TOOL_FILES[tool]
-        target = await self.in_thread(experiment_file, exp, name)
+        target = await self.reads.in_thread(experiment_file, exp, name)
         if target is None:
             raise NotFound(f"this experiment has no {name} to open in {tool}")
         if once:  # the kernel asked for it (the bundle's "open"): not again on a reopen
-            pid = await self.in_thread(tools.open_once, tool, exp, target)
+            pid = await self.reads.in_thread(tools.open_once, tool, exp, target)
             return {"pid": pid, "already": pid is None}
-        pid = await self.in_thread(tools.open_in_tool, tool, exp, target)
+        pid = await self.reads.in_thread(tools.open_in_tool, tool, exp, target)
         return {"pid": pid}

@@ -1,0 +1,57 @@
+"""The service's side of GET ranks and of the MPI verdicts of GET summary: the reads
+(``experiment_reads``) give the index and the MPI records, ``analysis.ranks`` the
+answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scorep_kernel import experiment as ex
+
+from ..analysis import ranks
+from ..trace.index_store import LoadedIndex
+from .experiment_reads import ExperimentReads
+
+
+async def answer(reads: ExperimentReads, path: str | None) -> dict[str, Any]:
+    """GET ranks (docs/API.md)."""
+    exp, manifest = await reads.open(path)
+    index = await reads.index(exp, manifest)
+    traffic = await traffic_of(reads, exp, index)
+    body = await reads.compute("the ranks' summary", ranks.summarize, index, traffic)
+    body["mpi"] = manifest.get("mpi")
+    return body
+
+
+async def traffic_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> dict[str, Any]:
+    """``mpi_read.read_traffic`` of the experiment's trace, once per index build."""
+    from ..trace import mpi_read
+
+    key = "mpi_traffic"
+    found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
+    if found is not None:
+        return found
+    anchor = str(exp / ex.OTF2_ANCHOR)
+    traffic = await reads.in_worker(
+        "the MPI records of the OTF2 trace", mpi_read.read_traffic, anchor
+    )
+    return index.cached(key, lambda _index: traffic)
+
+
+async def summary_verdicts(
+    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
+) -> list[dict]:
+    """The MPI verdicts of GET summary: only for runs of several processes (the manifest's
+    ``mpi``, or a trace of several process groups); never fails the summary."""
+    try:
+        index = await reads.index(exp, manifest)
+        groups = {loc.get("group") for loc in index.locations if loc.get("kind") != "metric"}
+        if not manifest.get("mpi") and len(groups) < 2:
+            return []
+        traffic = await traffic_of(reads, exp, index)
+        return ranks.verdicts(
+            await reads.compute("the ranks' summary", ranks.summarize, index, traffic)
+        )
+    except Exception:
+        return []

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_trace import write_experiment
 
-from jupyterlab_scorep.trace import otf2_decode, otf2_read, otf2_scan
+from jupyterlab_scorep.trace import otf2_decode, otf2_events, otf2_read, otf2_scan
 
 CHUNK = 1024 * 1024  # the writer's event chunk size (the archive's anchor says so too)
 Decode = Callable[[np.ndarray, int], "otf2_decode.DecodedEvents | None"]
@@ -34,7 +34,7 @@ def decode(request) -> Decode:
 
 def both(
     exp: Path, decode: Decode
-) -> list[tuple[otf2_read.LocationEvents, otf2_decode.DecodedEvents | None]]:
+) -> list[tuple[otf2_events.LocationEvents, otf2_decode.DecodedEvents | None]]:
     _defs, events = otf2_read.read_trace(str(exp / "traces.otf2"), decoder="callbacks")
     decoded = [
         decode(np.fromfile(exp / "traces" / f"{ev.ref}.evt", np.uint8), CHUNK) for ev in events

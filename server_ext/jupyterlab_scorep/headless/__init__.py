@@ -4,6 +4,7 @@ report`` prints an experiment in the terminal. docs/HEADLESS.md is the user's gu
 
     cells.py             which cells are profiled, and the metadata each execute_request carries
     notebook_client.py   the nbclient NotebookClient that sends it
+    run_options.py       what a run was asked to do (the command line's options)
     execute.py           one run: kernel, cells, Ctrl-C, timeouts
     progress_lines.py    the line printed per cell
     run_results.py       what the run leaves in scorep-summary.json: cells, experiments

@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:
-    from .execute import Runner, RunOptions, UsageError, session_name
+    from .execute import Runner, UsageError, session_name
+    from .run_options import RunOptions
 
     if args.fail_if_slower is not None and args.baseline is None:
         print("jupyter scorep run: --fail-if-slower needs --baseline", file=sys.stderr)

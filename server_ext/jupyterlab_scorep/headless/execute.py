@@ -18,7 +18,6 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,36 +31,14 @@ from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
 from .finished_outputs import finish_outputs
-from .notebook_client import SCOREP_KERNEL, ScorePNotebookClient
+from .notebook_client import ScorePNotebookClient
 from .progress_lines import ProgressLines
+from .run_options import RunOptions
 from .run_results import CellRun, RunResults
-
-DEFAULT_KERNEL = SCOREP_KERNEL
 
 
 class UsageError(Exception):
     """A wrong option or an unreadable notebook: exit status 2, the message says the fix."""
-
-
-@dataclass
-class RunOptions:
-    notebook: Path
-    output: Path | None = None
-    kernel: str = DEFAULT_KERNEL
-    backend: str | None = None
-    isolation: str | None = None
-    experiment_dir: Path | None = None
-    profile_all: bool = False
-    cells: str | None = None
-    timeout: float | None = None  # per cell, seconds
-    cwd: Path | None = None
-    allow_errors: bool = False
-    summary: Path | None = None
-    startup_timeout: float = 60.0
-    files_timeout: float = 300.0
-    top: int = 5  # top regions per cell in the summary
-    color: bool | None = None  # None: when the output is a terminal
-    repeat: int = 1  # run each profiled cell this many times (the gate judges the best)
 
 
 def session_name(notebook: Path) -> str:

@@ -29,9 +29,10 @@ from papermill.utils import merge_kwargs, remove_args
 
 from . import cells as cellsel
 from . import experiments as exps
-from .execute import DEFAULT_KERNEL, session_name
+from .execute import session_name
 from .finished_outputs import finish_outputs
 from .notebook_client import SendsCellMetadata
+from .run_options import DEFAULT_KERNEL
 
 CELLS_ENV = "JUPYTER_SCOREP_CELLS"
 FILES_TIMEOUT_S = 300.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scorep_kernel import experiment as ex
 
@@ -15,9 +15,7 @@ from ..analysis import compare_noise
 from . import cells as cellsel
 from . import experiments as exps
 from . import run_summary as hs
-
-if TYPE_CHECKING:
-    from .execute import RunOptions
+from .run_options import RunOptions
 
 
 @dataclass

@@ -42,7 +42,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
-from . import intervals, lod, otf2_definitions, otf2_read
+from . import intervals, lod, otf2_definitions, otf2_events, otf2_read
 
 # 2: Score-P's traces count from their first event; cells named alike under both backends
 INDEX_VERSION = 2
@@ -91,7 +91,7 @@ def build_index(exp_dir: str | os.PathLike, index_parent: str | os.PathLike) -> 
     return meta
 
 
-def run_start(defs: otf2_definitions.Definitions, events: list[otf2_read.LocationEvents]) -> int:
+def run_start(defs: otf2_definitions.Definitions, events: list[otf2_events.LocationEvents]) -> int:
     """The tick the run starts at: the global offset, or in a trace of a whole process
     (ProgramBegin) its first Enter, Leave or Metric event."""
     if not any(ev.program_begin is not None for ev in events):

@@ -8,7 +8,7 @@ reader reads it.
 Score-P's metric values come out of the scanner as the ctypes reader decodes them (a
 DOUBLE's bits as a double, INT64 as signed, anything else as unsigned; scaled by the
 member's base**exponent: ``otf2_scan.MetricTables``); its flushes and "recording off" spans become calls of its artificial
-regions through the same ``otf2_read.with_artificial_calls``.
+regions through the same ``otf2_events.with_artificial_calls``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from .otf2_definitions import Definitions
-from .otf2_read import Decoder, LocationEvents, with_artificial_calls
+from .otf2_events import Decoder, LocationEvents, with_artificial_calls
 from .otf2_scan import LocalDefinitions, MetricTables, ScannedEvents
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ server's event-loop thread (see ``worker``).
 
 Private parts touched: ``_otf2.Config.lib_path`` (where the bundled library is) and the
 reader handle of ``otf2.reader.Reader``; pyproject pins ``otf2>=3.2,<3.3`` and
-``tests/test_otf2_read.py`` compares this reader with the public one event by event.
+``tests/trace/test_otf2_read.py`` compares this reader with the public one event by event.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """scorep-score's report read into JSON, and where an applied filter goes: on scorep-score's
 own words as Score-P 8.4 prints them (runs of the real tool are in
-scorep_runs/test_scorep_filters.py)."""
+server_ext/tests/scorep_runs/test_scorep_filters.py)."""
 
 from __future__ import annotations
 

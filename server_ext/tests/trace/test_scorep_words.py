@@ -1,6 +1,6 @@
 """How the server names and classes the regions of either backend: the contract's
 ``decode_region_role`` and ``cell_region_label`` on the names Score-P's bindings and the
-builtin tracer write (real traces are read in scorep_runs/)."""
+builtin tracer write (real traces are read in server_ext/tests/scorep_runs/)."""
 
 from __future__ import annotations
 

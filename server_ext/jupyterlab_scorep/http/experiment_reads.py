@@ -154,7 +154,9 @@ class ExperimentReads:
 
     async def open(self, path: str | None) -> tuple[Path, dict[str, Any]]:
         """The experiment a ``path`` parameter names, if it may be served, and its
-        manifest (one trip to a thread: both touch the file system)."""
+        manifest (one trip to a thread: both touch the file system). The manifest is read
+        again on every request, each timeline window included: it is small, and a run
+        still being written changes it (files_status)."""
         exp = await self.in_thread(self.roots.experiment, path)
         return exp, await self.manifest(exp)
 

@@ -4,6 +4,7 @@ here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadE
 
     otf2_definitions.py  the archive's definitions (clock, regions, locations) via ``otf2``
     otf2_read.py         all events of an archive: libotf2 callbacks, after the fast paths
+    otf2_events.py       a location's events as every reader gives them (``LocationEvents``)
     otf2_fast.py         the fast paths: the native scanner, else the numpy decoder
     otf2_scan.py         the native scanner (server_ext/native/otf2_scan.c) through ctypes
     otf2_local_defs.py   each location's local definitions, for the native scanner

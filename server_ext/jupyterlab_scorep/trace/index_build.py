@@ -1,4 +1,5 @@
-"""Build the columnar trace index of an experiment under ``<experiment>/.index/trace-v1/``.
+"""Build the columnar trace index of an experiment under ``<experiment>/.index/trace-v2/``
+(``trace-v<INDEX_VERSION>``).
 
 Layout (all numpy ``.npy``, memory-mapped by the server)::
 

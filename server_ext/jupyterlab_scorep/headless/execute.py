@@ -51,8 +51,9 @@ def session_name(notebook: Path) -> str:
         return str(path)
 
 
-class Runner(RunResults):
-    """Runs one notebook; ``await run()`` gives the summary (a dict per SCHEMA)."""
+class Runner:
+    """Runs one notebook; ``await run()`` gives the summary (a dict per SCHEMA), which
+    ``results`` (``run_results.RunResults``) builds."""
 
     def __init__(self, opts: RunOptions, out: TextIO | None = None):
         self.opts = opts
@@ -114,6 +115,15 @@ class Runner(RunResults):
         self.profiling = cellsel.Profiling(mode=mode, chosen=chosen, lab_settings=lab)
         self.cells = [CellRun(c, cellsel.is_toggled(c, self.profiling)) for c in self.code]
         self.session = session_name(path)
+        self.results = RunResults(
+            opts,
+            self.cells,
+            self.profiling,
+            self.experiment_dir,
+            self.summary_path,
+            self.session,
+            self.cwd,
+        )
 
     # --- signals -------------------------------------------------------------------
 
@@ -160,8 +170,8 @@ class Runner(RunResults):
             await self.shutdown()
             for sig in handled:
                 loop.remove_signal_handler(sig)
-        manifests = self.collect_files()
-        data = self.build_summary(start, time.monotonic() - t0, status, message, manifests)
+        manifests = self.results.collect_files(self.start_ns)
+        data = self.results.build_summary(start, time.monotonic() - t0, status, message, manifests)
         return data
 
     def announce(self) -> None:

@@ -33,16 +33,26 @@ class CellRun:
 
 
 class RunResults:
-    """The results of ``Runner`` (whose ``prepare`` sets these)."""
+    """What a run leaves in scorep-summary.json (held by ``execute.Runner``, which fills
+    ``cells`` in as they run): the cells, their experiments, the options."""
 
-    opts: RunOptions
-    cells: list[CellRun]
-    profiling: cellsel.Profiling
-    experiment_dir: Path
-    summary_path: Path
-    session: str
-    cwd: Path
-    start_ns: int
+    def __init__(
+        self,
+        opts: RunOptions,
+        cells: list[CellRun],
+        profiling: cellsel.Profiling,
+        experiment_dir: Path,
+        summary_path: Path,
+        session: str,
+        cwd: Path,
+    ):
+        self.opts = opts
+        self.cells = cells
+        self.profiling = profiling
+        self.experiment_dir = experiment_dir
+        self.summary_path = summary_path
+        self.session = session
+        self.cwd = cwd
 
     def options_record(self) -> dict[str, Any]:
         o = self.opts
@@ -57,13 +67,15 @@ class RunResults:
             "lab_settings": self.profiling.lab_settings,
         }
 
-    def collect_files(self) -> dict[Path, dict[str, Any]]:
-        self.find_unshown()
+    def collect_files(self, start_ns: int) -> dict[Path, dict[str, Any]]:
+        """The manifests of the cells' experiments (those of cells stopped before they
+        showed one found among the runs since ``start_ns``)."""
+        self.find_unshown(start_ns)
         paths = [Path(p) for c in self.cells for p in c.experiment_paths]
         # the kernel is gone: whatever is still pending stays so
         return exps.wait_for_files(paths, 0)
 
-    def find_unshown(self) -> None:
+    def find_unshown(self, start_ns: int) -> None:
         """A cell stopped at once (a second Ctrl-C) or killed with the kernel showed no
         bundle, but its experiment may be on disk: found by its cell id among this run's."""
         lost = [
@@ -82,7 +94,7 @@ class RunResults:
             (path, m)
             for parent in parents
             for path, m in ex.list_experiments(parent)
-            if (m.get("start_ns") or 0) >= self.start_ns
+            if (m.get("start_ns") or 0) >= start_ns
         ]
         for c in lost:
             for path, m in found:

@@ -16,7 +16,8 @@ from scorep_kernel.background import BackgroundTasks
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
-from scorep_kernel.worker.client import WorkerKey, WorkerPool, WorkerProcess
+from scorep_kernel.worker.client import WorkerKey, WorkerProcess
+from scorep_kernel.worker.pool import WorkerPool
 
 pytestmark = pytest.mark.timeout(120)
 BUILTIN = WorkerKey("builtin", (), ())

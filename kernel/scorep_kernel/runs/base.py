@@ -30,7 +30,7 @@ from scorep_kernel.worker import protocol as msg
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
     from scorep_kernel.mpi.kept_ranks import KeptRanks
-    from scorep_kernel.worker.client import WorkerPool
+    from scorep_kernel.worker.pool import WorkerPool
 
 
 class CellOutput(Protocol):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
     from scorep_kernel.kernel import ScorePKernel
     from scorep_kernel.mpi.kept_ranks import KeptRanks
-    from scorep_kernel.worker.client import WorkerPool
+    from scorep_kernel.worker.pool import WorkerPool
 
 
 class KernelCellOutput:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import psutil
 
@@ -25,10 +25,6 @@ from scorep_kernel.binding_args import without_instrumenter_file
 from scorep_kernel.experiment import MANIFEST
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import AsyncChannel, ChannelClosed
-
-if TYPE_CHECKING:
-    from scorep_kernel.worker.pool import WorkerPool as WorkerPool
-    from scorep_kernel.worker.pool import WorkerRecipeLike as WorkerRecipeLike
 
 log = logging.getLogger("scorep_kernel")
 M = TypeVar("M", bound=msg.Message)
@@ -327,12 +323,3 @@ class WorkerProcess:
         path = self.reserved[1]
         if path.is_dir() and not (path / MANIFEST).exists():
             shutil.rmtree(path, ignore_errors=True)
-
-
-def __getattr__(name: str) -> Any:
-    # WorkerPool lives in worker.pool (it imports this module); the old name still works.
-    if name in ("WorkerPool", "WorkerRecipeLike"):
-        from scorep_kernel.worker import pool
-
-        return getattr(pool, name)
-    raise AttributeError(name)

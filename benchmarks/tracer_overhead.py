@@ -24,9 +24,10 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "kernel")]
 
 from _report import report  # noqa: E402
 
-from scorep_kernel.measure import MeasureConfig, Measurement  # noqa: E402
 from scorep_kernel.measure import engine as engine_mod  # noqa: E402
+from scorep_kernel.measure.measure_config import MeasureConfig  # noqa: E402
 from scorep_kernel.measure.sampler import MetricSampler  # noqa: E402
+from scorep_kernel.measure.session import Measurement  # noqa: E402
 
 FIB = """
 def fib(n):
@@ -222,7 +223,7 @@ def main() -> None:
         "import sys, time, tempfile, numpy; sys.path.insert(0, {kernel_dir!r})\n"
         "mode = sys.argv[1]\n"
         "if mode == 'ours':\n"
-        "    from scorep_kernel.measure import Measurement\n"
+        "    from scorep_kernel.measure.session import Measurement\n"
         "    m = Measurement(tempfile.mkdtemp()); m.start(); cm = m.cell('import')\n"
         "    cm.__enter__()\n"
         "elif mode == 'viz':\n"

@@ -45,7 +45,8 @@ def _experiment_dir() -> tuple[str, Path]:
 
 
 def run(options: list[str], script: Path, args: list[str]) -> int:
-    from scorep_kernel.measure import MeasureConfig, Measurement
+    from scorep_kernel.measure.measure_config import MeasureConfig
+    from scorep_kernel.measure.session import Measurement
     from scorep_kernel.shim import install_scorep_shim
 
     exp_id, exp_dir = _experiment_dir()

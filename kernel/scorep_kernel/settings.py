@@ -126,7 +126,7 @@ def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
                 f"unknown measurement setting {key!r}: use {', '.join(MEASURE_KEYS)}"
             )
         out[key] = value
-    from scorep_kernel.measure import MeasureConfig  # the tracer's own checks
+    from scorep_kernel.measure.measure_config import MeasureConfig  # the tracer's own checks
 
     try:
         MeasureConfig.from_mapping(dict(out))

@@ -252,7 +252,8 @@ def test_torch_imported_but_unused_leaves_nothing(tmp_path):
     """torch imported (an earlier cell), a run that uses none of it: the profiler ran,
     but no trace file and no accelerator notes are left; one that does keeps both."""
     torch = pytest.importorskip("torch")
-    from scorep_kernel.measure import MeasureConfig, Measurement
+    from scorep_kernel.measure.measure_config import MeasureConfig
+    from scorep_kernel.measure.session import Measurement
 
     def run(code: str, where: Path):
         m = Measurement(where, MeasureConfig())

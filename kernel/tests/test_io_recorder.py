@@ -12,7 +12,8 @@ import threading
 
 from test_tracer_util import calls, run_cell
 
-from scorep_kernel.measure import MeasureConfig, Measurement
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
 
 
 def measure(tmp_path, source, namespace=None):

@@ -13,7 +13,8 @@ from pycubexr import CubexParser
 from test_tracer_util import calls, run_cell
 
 from scorep_kernel import experiment
-from scorep_kernel.measure import MeasureConfig, Measurement
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
 
 WORKLOAD = """
 import time, threading

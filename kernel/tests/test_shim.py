@@ -12,13 +12,10 @@ import pytest
 from test_tracer_util import calls, run_cell
 
 from scorep_kernel.formats.recording import ROLE_USER
-from scorep_kernel.measure import (
-    MeasureConfig,
-    Measurement,
-    detect_scorep,
-    install_scorep_shim,
-    shim_path,
-)
+from scorep_kernel.measure.detect import detect_scorep
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
+from scorep_kernel.shim import SHIM_DIR, install_scorep_shim
 
 
 def _forget_scorep() -> None:
@@ -64,7 +61,7 @@ def test_the_shim_stands_in_unless_scorep_measures_the_process():
     )
     assert out.returncode == 0, out.stderr
     # the shim, whether or not the real bindings are installed
-    assert out.stdout.strip().startswith(shim_path())
+    assert out.stdout.strip().startswith(SHIM_DIR)
     # A process that Score-P measures keeps the real bindings: the shim is not added.
     under_scorep = (
         "import sys\n"
@@ -85,13 +82,13 @@ def test_the_shim_path_never_travels_with_the_namespace(tmp_path):
     try:
         install_scorep_shim()
         packet = transfer.pack({"x": 1})
-        sys.path[:] = [p for p in sys.path if p != shim_path()]  # the other process
-        sys.path.insert(1, shim_path() + "-elsewhere")
+        sys.path[:] = [p for p in sys.path if p != SHIM_DIR]  # the other process
+        sys.path.insert(1, SHIM_DIR + "-elsewhere")
         unpacked = transfer.unpack(packet.header)
         ns: dict = {}
         transfer.apply_in_worker(ns, unpacked, ())
         packet.release()
-        assert shim_path() not in sys.path  # not brought by the sender
+        assert SHIM_DIR not in sys.path  # not brought by the sender
         install_scorep_shim()
         sys.path.append("/tmp/added-by-the-other-side")
         back = transfer.pack(ns)
@@ -99,7 +96,7 @@ def test_the_shim_path_never_travels_with_the_namespace(tmp_path):
         install_scorep_shim()
         transfer.apply_in_kernel({}, transfer.unpack(back.header), back)
         back.release()
-        assert sys.path[0] == shim_path() and sys.path.count(shim_path()) == 1
+        assert sys.path[0] == SHIM_DIR and sys.path.count(SHIM_DIR) == 1
         assert sys.path[-1] == "/tmp/added-by-the-other-side"
     finally:
         sys.path[:] = saved
@@ -223,9 +220,9 @@ def test_detect_scorep_ignores_the_shim(scorep):
         assert found["available"] is False
         assert "scorep-config is not on PATH" in found["message"]
     # the shim is on sys.path and imported, yet it does not count as the bindings
-    assert shim_path() in sys.path and "scorep" in sys.modules
+    assert SHIM_DIR in sys.path and "scorep" in sys.modules
     real = importlib.machinery.PathFinder.find_spec(
-        "scorep", [p for p in sys.path if os.path.realpath(p) != os.path.realpath(shim_path())]
+        "scorep", [p for p in sys.path if os.path.realpath(p) != os.path.realpath(SHIM_DIR)]
     )
     assert found["bindings"] is (real is not None)
 

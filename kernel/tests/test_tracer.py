@@ -10,7 +10,8 @@ import pytest
 from test_tracer_util import calls, compile_cell, names, run_cell
 
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION
-from scorep_kernel.measure import MeasureConfig, Measurement
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
 
 WORKLOAD = """
 import time, threading

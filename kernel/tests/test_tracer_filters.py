@@ -9,7 +9,8 @@ import pytest
 from test_tracer_util import calls, names, run_cell
 
 from scorep_kernel.formats.recording import ROLE_IMPORT
-from scorep_kernel.measure import DEFAULT_EXCLUDE, MeasureConfig, Measurement
+from scorep_kernel.measure.measure_config import DEFAULT_EXCLUDE, MeasureConfig
+from scorep_kernel.measure.session import Measurement
 
 JSON_CELL = "import json\ndef use():\n    return json.dumps({'a': [1, 2]}, indent=1)\nuse()\n"
 

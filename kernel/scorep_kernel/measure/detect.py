@@ -10,9 +10,9 @@ import sys
 
 
 def _real_bindings() -> bool:
-    from . import shim_path
+    from ..shim import SHIM_DIR
 
-    shim = os.path.realpath(shim_path())
+    shim = os.path.realpath(SHIM_DIR)
     path = [p for p in sys.path if os.path.realpath(p or os.getcwd()) != shim]
     if "scorep" in sys.modules:
         spec_origin = getattr(sys.modules["scorep"], "__file__", "") or ""

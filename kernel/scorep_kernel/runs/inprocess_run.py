@@ -12,7 +12,8 @@ from typing import Any
 from scorep_kernel import experiment
 from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
-from scorep_kernel.measure import MeasureConfig, Measurement
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 from scorep_kernel.runs import files_process, inprocess_output
 from scorep_kernel.runs.base import CellRequest, RunBase

@@ -48,7 +48,7 @@ from scorep_kernel.worker.shell import (
 
 if TYPE_CHECKING:
     from scorep_kernel.formats.recording import Recording
-    from scorep_kernel.measure import Measurement
+    from scorep_kernel.measure.session import Measurement
     from scorep_kernel.worker.scorep_session import ScorePSession
 
 
@@ -169,7 +169,8 @@ class Worker:
             self.scorep.begin_measurement()
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.
-            from scorep_kernel.measure import MeasureConfig, Measurement
+            from scorep_kernel.measure.measure_config import MeasureConfig
+            from scorep_kernel.measure.session import Measurement
             from scorep_kernel.shim import preload_scorep_shim
 
             try:

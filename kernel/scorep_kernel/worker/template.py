@@ -38,7 +38,11 @@ from scorep_kernel.worker.import_watch import import_all
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 
 # Imported here once, so that a forked worker has them already: what every worker loads.
-_WORKER_MODULES = ("scorep_kernel.measure", "scorep_kernel.shim", "scorep_kernel.worker.shell")
+_WORKER_MODULES = (
+    "scorep_kernel.measure.session",
+    "scorep_kernel.shim",
+    "scorep_kernel.worker.shell",
+)
 
 
 @dataclass(frozen=True)

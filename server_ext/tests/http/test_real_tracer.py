@@ -15,7 +15,8 @@ pytestmark = pytest.mark.timeout(180)
 RECORD = textwrap.dedent('''
     import sys
     from scorep_kernel import experiment as ex
-    from scorep_kernel.measure import MeasureConfig, Measurement
+    from scorep_kernel.measure.measure_config import MeasureConfig
+    from scorep_kernel.measure.session import Measurement
 
     exp_id, exp_dir = ex.create_experiment_dir(cwd=sys.argv[1])
     ex.write_manifest(exp_dir, ex.new_manifest(exp_id, backend="builtin",
@@ -40,7 +41,7 @@ RECORD = textwrap.dedent('''
 
 @pytest.fixture
 def recorded(jp_root_dir):
-    pytest.importorskip("scorep_kernel.measure")
+    pytest.importorskip("scorep_kernel.measure.session")
     out = subprocess.run(
         [sys.executable, "-c", RECORD, str(jp_root_dir)],
         text=True,

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scorep_kernel import experiment
 from scorep_kernel.runs import scorep_backend, scorep_threads
@@ -15,40 +18,51 @@ from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed
 
 if TYPE_CHECKING:
-    from scorep_kernel.runs.subprocess_run import SubprocessRun
     from scorep_kernel.worker.client import WorkerProcess
 
 log = logging.getLogger("scorep_kernel")
 
 
-async def await_files(run: SubprocessRun, worker: WorkerProcess) -> None:
-    """Note in the manifest how writing the files ended (the worker writes them). Whatever
-    happens here, the manifest leaves "pending": the panel would poll it for ever."""
+@dataclass(frozen=True)
+class ScorePRun:
+    """What the manifest records of a Score-P run once its process has exited: the Python
+    threads (to name Score-P's locations), the tool, the CUDA adapter's choice
+    (accel.scorep_cuda), and ``explained``, the run's notes from the process's last words
+    (called after it exited)."""
+
+    python_threads: dict[str, str]
+    tool: str | None
+    cuda: dict[str, Any] | None
+    explained: Callable[[], list[str]]
+
+
+async def await_files(exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun | None) -> None:
+    """Note in the manifest how writing the files ended (the worker writes them, or
+    Score-P does as the process exits: ``scorep``). Whatever happens here, the manifest
+    leaves "pending": the panel would poll it for ever."""
     try:
-        await _note_files(run, worker)
+        await _note_files(exp_dir, worker, scorep)
     except BaseException as e:  # cancelled at shutdown, or a bug of ours
-        _files_unknown(run, f"{type(e).__name__}: {e}")
+        _files_unknown(exp_dir, f"{type(e).__name__}: {e}")
         raise
     finally:
         await worker.close(graceful=False)
 
 
-def _files_unknown(run: SubprocessRun, why: str) -> None:
-    assert run.exp_dir is not None
+def _files_unknown(exp_dir: Path, why: str) -> None:
     try:
-        manifest = experiment.read_manifest(run.exp_dir)
+        manifest = experiment.read_manifest(exp_dir)
         if manifest.get("files_status") == experiment.FILES_PENDING:
             experiment.update_manifest(
-                run.exp_dir,
+                exp_dir,
                 files_status=experiment.FILES_FAILED,
                 errors=[f"the kernel stopped waiting for the experiment files ({why})"],
             )
     except experiment.ExperimentError:
-        log.warning("could not mark %s's files failed", run.exp_dir, exc_info=True)
+        log.warning("could not mark %s's files failed", exp_dir, exc_info=True)
 
 
-async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
-    assert run.exp_dir is not None
+async def _note_files(exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun | None) -> None:
     status, errors = experiment.FILES_FAILED, []
     try:
         done = await worker.recv_until(msg.FilesDone, None)
@@ -57,25 +71,24 @@ async def _note_files(run: SubprocessRun, worker: WorkerProcess) -> None:
         code = await worker.wait_exit(30.0)
         errors = [describe_exit(code, while_doing="while writing the experiment files")]
     code = await worker.wait_exit(600.0)
-    if run.backend == "scorep":  # Score-P writes its files when the process exits
-        names = await asyncio.to_thread(
-            scorep_threads.name_threads, run.exp_dir, run.python_threads
-        )
+    if scorep is not None:  # Score-P writes its files when the process exits
+        names = await asyncio.to_thread(scorep_threads.name_threads, exp_dir, scorep.python_threads)
         if names:
-            experiment.update_manifest(run.exp_dir, thread_names=names)
-        _note_scorep_files(run, code, errors)
+            experiment.update_manifest(exp_dir, thread_names=names)
+        _note_scorep_files(exp_dir, worker, scorep, code, errors)
     elif status != "exit":  # "exit": nothing was measured, finish_manifest said so
-        manifest = experiment.read_manifest(run.exp_dir)
+        manifest = experiment.read_manifest(exp_dir)
         if (
             status == experiment.FILES_FAILED
             or manifest.get("files_status") == experiment.FILES_PENDING
         ):
-            experiment.update_manifest(run.exp_dir, files_status=status, errors=errors)
+            experiment.update_manifest(exp_dir, files_status=status, errors=errors)
 
 
-def _note_scorep_files(run: SubprocessRun, code: int | None, errors: list[str]) -> None:
-    assert run.exp_dir is not None and run.worker is not None
-    files = scorep_backend.written_files(run.exp_dir)
+def _note_scorep_files(
+    exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun, code: int | None, errors: list[str]
+) -> None:
+    files = scorep_backend.written_files(exp_dir)
     status = (
         experiment.FILES_READY if "otf2" in files or "cubex" in files else experiment.FILES_FAILED
     )
@@ -87,13 +100,13 @@ def _note_scorep_files(run: SubprocessRun, code: int | None, errors: list[str]) 
             "(SCOREP_ENABLE_TRACING=false); the timeline needs it."
         )
     measurement = {
-        "tool": run.tool(),
-        "scorep_config": scorep_backend.read_config(run.exp_dir),
-        "scorep_messages": scorep_backend.scorep_messages(run.worker.scorep_lines),
-        "notes": run._explained(),
+        "tool": scorep.tool,
+        "scorep_config": scorep_backend.read_config(exp_dir),
+        "scorep_messages": scorep_backend.scorep_messages(worker.scorep_lines),
+        "notes": scorep.explained(),
     }
-    if run.cuda is not None:  # Score-P's CUDA adapter: on, or why not (accel.scorep_cuda)
-        measurement["cuda"] = run.cuda
+    if scorep.cuda is not None:  # Score-P's CUDA adapter: on, or why not (accel.scorep_cuda)
+        measurement["cuda"] = scorep.cuda
     experiment.update_manifest(
-        run.exp_dir, files=files, files_status=status, errors=errors, measurement=measurement
+        exp_dir, files=files, files_status=status, errors=errors, measurement=measurement
     )

@@ -20,7 +20,7 @@ from scorep_kernel.runs.base import (
 )
 from scorep_kernel.runs.faults import UNCHANGED, RunFailed, describe_exit
 from scorep_kernel.runs.relay import OutputRelay
-from scorep_kernel.runs.run_files import await_files
+from scorep_kernel.runs.run_files import ScorePRun, await_files
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.settings import SettingsError
 from scorep_kernel.state import transfer
@@ -414,7 +414,13 @@ class SubprocessRun(RunBase):
         self.side.output.display(
             self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
         )
-        self.side.tasks.spawn(await_files(self, worker), "waiting for a run's files")
+        assert self.exp_dir is not None
+        scorep = None
+        if self.backend == "scorep":
+            scorep = ScorePRun(self.python_threads, self.tool(), self.cuda, self._explained)
+        self.side.tasks.spawn(
+            await_files(self.exp_dir, worker, scorep), "waiting for a run's files"
+        )
 
     def _write_metrics(self) -> None:
         """The kernel's samples of a Score-P worker (the builtin tracer writes its own)."""

@@ -1,6 +1,7 @@
 """The kernel as runs see it: ``KernelCellOutput`` publishes a worker's outputs on iopub as
 the current cell's own, and ``KernelSideOf`` gives a run what ``runs.base.KernelSide``
-promises, from the ScorePKernel it wraps."""
+promises, from the ScorePKernel it wraps (``Kernel`` here: what this module uses of it, so
+that it need not import the kernel that imports it)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import logging
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scorep_kernel.runs.base import CellRequest
 
@@ -19,15 +20,42 @@ log = logging.getLogger("scorep_kernel")
 
 if TYPE_CHECKING:
     from scorep_kernel.background import BackgroundTasks
-    from scorep_kernel.kernel import ScorePKernel
     from scorep_kernel.mpi.kept_ranks import KeptRanks
     from scorep_kernel.worker.pool import WorkerPool
+
+
+class Kernel(Protocol):
+    """What this module uses of the ScorePKernel (an ipykernel IPythonKernel)."""
+
+    _allow_stdin: bool
+    worker_imports: dict[str, None]
+
+    @property
+    def ipython(self) -> Any: ...  # the InteractiveShell (display_pub)
+    @property
+    def shell(self) -> Any: ...
+    @property
+    def session(self) -> Any: ...
+    @property
+    def iopub_socket(self) -> Any: ...
+    @property
+    def pool(self) -> WorkerPool: ...
+    @property
+    def tasks(self) -> BackgroundTasks: ...
+    @property
+    def kept_ranks(self) -> KeptRanks: ...
+
+    def get_parent(self, channel: str | None = None) -> dict[str, Any]: ...
+    def _topic(self, topic: str) -> bytes: ...
+    def defer(self, call: Any) -> None: ...
+    def getpass(self, prompt: str = "", stream: Any = None) -> str: ...
+    def raw_input(self, prompt: str = "") -> str: ...
 
 
 class KernelCellOutput:
     """Publishes a worker's outputs on iopub as the current cell's own."""
 
-    def __init__(self, kernel: ScorePKernel):
+    def __init__(self, kernel: Kernel):
         self.kernel = kernel
 
     def _flush(self) -> None:
@@ -68,7 +96,7 @@ class KernelCellOutput:
 class KernelSideOf:
     """``runs.base.KernelSide`` for one ScorePKernel."""
 
-    def __init__(self, kernel: ScorePKernel, stock_execute: Callable[..., Awaitable[dict]]):
+    def __init__(self, kernel: Kernel, stock_execute: Callable[..., Awaitable[dict]]):
         self._kernel = kernel
         self._stock_execute = stock_execute
         self.output = KernelCellOutput(kernel)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from scorep_kernel.measure.measure_config import MeasureConfig
 
 NO_INSTRUMENTER = ("--noinstrumenter", "--nopython")
 INSTRUMENTER_FILE = "--instrumenter-file"
@@ -30,8 +32,8 @@ class BindingArgs:
     io: bool = False  # --io=runtime:posix: the cell setting io: posix
     not_applicable: list[str] = field(default_factory=list)
 
-    def measure(self, backend: str) -> dict[str, Any]:
-        """What the run's measurement settings get from these arguments."""
+    def measure(self, config: MeasureConfig, backend: str) -> MeasureConfig:
+        """The run's measurement settings with what these arguments say."""
         out: dict[str, Any] = {}
         if self.instrumenter_file is not None:
             out["instrumenter_file"] = self.instrumenter_file
@@ -39,7 +41,7 @@ class BindingArgs:
             out["instrumenter"] = False
         if backend == "builtin" and self.io:
             out["io"] = "posix"
-        return out
+        return replace(config, **out)
 
 
 def parse(args: list[str] | tuple[str, ...], cwd: str | None = None) -> BindingArgs:

@@ -20,26 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scorep_kernel.mpi.config import check_mpi
-from scorep_kernel.settings import BACKENDS, ISOLATIONS, MEASURE_KEYS, SettingsError, check_measure
+from scorep_kernel.settings import (
+    CELL,
+    CELL_KEYS,
+    MEASURE_KEYS,
+    SETTING,
+    Choice,
+    FilePath,
+    JsonSchema,
+    Mpi,
+    SettingsError,
+    SettingValue,
+    check_measure,
+)
 
-# key -> what it means (the README's table says the same)
-SETTING_KEYS: dict[str, str] = {
-    "backend": "auto | scorep | builtin: what measures the cell",
-    "isolation": "subprocess | inprocess (builtin only) | auto: where the cell runs",
-    "experiment_dir": "parent directory of the run's experiment directory",
-    "filter_file": "a Score-P filter file for the run (SCOREP_FILTERING_FILE; Score-P only)",
-    "include": "modules to trace (list, or comma-separated)",
-    "exclude": "modules not to trace (list, or comma-separated)",
-    "max_depth": "deepest call level recorded (whole number, null: no limit)",
-    "event_cap": "stop recording after this many events (0 or null: no cap)",
-    "metric_interval": "seconds between system metric samples (> 0)",
-    "c_functions": "record calls of C functions too (true/false)",
-    "imports_as_regions": "each `import x` as one region `import:x` (true/false)",
-    "exclude_defaults": "leave IPython, ipykernel and the kernel out (true/false)",
-    "accelerators": "record PyTorch operators and GPU activity (torch.profiler; Score-P's CUDA adapter) (true/false)",
-    "io": "posix: record file I/O (Score-P's POSIX I/O adapter; Python's open/read/write/close under the builtin tracer); none: not",
-    "mpi": 'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
-}
+# key -> what it means (the README's table says the same): the settings a cell may set
+SETTING_KEYS: dict[str, str] = {name: SETTING[name].doc for name in CELL_KEYS}
 KEYS: dict[str, str] = {
     "profile": "true: profile this cell (the toolbar toggle sets it); false: not even under "
     "%scorep profile=all",
@@ -56,8 +52,8 @@ class CellMetadata:
     profile: bool | None = None
     run: str | None = None
     last: bool = False
-    # the settings for this cell, lab_settings under the cell's own keys
-    settings: dict[str, Any] = field(default_factory=dict)
+    # the settings for this cell, lab_settings under the cell's own keys, checked
+    settings: dict[str, SettingValue] = field(default_factory=dict)
 
 
 def _fix(where: str) -> str:
@@ -67,43 +63,42 @@ def _fix(where: str) -> str:
     )
 
 
-def _check_settings(values: Any, where: str) -> dict[str, Any]:
+def _check_settings(values: Any, where: str) -> dict[str, SettingValue]:
     if not isinstance(values, Mapping):
         raise SettingsError(f"{where} must be an object of settings, not {values!r}. {_fix(where)}")
-    out: dict[str, Any] = {}
+    out: dict[str, SettingValue] = {}
     for key, value in values.items():
-        if key not in SETTING_KEYS:
+        setting = SETTING.get(key)
+        if setting is None or CELL not in setting.where:
             raise SettingsError(
                 f"{where} has the unknown key {key!r}; the settings are "
                 f"{', '.join(SETTING_KEYS)}. {_fix(where)}"
             )
-        if key == "backend" and value not in BACKENDS:
-            raise SettingsError(
-                f"{where}.backend={value!r} is not a choice: use one of {', '.join(BACKENDS)}."
-            )
-        if key == "isolation":
-            if value == "auto":
-                continue  # the backend's default, as when it is not set
-            if value not in ISOLATIONS:
+        kind = setting.kind
+        if setting.measure:
+            out[key] = value  # checked together below
+        elif isinstance(kind, Choice):
+            if value in kind.unset:
+                continue  # the default decides, as when it is not set
+            if value not in kind.choices:
+                unset = "".join(f" or {word}" for word in kind.unset)
                 raise SettingsError(
-                    f"{where}.isolation={value!r} is not a choice: use one of "
-                    f"{', '.join(ISOLATIONS)} or auto."
+                    f"{where}.{key}={value!r} is not a choice: use one of "
+                    f"{', '.join(kind.choices)}{unset}."
                 )
-        if key in ("experiment_dir", "filter_file") and (
-            not isinstance(value, str) or not value.strip()
-        ):
-            raise SettingsError(f"{where}.{key} must be a path, not {value!r}. {_fix(where)}")
-        if key == "mpi":  # MPI cells (scorep_kernel.mpi.config); null: not an MPI cell
-            if value is not None:
-                out[key] = check_mpi(value, f"{where}.mpi")
-            continue
-        out[key] = value.strip() if key in ("experiment_dir", "filter_file") else value
-    measure = {k: v for k, v in out.items() if k in MEASURE_KEYS and v is not None}
+            out[key] = value
+        elif isinstance(kind, FilePath):
+            if not isinstance(value, str) or not value.strip():
+                raise SettingsError(f"{where}.{key} must be a path, not {value!r}. {_fix(where)}")
+            out[key] = value.strip()
+        elif isinstance(kind, Mpi) and value is not None:  # MPI cells (mpi.config)
+            out[key] = check_mpi(value, f"{where}.{key}")  # null: not an MPI cell
     try:
-        check_measure(measure)
+        checked = check_measure({k: v for k, v in out.items() if k in MEASURE_KEYS})
     except SettingsError as e:
         raise SettingsError(f"{where}: {e}") from None
-    return out
+    # null stays: it holds over %scorep's value (the default)
+    return {k: checked.get(k) if k in MEASURE_KEYS else v for k, v in out.items()}
 
 
 def parse_cell_metadata(cell_meta: Mapping[str, Any] | None) -> CellMetadata:
@@ -145,3 +140,36 @@ def parse_cell_metadata(cell_meta: Mapping[str, Any] | None) -> CellMetadata:
         {k: v for k, v in meta.items() if k in SETTING_KEYS}, where
     )  # fmt: skip
     return CellMetadata(profile=profile, run=run, last=last, settings={**lab, **own})
+
+
+def json_schema() -> JsonSchema:
+    """The ``scorep`` cell metadata as a JSON Schema (draft 2020-12), from the settings'
+    table: what the frontend may write (src/cellSettings.ts, ``IScorepMetadata``; checked
+    by test_cell_metadata). What it cannot say (``last`` needs ``run``, the tracer's rules
+    for module names and ranges) parse_cell_metadata says."""
+    properties = {name: _setting_schema(name) for name in CELL_KEYS}
+    settings: JsonSchema = {"type": "object", "properties": properties}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "The scorep cell metadata",
+        "type": "object",
+        "properties": {
+            "profile": {"type": ["boolean", "null"], "description": KEYS["profile"]},
+            "run": {"type": ["string", "null"], "minLength": 1, "description": KEYS["run"]},
+            "last": {"type": "boolean", "description": KEYS["last"]},
+            "lab_settings": {
+                "anyOf": [{**settings, "additionalProperties": False}, {"type": "null"}],
+                "description": KEYS["lab_settings"],
+            },
+            **properties,
+        },
+        "additionalProperties": False,
+    }
+
+
+def _setting_schema(name: str) -> JsonSchema:
+    setting = SETTING[name]
+    schema = setting.kind.json_schema()
+    if setting.measure or isinstance(setting.kind, Mpi):  # null: the default holds
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return {**schema, "description": setting.doc}

@@ -65,7 +65,7 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.parent))
     binding = binding_args.parse(options)
-    measurement = Measurement(str(exp_dir), MeasureConfig.from_mapping(binding.measure("builtin")))
+    measurement = Measurement(str(exp_dir), binding.measure(MeasureConfig(), "builtin"))
     if binding.instrumenter_file:
         binding_args.run_instrumenter_file(binding.instrumenter_file)
     t0 = time.perf_counter()

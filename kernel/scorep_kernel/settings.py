@@ -14,23 +14,22 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeAlias
+
+from scorep_kernel.measure.measure_config import (
+    IO_CHOICES,
+    SETTING_FIELDS,
+    MeasureConfig,
+    check_setting,
+)
+from scorep_kernel.measure.measure_config import flag as read_flag
 
 BACKENDS = ("auto", "scorep", "builtin")
 ISOLATIONS = ("subprocess", "inprocess")
 DEFAULT_ISOLATION = {"scorep": "subprocess", "builtin": "inprocess"}
 # The run kind of a cell with an "mpi" setting (N ranks, each a process of its own).
 MPI_ISOLATION = "mpi"
-# Passed through to measure.MeasureConfig.from_mapping.
-MEASURE_KEYS = (
-    "include", "exclude", "max_depth", "event_cap", "metric_interval",
-    "c_functions", "imports_as_regions", "exclude_defaults", "accelerators", "io",
-)  # fmt: skip
-IO_CHOICES = ("posix", "none")
-_FLAG_KEYS = ("c_functions", "imports_as_regions", "exclude_defaults", "accelerators")
-_INT_KEYS = ("max_depth", "event_cap")
-_LIST_KEYS = ("include", "exclude")
 
 
 # The spare worker: "on" keeps one ready once the notebook has used subprocess isolation or
@@ -45,6 +44,10 @@ _SPARE_WORDS = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off"
 PROFILE_CHOICES = ("none", "all")
 
 
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names the cause and the fix."""
+
+
 def spare_choice(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -57,22 +60,327 @@ def spare_choice(key: str, value: Any) -> str:
     return word
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
 def flag(key: str, value: Any) -> bool:
-    """true | false, as a bool or a word (1/0, yes/no, on/off)."""
-    if isinstance(value, bool):
+    """true | false, as a bool or a word (1/0, yes/no, on/off): measure_config's parser,
+    its refusal a SettingsError."""
+    try:
+        return read_flag(key, value)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class MpiSettings:
+    """The ``mpi`` setting of an MPI cell, checked (``mpi.config.check_mpi``, from the cell
+    metadata or ``%%scorep_mpi``): its ranks and launcher."""
+
+    ranks: int
+    launcher: str | None = None
+    args: tuple[str, ...] = ()
+    gather: tuple[str, ...] = ()
+    timeout: float | None = None
+    fresh: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ranks": self.ranks}
+        if self.launcher:
+            out["launcher"] = self.launcher
+        if self.args:
+            out["args"] = list(self.args)
+        if self.gather:
+            out["gather"] = list(self.gather)
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        if self.fresh:
+            out["fresh"] = True
+        return out
+
+
+# A JSON Schema (or a part of one), as json.dumps writes it.
+JsonSchema: TypeAlias = dict[str, object]
+# A value as a setting holds it before it is applied (checked: see Setting.kind).
+SettingValue: TypeAlias = str | bool | int | float | list[str] | MpiSettings | None
+
+# --- every setting, once -------------------------------------------------------------
+#
+# How a setting's value is read: ``word`` reads a ``%scorep key=value`` word, ``check``
+# a value from the cell metadata or the JupyterLab settings (JSON) or a word read; a
+# measurement setting's check is followed by the builtin tracer's rule for it
+# (check_measure). ``json_schema``: what the cell metadata may hold (cell_metadata).
+
+
+@dataclass(frozen=True)
+class Kind:
+    hint: str  # what %scorep's help shows after key=
+
+    def word(self, key: str, text: str) -> SettingValue:
+        return text
+
+    def check(self, key: str, value: Any) -> SettingValue:
         return value
-    word = str(value).strip().lower()
-    if word not in _TRUE + _FALSE:
-        raise SettingsError(f"{key} must be true or false, not {value!r}")
-    return word in _TRUE
+
+    def json_schema(self) -> JsonSchema:
+        return {}
 
 
-class SettingsError(ValueError):
-    """A setting that cannot be used; the message names the cause and the fix."""
+@dataclass(frozen=True)
+class Choice(Kind):
+    choices: tuple[str, ...] = ()
+    # words a cell may write for "not set" (the default decides): isolation's "auto"
+    unset: tuple[str, ...] = ()
+
+    def check(self, key: str, value: Any) -> SettingValue:
+        if value not in self.choices:
+            raise SettingsError(f"{key} must be one of {', '.join(self.choices)}, not {value!r}")
+        return str(value)
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": "string", "enum": [*self.choices, *self.unset]}
+
+
+@dataclass(frozen=True)
+class Spare(Kind):
+    def word(self, key: str, text: str) -> SettingValue:
+        return spare_choice(key, text)
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": "string", "enum": list(SPARE_CHOICES)}
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    def word(self, key: str, text: str) -> SettingValue:
+        return flag(key, text)
+
+    def check(self, key: str, value: Any) -> SettingValue:
+        if not isinstance(value, bool):
+            raise SettingsError(f"{key} must be true or false, not {value!r}")
+        return value
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": "boolean"}
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    def word(self, key: str, text: str) -> SettingValue:
+        try:
+            return None if text.lower() in ("", "none") else int(text)
+        except ValueError:
+            raise SettingsError(f"{key} must be a whole number, not {text!r}") from None
+
+    def check(self, key: str, value: Any) -> SettingValue:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise SettingsError(f"{key} must be a whole number >= 0, not {value!r}")
+        return value
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": "integer", "minimum": 0}
+
+
+@dataclass(frozen=True)
+class Seconds(Kind):
+    def word(self, key: str, text: str) -> SettingValue:
+        try:
+            return float(text)
+        except ValueError:
+            raise SettingsError(f"{key} must be seconds, not {text!r}") from None
+
+    def check(self, key: str, value: Any) -> SettingValue:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise SettingsError(f"{key} must be seconds > 0, not {value!r}")
+        return value
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": "number", "exclusiveMinimum": 0}
+
+
+@dataclass(frozen=True)
+class Modules(Kind):
+    def check(self, key: str, value: Any) -> SettingValue:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{key} must be a list of module names, not {value!r}")
+        return value
+
+    def json_schema(self) -> JsonSchema:
+        return {"type": ["string", "array"], "items": {"type": "string"}}
+
+
+@dataclass(frozen=True)
+class FilePath(Kind):
+    def json_schema(self) -> JsonSchema:
+        return {"type": "string", "minLength": 1}
+
+
+@dataclass(frozen=True)
+class Mpi(Kind):
+    def json_schema(self) -> JsonSchema:
+        return {"type": "object"}
+
+
+CELL = "cell"  # the cell's metadata and the JupyterLab settings (cell_metadata)
+MAGIC = "%scorep"  # the line magic
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name, how its value is read, what it means (the README's table
+    says the same), and where it may be set: CELL, MAGIC, and the environment variable
+    that sets it (``SCOREP_KERNEL_*``), if any. ``measure``: one of the builtin tracer's
+    settings (MeasureConfig)."""
+
+    name: str
+    kind: Kind
+    doc: str
+    where: tuple[str, ...]
+    measure: bool = False
+
+    @property
+    def default(self) -> object:
+        """What holds when nothing sets it: MeasureConfig's field, or KernelSettings'."""
+        if self.name == "exclude_defaults":
+            return True
+        if self.measure:
+            return getattr(MeasureConfig(), SETTING_FIELDS[self.name])
+        if self.name in {f.name for f in fields(KernelSettings)}:
+            return getattr(KernelSettings(), self.name)
+        return None
+
+    @property
+    def environ(self) -> str | None:
+        return next((w for w in self.where if w.startswith("SCOREP_KERNEL_")), None)
+
+
+_MEASURE = (CELL, MAGIC)
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "profile",
+        Choice("none|all", PROFILE_CHOICES),
+        "none: the cells toggled in JupyterLab or marked %%execute_with_scorep; all: every "
+        'cell (a cell\'s own "profile": false keeps it out)',
+        (MAGIC, "SCOREP_KERNEL_PROFILE"),
+    ),
+    Setting(
+        "backend",
+        Choice("|".join(BACKENDS), BACKENDS),
+        "auto | scorep | builtin: what measures the cell",
+        (CELL, MAGIC, "SCOREP_KERNEL_BACKEND"),
+    ),
+    Setting(
+        "isolation",
+        Choice("|".join(ISOLATIONS), ISOLATIONS, ("auto",)),
+        "subprocess | inprocess (builtin only) | auto: where the cell runs",
+        (CELL, MAGIC, "SCOREP_KERNEL_ISOLATION"),
+    ),
+    Setting(
+        "spare_worker",
+        Spare("|".join(SPARE_CHOICES)),
+        "on: a spare worker once the notebook profiles in a subprocess; always: from the "
+        "start; off: never",
+        (MAGIC, "SCOREP_KERNEL_SPARE_WORKER"),
+    ),
+    Setting(
+        "spare_template",
+        Flag("true|false"),
+        "builtin spares forked from a preloaded template (worker.pool) (true/false)",
+        (MAGIC, "SCOREP_KERNEL_SPARE_TEMPLATE"),
+    ),
+    Setting(
+        "experiment_dir",
+        FilePath("DIR"),
+        "parent directory of the run's experiment directory",
+        (CELL, MAGIC),
+    ),
+    Setting(
+        "filter_file",
+        FilePath("FILE"),
+        "a Score-P filter file for the run (SCOREP_FILTERING_FILE; Score-P only)",
+        (CELL,),
+    ),
+    Setting(
+        "include", Modules("a,b"), "modules to trace (list, or comma-separated)", _MEASURE, True
+    ),
+    Setting(
+        "exclude",
+        Modules("c,d"),
+        "modules not to trace (list, or comma-separated)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "max_depth",
+        Whole("N"),
+        "deepest call level recorded (whole number, null: no limit)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "event_cap",
+        Whole("N"),
+        "stop recording after this many events (0 or null: no cap)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "metric_interval",
+        Seconds("S"),
+        "seconds between system metric samples (> 0)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "c_functions",
+        Flag("true|false"),
+        "record calls of C functions too (true/false)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "imports_as_regions",
+        Flag("true|false"),
+        "each `import x` as one region `import:x` (true/false)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "exclude_defaults",
+        Flag("true|false"),
+        "leave IPython, ipykernel and the kernel out (true/false)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "accelerators",
+        Flag("true|false"),
+        "record PyTorch operators and GPU activity (torch.profiler; Score-P's CUDA adapter) "
+        "(true/false)",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "io",
+        Choice("|".join(IO_CHOICES), IO_CHOICES),
+        "posix: record file I/O (Score-P's POSIX I/O adapter; Python's open/read/write/close "
+        "under the builtin tracer); none: not",
+        _MEASURE,
+        True,
+    ),
+    Setting(
+        "mpi",
+        Mpi("-"),
+        'run the cell as MPI ranks: {"ranks": N, "launcher", "args", "gather", "timeout"}',
+        (CELL,),
+    ),
+)
+SETTING: dict[str, Setting] = {s.name: s for s in SETTINGS}
+# Passed through to measure.MeasureConfig.from_mapping.
+MEASURE_KEYS = tuple(s.name for s in SETTINGS if s.measure)
+CELL_KEYS = tuple(s.name for s in SETTINGS if CELL in s.where)
+MAGIC_KEYS = tuple(s.name for s in SETTINGS if MAGIC in s.where)
 
 
 @dataclass
@@ -95,60 +403,51 @@ def detect() -> Availability:
 def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise SettingsError(f"{key}={value!r} is not a choice: use one of {', '.join(choices)}")
-    return value
+    return str(value)
 
 
-def check_measure(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The measurement settings, type-checked (and checked by the tracer when present)."""
-    out: dict[str, Any] = {}
+def check_measure(values: Mapping[str, Any]) -> dict[str, SettingValue]:
+    """The measurement settings, each checked by its kind, then by the tracer's rule for
+    it; None values are left out (the default holds)."""
+    out: dict[str, SettingValue] = {}
     for key, value in values.items():
-        if key in _INT_KEYS:
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise SettingsError(f"{key} must be a whole number >= 0, not {value!r}")
-        elif key == "metric_interval":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise SettingsError(f"metric_interval must be seconds > 0, not {value!r}")
-        elif key in _FLAG_KEYS:
-            if not isinstance(value, bool):
-                raise SettingsError(f"{key} must be true or false, not {value!r}")
-        elif key == "io":
-            if value not in IO_CHOICES:
-                raise SettingsError(f"io must be one of {', '.join(IO_CHOICES)}, not {value!r}")
-        elif key in _LIST_KEYS:
-            if isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise SettingsError(f"{key} must be a list of module names, not {value!r}")
-        else:
+        setting = SETTING.get(key)
+        if setting is None or not setting.measure:
             raise SettingsError(
                 f"unknown measurement setting {key!r}: use {', '.join(MEASURE_KEYS)}"
             )
-        out[key] = value
-    from scorep_kernel.measure.measure_config import MeasureConfig  # the tracer's own checks
-
+        if value is not None:
+            out[key] = setting.kind.check(key, value)
+    # then the tracer's own rules, in the order MeasureConfig.from_mapping meets them
     try:
-        MeasureConfig.from_mapping(dict(out))
-    except Exception as e:
+        for key in sorted(out, key=lambda k: (k != "exclude", MEASURE_KEYS.index(k))):
+            check_setting(key, out[key])
+    except ValueError as e:
         raise SettingsError(f"measurement settings rejected: {e}") from None
     return out
+
+
+def measure_config(values: Mapping[str, SettingValue]) -> MeasureConfig:
+    """The builtin tracer's settings from checked measurement settings (check_measure)."""
+    try:
+        return MeasureConfig.from_mapping(values)
+    except ValueError as e:  # checked before: a bug, said as the tracer says it
+        raise SettingsError(f"measurement settings rejected: {e}") from None
 
 
 @dataclass
 class CellSettings:
     backend: str  # "scorep" | "builtin" (resolved)
     isolation: str
-    measure: dict[str, Any]
+    measure: MeasureConfig  # the builtin tracer's settings, built once (resolve)
     run: str | None = None  # multi-cell run id
     last: bool = False
     experiment_parent: str | None = (
         None  # where run directories go (None: <cwd>/scorep-experiments)
     )
     filter_file: str | None = None  # Score-P filter file for this run (SCOREP_FILTERING_FILE)
-    # MPI cells: the run's ranks and launcher (scorep_kernel.mpi.config.MpiSettings); the
-    # isolation is then MPI_ISOLATION
-    mpi: Any = None
+    # MPI cells: the run's ranks and launcher; the isolation is then MPI_ISOLATION
+    mpi: MpiSettings | None = None
     # how large buffers travel to a worker ("shm", or None: chosen), %%marshalling_settings
     state_transport: str | None = None
     # tools the panel opens the run's files in when they are ready (%%enable_vampir_launch...)
@@ -159,7 +458,8 @@ class CellSettings:
 class KernelSettings:
     backend: str = "auto"
     isolation: str | None = None  # None: the backend's default
-    measure: dict[str, Any] = field(default_factory=dict)
+    # the measurement settings %scorep set (check_measure), under the cell's own
+    measure: dict[str, SettingValue] = field(default_factory=dict)
     scorep_env: dict[str, str] = field(default_factory=dict)  # from %%scorep_env
     binding_args: list[str] = field(default_factory=list)  # %%scorep_python_binding_arguments
     experiment_dir: str | None = None  # %scorep experiment_dir=...: parent of run directories
@@ -173,41 +473,32 @@ class KernelSettings:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> KernelSettings:
+        """The settings the ``SCOREP_KERNEL_*`` variables give (SETTINGS: ``environ``); a
+        variable that cannot be used is ignored, and ``%scorep`` says so."""
         environ = os.environ if environ is None else environ
         settings = cls()
-        backend = environ.get("SCOREP_KERNEL_BACKEND", "").strip().lower()
-        isolation = environ.get("SCOREP_KERNEL_ISOLATION", "").strip().lower()
-        try:
-            if backend:
-                settings.backend = _check_choice("SCOREP_KERNEL_BACKEND", backend, BACKENDS)
-            if isolation:
-                settings.isolation = _check_choice("SCOREP_KERNEL_ISOLATION", isolation, ISOLATIONS)
-        except SettingsError as e:  # a bad variable must not stop the kernel
-            settings.environ_problem = f"{e} (the variable is ignored)"
-        spare = environ.get("SCOREP_KERNEL_SPARE_WORKER", "").strip()
-        if spare:
-            try:
-                settings.spare_worker = spare_choice("SCOREP_KERNEL_SPARE_WORKER", spare)
+        for setting in SETTINGS:
+            name = setting.environ
+            text = environ.get(name, "").strip() if name is not None else ""
+            if name is None or not text:
+                continue
+            kind = setting.kind
+            try:  # a bad variable must not stop the kernel
+                if isinstance(kind, Choice):
+                    value: SettingValue = _check_choice(name, text.lower(), kind.choices)
+                else:
+                    value = kind.word(name, text)
             except SettingsError as e:
                 settings.environ_problem = f"{e} (the variable is ignored)"
-        profile = environ.get("SCOREP_KERNEL_PROFILE", "").strip().lower()
-        if profile:
-            try:
-                settings.profile = _check_choice("SCOREP_KERNEL_PROFILE", profile, PROFILE_CHOICES)
+                continue
+            setattr(settings, setting.name, value)
+            if setting.name == "profile":
                 settings.profile_chosen = True
-            except SettingsError as e:
-                settings.environ_problem = f"{e} (the variable is ignored)"
-        template = environ.get("SCOREP_KERNEL_SPARE_TEMPLATE", "").strip()
-        if template:
-            try:
-                settings.spare_template = flag("SCOREP_KERNEL_SPARE_TEMPLATE", template)
-            except SettingsError as e:
-                settings.environ_problem = f"{e} (the variable is ignored)"
         return settings
 
     def update_from_line(self, line: str) -> list[str]:
         """Apply ``key=value`` words of ``%scorep``; returns what changed, in words."""
-        updates: dict[str, Any] = {}
+        updates: dict[str, SettingValue] = {}
         for word in shlex.split(line):
             if "=" not in word:
                 raise SettingsError(
@@ -216,22 +507,11 @@ class KernelSettings:
                 )
             key, text = word.split("=", 1)
             key = key.strip().replace("-", "_")
-            value: Any = text
-            if key in _INT_KEYS:
-                try:
-                    value = None if text.lower() in ("", "none") else int(text)
-                except ValueError:
-                    raise SettingsError(f"{key} must be a whole number, not {text!r}") from None
-            elif key == "metric_interval":
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise SettingsError(f"metric_interval must be seconds, not {text!r}") from None
-            elif key == "spare_worker":
-                value = spare_choice(key, text)
-            elif key in _FLAG_KEYS or key == "spare_template":
-                value = flag(key, text)
-            updates[key] = value
+            setting = SETTING.get(key)
+            if setting is not None and MAGIC in setting.where:
+                updates[key] = setting.kind.word(key, text)
+            else:
+                updates[key] = text  # update names it
         return self.update(updates)
 
     def update(self, updates: Mapping[str, Any]) -> list[str]:
@@ -262,11 +542,8 @@ class KernelSettings:
             elif key in MEASURE_KEYS:
                 measure[key] = value
             else:
-                raise SettingsError(
-                    f"unknown setting {key!r}: use profile, backend, isolation, spare_worker, "
-                    "spare_template, experiment_dir, " + ", ".join(MEASURE_KEYS)
-                )
-        measure = check_measure({k: v for k, v in measure.items() if v is not None})
+                raise SettingsError(f"unknown setting {key!r}: use {', '.join(MAGIC_KEYS)}")
+        measure = check_measure(measure)
         if new_backend == "scorep" and new_isolation == "inprocess":
             raise SettingsError(
                 "isolation=inprocess works only with backend=builtin: Score-P needs a process "
@@ -321,14 +598,18 @@ class KernelSettings:
             )
         measure = dict(self.measure)
         measure.update({k: cell[k] for k in MEASURE_KEYS if k in cell})
-        measure = check_measure({k: v for k, v in measure.items() if v is not None})
+        config = measure_config(check_measure(measure))
+        if mpi is not None and not isinstance(mpi, MpiSettings):
+            raise SettingsError(
+                f"mpi must be checked first (cell_metadata, %%scorep_mpi), not {mpi!r}"
+            )
         parent = cell.get("experiment_dir") or self.experiment_dir or None
         if parent is not None and not isinstance(parent, str):
             raise SettingsError(f"experiment_dir must be a directory path, not {parent!r}")
         return CellSettings(
             backend=backend,
             isolation=isolation,
-            measure=measure,
+            measure=config,
             run=run,
             last=last,
             experiment_parent=parent,
@@ -360,8 +641,7 @@ class KernelSettings:
             f"{available.scorep_message}",
             f"  builtin        {'available' if available.builtin else 'unavailable'}: "
             f"{available.builtin_message}",
-            "Set with: %scorep profile=all|none backend=auto|scorep|builtin "
-            "isolation=subprocess|inprocess max_depth=N event_cap=N metric_interval=S "
-            "include=a,b exclude=c",
+            "Set with: %scorep "
+            + " ".join(f"{s.name}={s.kind.hint}" for s in SETTINGS if MAGIC in s.where),
         ]
         return "\n".join(lines)

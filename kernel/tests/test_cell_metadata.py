@@ -49,10 +49,10 @@ def test_jupyterlab_settings_win_over_percent_scorep_and_the_environment():
     parsed = parse_cell_metadata(meta(profile=True, lab_settings={"metric_interval": 0.25}))
     cell = kernel.resolve(parsed.settings, NO_SCOREP)
     assert cell.isolation == "subprocess"
-    assert cell.measure == {"metric_interval": 0.25, "max_depth": 5}
+    assert (cell.measure.metric_interval_s, cell.measure.max_depth) == (0.25, 5)
     # and nothing from JupyterLab: %scorep's value holds
     cell = kernel.resolve(parse_cell_metadata(meta(profile=True)).settings, NO_SCOREP)
-    assert cell.measure["metric_interval"] == 2.0
+    assert cell.measure.metric_interval_s == 2.0
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import signal
 import pytest
 
 from scorep_kernel.magics import parse_binding_arguments, parse_cell_magic, parse_scorep_env
+from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.runs.display import MIME_TYPE, experiment_bundle
 from scorep_kernel.runs.faults import describe_exit
 from scorep_kernel.settings import Availability, KernelSettings, SettingsError
@@ -54,7 +55,7 @@ def test_defaults_follow_the_backend():
         "subprocess",
     )
     cell = s.resolve({"isolation": "subprocess", "max_depth": 3}, NO_SCOREP, run="r", last=True)
-    assert cell.isolation == "subprocess" and cell.measure == {"max_depth": 3}
+    assert cell.isolation == "subprocess" and cell.measure == MeasureConfig(max_depth=3)
     assert cell.run == "r" and cell.last
 
 

@@ -10,8 +10,14 @@ import pytest
 
 from scorep_kernel.cell_metadata import parse_cell_metadata
 from scorep_kernel.mpi import config
-from scorep_kernel.mpi.config import MpiSettings, check_mpi, launch_command, parse_mpi_magic
-from scorep_kernel.settings import MPI_ISOLATION, Availability, KernelSettings, SettingsError
+from scorep_kernel.mpi.config import check_mpi, launch_command, parse_mpi_magic
+from scorep_kernel.settings import (
+    MPI_ISOLATION,
+    Availability,
+    KernelSettings,
+    MpiSettings,
+    SettingsError,
+)
 
 NO_SCOREP = Availability(False, "Score-P not found.", True, "builtin")
 

@@ -8,10 +8,13 @@ import inspect
 import logging
 import pickle
 import socket
+import subprocess
+import sys
 import typing
 
 import pytest
 
+from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.worker import protocol as msg
 
 ALL = [
@@ -33,7 +36,7 @@ SAMPLES = {
     "list[str]": ["a", "b"],
     "dict[str, str]": {"SCOREP_X": "1"},
     "dict[str, Any]": {"k": [1, 2]},
-    "dict[str, Any] | None": {"k": 1},
+    "MeasureConfig | None": MeasureConfig(include=("numpy",), max_depth=3, io="posix"),
     "dict[str, float]": {"received": 1.25},
     "list[tuple[str, float]]": [("__main__:f", 0.5)],
     "dict[str, int]": {"0": 4711},
@@ -96,3 +99,20 @@ def test_a_frame_longer_than_any_message_ends_the_channel():
             msg.BlockingChannel(b).recv()
     finally:
         b.close()
+
+
+def test_a_start_run_decodes_without_loading_the_builtin_tracer():
+    # a Score-P worker unpickles the run's MeasureConfig; it must not load the tracer
+    framed = msg.encode(msg.StartRun("/x", MeasureConfig(max_depth=2), {}))
+    code = (
+        "import sys\n"
+        "from scorep_kernel.worker import protocol\n"
+        f"start = protocol.decode({framed[8:]!r})\n"
+        "assert start.measure.max_depth == 2\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scorep_kernel.measure')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['scorep_kernel.measure',",
+        "'scorep_kernel.measure.measure_config']",
+    ]

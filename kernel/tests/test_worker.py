@@ -13,6 +13,7 @@ import time
 import pytest
 
 from scorep_kernel.background import BackgroundTasks
+from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.runs.worker_recipe import WorkerRecipe
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
@@ -65,7 +66,7 @@ def test_worker_runs_a_measured_cell_and_writes_the_experiment(tmp_path):
         experiment.write_manifest(
             exp, experiment.new_manifest("x", backend="builtin", isolation="subprocess")
         )
-        await worker.send(msg.StartRun(str(exp), {}, {"SCOREP_X": "1"}))
+        await worker.send(msg.StartRun(str(exp), MeasureConfig(), {"SCOREP_X": "1"}))
         started = await worker.recv_until(msg.RunStarted, 30)
         namespace = {"a": 1}
         messages, done = await _run_cell(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Literal, overload
 
 # Jupyter's and the kernel's own machinery. A region from these modules is dropped together
@@ -30,22 +30,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 DEFAULT_EVENT_CAP = 5_000_000
 DEFAULT_METRIC_INTERVAL_S = 0.1
 
-# Keys accepted by from_mapping (env-like or cell-metadata dicts) and what they set.
-_KEYS = {
-    "include": "include",
-    "exclude": "exclude",
-    "max_depth": "max_depth",
-    "event_cap": "event_cap",
-    "metric_interval": "metric_interval_s",
-    "metric_interval_s": "metric_interval_s",
-    "imports_as_regions": "imports_as_regions",
-    "c_functions": "c_functions",
-    "accelerators": "accelerators",
-    "io": "io",
-    # from the binding arguments (scorep_kernel.binding_args), not a cell setting
-    "instrumenter": "instrumenter",
-    "instrumenter_file": "instrumenter_file",
-}
+IO_CHOICES = ("posix", "none")
 
 
 def _modules(key: str, value: Any) -> tuple[str, ...]:
@@ -110,19 +95,48 @@ def _seconds(key: str, value: Any) -> float:
     return seconds
 
 
-def _flag(key: str, value: Any) -> bool:
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def flag(key: str, value: Any) -> bool:
+    """true | false: a bool, 0 or 1, or a word (1/0, true/false, yes/no, on/off). The one
+    flag parser: the kernel's settings read theirs with it too (settings.flag)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
-        return False
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
     raise ValueError(f"{key} must be true or false, not {value!r}")
 
 
-@dataclass
+def _io(key: str, value: Any) -> str:
+    if value not in IO_CHOICES:
+        raise ValueError(f"{key} must be posix or none, not {value!r}")
+    return str(value)
+
+
+# Each field's rule, in the order they are checked; errors name the setting
+# (``metric_interval``), not the field. ``instrumenter_file`` is a path, taken as it is.
+_RULES: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "include": ("include", _modules),
+    "exclude": ("exclude", _modules),
+    "max_depth": ("max_depth", lambda k, v: _whole(k, v, 0, allow_none=True)),
+    "event_cap": ("event_cap", lambda k, v: _whole(k, v, 2, allow_none=False)),
+    "metric_interval_s": ("metric_interval", _seconds),
+    "imports_as_regions": ("imports_as_regions", flag),
+    "c_functions": ("c_functions", flag),
+    "accelerators": ("accelerators", flag),
+    "instrumenter": ("instrumenter", flag),
+    "io": ("io", _io),
+}
+
+
+@dataclass(frozen=True)
 class MeasureConfig:
     """Filters are module-name prefixes ("numpy" matches numpy and numpy.linalg).
 
@@ -153,17 +167,8 @@ class MeasureConfig:
     io: str = "none"
 
     def __post_init__(self) -> None:
-        self.include = _modules("include", self.include)
-        self.exclude = _modules("exclude", self.exclude)
-        self.max_depth = _whole("max_depth", self.max_depth, 0, allow_none=True)
-        self.event_cap = _whole("event_cap", self.event_cap, 2, allow_none=False)
-        self.metric_interval_s = _seconds("metric_interval", self.metric_interval_s)
-        self.imports_as_regions = _flag("imports_as_regions", self.imports_as_regions)
-        self.c_functions = _flag("c_functions", self.c_functions)
-        self.accelerators = _flag("accelerators", self.accelerators)
-        self.instrumenter = _flag("instrumenter", self.instrumenter)
-        if self.io not in ("posix", "none"):
-            raise ValueError(f"io must be posix or none, not {self.io!r}")
+        for name, (key, rule) in _RULES.items():
+            object.__setattr__(self, name, rule(key, getattr(self, name)))
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any] | None) -> MeasureConfig:
@@ -177,17 +182,38 @@ class MeasureConfig:
         keep_defaults = True
         for key, value in settings.items():
             if key == "exclude_defaults":
-                keep_defaults = _flag(key, value)
+                keep_defaults = flag(key, value)
                 continue
-            if key not in _KEYS:
-                accepted = sorted(set(_KEYS) - {"metric_interval_s"}) + ["exclude_defaults"]
+            if key not in SETTING_FIELDS:
+                accepted = sorted(set(SETTING_FIELDS) - {"metric_interval_s"}) + [
+                    "exclude_defaults"
+                ]
                 raise ValueError(
                     f"unknown measurement setting {key!r}: accepted keys are " + ", ".join(accepted)
                 )
             if value is None and key not in ("max_depth",):
                 continue
-            kwargs[_KEYS[key]] = value
+            kwargs[SETTING_FIELDS[key]] = value
         exclude = _modules("exclude", kwargs.pop("exclude", ()))
         base = DEFAULT_EXCLUDE if keep_defaults else ()
         kwargs["exclude"] = base + tuple(m for m in exclude if m not in base)
         return cls(**kwargs)
+
+
+# A setting's name -> the field it sets: each field by its own name, and metric_interval
+# (the cell setting) for metric_interval_s.
+SETTING_FIELDS: dict[str, str] = {
+    **{f.name: f.name for f in fields(MeasureConfig)},
+    "metric_interval": "metric_interval_s",
+}
+
+
+def check_setting(key: str, value: Any) -> None:
+    """The tracer's rule for one measurement setting (what MeasureConfig checks of the
+    field it sets); ValueError in the words from_mapping would use."""
+    if key == "exclude_defaults":
+        flag(key, value)
+        return
+    rule = _RULES.get(SETTING_FIELDS.get(key, ""))
+    if rule is not None:
+        rule[1](rule[0], value)

@@ -16,10 +16,10 @@ from typing import Any
 
 from scorep_kernel import experiment, state
 from scorep_kernel.mpi import common
-from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send, ranks_words
 from scorep_kernel.runs.base import CellRequest, RunBase, cell_message, error_reply
 from scorep_kernel.runs.faults import UNCHANGED
+from scorep_kernel.settings import MpiSettings
 from scorep_kernel.state import transfer
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.protocol import ChannelClosed
@@ -70,7 +70,7 @@ class CellOnRanks:
     status, its errors, its time) goes into ``run``; a cell that must end early is ended
     by ``stop`` (the run's)."""
 
-    def __init__(self, run: RunBase, mpi: mpi_config.MpiSettings, stop: StopCell):
+    def __init__(self, run: RunBase, mpi: MpiSettings, stop: StopCell):
         self.run = run
         self.mpi = mpi
         self.stop = stop

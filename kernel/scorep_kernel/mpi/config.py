@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorep_kernel.settings import SettingsError
+from scorep_kernel.settings import MpiSettings, SettingsError
 
 KEY = "mpi"
 MAX_RANKS = 4096
@@ -67,30 +67,6 @@ FIELDS = {
     "timeout": "seconds the ranks may take for a cell (null: no limit)",
     "fresh": "true: ranks started for this cell only (default: they stay up between cells)",
 }
-
-
-@dataclass(frozen=True)
-class MpiSettings:
-    ranks: int
-    launcher: str | None = None
-    args: tuple[str, ...] = ()
-    gather: tuple[str, ...] = ()
-    timeout: float | None = None
-    fresh: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ranks": self.ranks}
-        if self.launcher:
-            out["launcher"] = self.launcher
-        if self.args:
-            out["args"] = list(self.args)
-        if self.gather:
-            out["gather"] = list(self.gather)
-        if self.timeout is not None:
-            out["timeout"] = self.timeout
-        if self.fresh:
-            out["fresh"] = True
-        return out
 
 
 def _words(value: Any, key: str, where: str) -> tuple[str, ...]:

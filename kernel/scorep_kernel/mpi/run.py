@@ -76,7 +76,7 @@ from scorep_kernel.mpi.run_end import STOP_TIMEOUT_S, RunFiles, RunMetrics, mpi_
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import CellRequest, RunBase, error_reply, reserve_experiment
 from scorep_kernel.runs.faults import RunFailed
-from scorep_kernel.settings import SettingsError
+from scorep_kernel.settings import MpiSettings, SettingsError
 from scorep_kernel.worker import protocol as msg
 from scorep_kernel.worker.client import _KERNEL_DIR
 
@@ -99,9 +99,8 @@ class MpiRun(RunBase):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         mpi = self.settings.mpi
-        if not isinstance(mpi, mpi_config.MpiSettings):
-            mpi = mpi_config.check_mpi(mpi)
-        self.mpi: mpi_config.MpiSettings = mpi
+        assert mpi is not None, "an MPI run is for a cell with an mpi setting"
+        self.mpi: MpiSettings = mpi
         self.n = mpi.ranks
         self.pool: RankPool | None = None
         # the pool goes back to the kernel's KeptRanks at the run's end
@@ -227,7 +226,7 @@ class MpiRun(RunBase):
 
     def _start_sampler(self) -> None:
         """The kernel's host once (with its ranks); each other host by its first rank."""
-        interval = float(self.settings.measure.get("metric_interval", 0.1))
+        interval = self.settings.measure.metric_interval_s
         error = self.metrics.start(self.links, interval)
         if error:
             self.errors.append(error)

@@ -18,11 +18,11 @@ import numpy as np
 
 from scorep_kernel import experiment
 from scorep_kernel.mpi import common
-from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi.clocks import clock_map
 from scorep_kernel.mpi.merger import Merger, merge_once
 from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send
 from scorep_kernel.runs import scorep_backend
+from scorep_kernel.settings import MpiSettings
 from scorep_kernel.worker import protocol as msg
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 STOP_TIMEOUT_S = 600.0
 
 
-def mpi_manifest(pool: RankPool | None, mpi: mpi_config.MpiSettings, keep: bool) -> dict[str, Any]:
+def mpi_manifest(pool: RankPool | None, mpi: MpiSettings, keep: bool) -> dict[str, Any]:
     """The manifest's ``mpi``: the run's ranks, launcher, hosts and settings."""
     ranks = pool.ranks if pool is not None else {}
     hosts: dict[str, list[int]] = {}

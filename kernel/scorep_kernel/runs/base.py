@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scorep_kernel import experiment
 from scorep_kernel.binding_args import parse as binding_args_of
+from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.runs import named_directory
 from scorep_kernel.runs.display import experiment_bundle
 from scorep_kernel.runs.faults import RunFailed
@@ -173,18 +174,18 @@ class RunBase(abc.ABC):
         if self.backend == "scorep":
             from scorep_kernel.accel import scorep_cuda
 
-            wanted = bool(settings.measure.get("accelerators", True))
+            wanted = settings.measure.accelerators
             self.scorep_env, choice = scorep_cuda.choose(self.scorep_env, wanted)
             self.cuda = dict(choice)
         self.binding_args = list(binding_args)
-        if self.backend == "scorep" and settings.measure.get("io") == "posix":
+        if self.backend == "scorep" and settings.measure.io == "posix":
             # what Score-P 8.4 needs for its POSIX I/O adapter: both of these
             self.scorep_env.setdefault("SCOREP_IO_POSIX", "true")
             if not any(a.startswith("--io=") for a in self.binding_args):
                 self.binding_args.append("--io=runtime:posix")
         self.binding = binding_args_of(self.binding_args)
         # the measurement's settings: the cell's, and what the binding arguments say
-        self.measure: dict[str, Any] = {**settings.measure, **self.binding.measure(self.backend)}
+        self.measure: MeasureConfig = self.binding.measure(settings.measure, self.backend)
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None
         self.cells: list[dict[str, Any]] = []

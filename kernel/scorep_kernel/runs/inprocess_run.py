@@ -12,7 +12,6 @@ from typing import Any
 from scorep_kernel import experiment
 from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
-from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.measure.session import Measurement
 from scorep_kernel.measure.top_regions import top_and_measured_or_empty
 from scorep_kernel.runs import files_process, inprocess_output
@@ -48,7 +47,7 @@ class InprocessRun(RunBase):
         self.create_experiment()
         try:
             with self.timed("measure_start"):
-                config = MeasureConfig.from_mapping(dict(self.measure))
+                config = self.measure
                 preload_scorep_shim()
                 if config.instrumenter_file:
                     run_instrumenter_file(config.instrumenter_file)

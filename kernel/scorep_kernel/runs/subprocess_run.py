@@ -114,7 +114,7 @@ class SubprocessRun(RunBase):
         if started.error:
             self.errors.append(f"measurement could not start: {started.error}")
         if self.backend == "scorep":
-            interval = float(self.settings.measure.get("metric_interval", 0.1))
+            interval = self.settings.measure.metric_interval_s
             self.metrics = scorep_backend.WorkerMetrics(self.worker.pid, interval)
 
     async def _reserve_or_close(self) -> tuple[str, Path]:

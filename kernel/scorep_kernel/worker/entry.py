@@ -165,23 +165,21 @@ class Worker:
         error = None
         if self.scorep is not None:
             if start.measure is not None:
-                self.scorep.imports_as_regions = bool(start.measure.get("imports_as_regions", True))
+                self.scorep.imports_as_regions = start.measure.imports_as_regions
             self.scorep.begin_measurement()
         if self.scorep is None and start.measure is not None:
             # Imported here: a Score-P worker never loads the builtin tracer.
-            from scorep_kernel.measure.measure_config import MeasureConfig
             from scorep_kernel.measure.session import Measurement
             from scorep_kernel.shim import preload_scorep_shim
 
             try:
                 preload_scorep_shim()
-                config = MeasureConfig.from_mapping(start.measure)
-                self.measurement = Measurement(start.exp_dir, config)
+                self.measurement = Measurement(start.exp_dir, start.measure)
                 self.measurement.start()
             except Exception as e:  # the run goes on unmeasured, and says why
                 self.measurement = None
                 error = f"{type(e).__name__}: {e}"
-        path = (start.measure or {}).get("instrumenter_file")
+        path = start.measure.instrumenter_file if start.measure is not None else None
         if path and error is None:
             from scorep_kernel.binding_args import run_instrumenter_file
 

@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from scorep_kernel.measure.measure_config import MeasureConfig
+
 log = logging.getLogger("scorep_kernel")
 
 _LENGTH = struct.Struct(">Q")
@@ -65,11 +67,14 @@ class Preload(Message):
 
 @dataclass(frozen=True)
 class StartRun(Message):
-    """Begin one measured run: ``measure`` is the builtin tracer's settings (None: do not
-    start it), ``env`` the variables the run sets in the worker (its experiment dir)."""
+    """Begin one measured run: ``measure`` is the run's measurement settings, built once
+    by the kernel's settings (the builtin tracer's; under Score-P the worker reads
+    ``imports_as_regions`` and ``instrumenter_file``; None: the builtin tracer is not
+    started), ``env`` the variables the run sets in the worker (its experiment dir).
+    MeasureConfig's module loads without the tracer (measure/__init__.py)."""
 
     exp_dir: str
-    measure: dict[str, Any] | None
+    measure: MeasureConfig | None
     env: dict[str, str]
 
 

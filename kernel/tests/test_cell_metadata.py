@@ -10,7 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scorep_kernel.cell_metadata import KEYS, SETTING_KEYS, CellMetadata, parse_cell_metadata
+from scorep_kernel.cell_metadata import (
+    KEYS,
+    SETTING_KEYS,
+    CellMetadata,
+    json_schema,
+    parse_cell_metadata,
+)
 from scorep_kernel.settings import Availability, KernelSettings, SettingsError
 
 NO_SCOREP = Availability(False, "Score-P not found.", True, "builtin")
@@ -128,3 +134,88 @@ def test_any_metadata_is_accepted_with_its_meaning_or_refused_in_words(scorep):
         KernelSettings().resolve(parsed.settings, NO_SCOREP, run=parsed.run, last=parsed.last)
     except SettingsError:
         pass
+
+
+# --- the frontend's side of the contract: src/cellSettings.ts ------------------------------
+
+CELL_SETTINGS_TS = Path(__file__).resolve().parents[2] / "src" / "cellSettings.ts"
+
+
+def _ts_declarations(text: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """The file's interfaces (name -> property -> type) and type aliases (name -> type)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+    interfaces = {}
+    for name, body in re.findall(r"export interface (\w+) \{(.*?)\n\}", text, flags=re.S):
+        props = re.findall(r"^\s*(\w+)\??:\s*([^;]+);", body, flags=re.M)
+        interfaces[name] = {prop: " ".join(kind.split()) for prop, kind in props}
+    aliases = dict(re.findall(r"export type (\w+) = ([^;]+);", text))
+    return interfaces, aliases
+
+
+def _types(schema: dict) -> set[str]:
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set(schema.get("type", []))
+    for part in schema.get("anyOf", []):
+        found |= _types(part)
+    return found
+
+
+def _enum(schema: dict) -> set[str] | None:
+    if "enum" in schema:
+        return set(schema["enum"])
+    parts = [_enum(part) for part in schema.get("anyOf", [])]
+    return next((p for p in parts if p is not None), None)
+
+
+def _properties(schema: dict) -> dict:
+    if "properties" in schema:
+        return schema["properties"]
+    return next((_properties(p) for p in schema.get("anyOf", []) if _properties(p)), {})
+
+
+def _disagreements(where: str, ts: str, schema: dict, interfaces: dict, aliases: dict) -> list:
+    ts = aliases.get(ts, ts)
+    if ts in interfaces:
+        if "object" not in _types(schema):
+            return [f"{where}: {ts} is an object, the kernel's is {_types(schema)}"]
+        kernel = _properties(schema)
+        out = []
+        for prop, kind in interfaces[ts].items():
+            if prop not in kernel:
+                out.append(f"{where}.{prop}: not a key of the kernel's cell metadata")
+            else:
+                out += _disagreements(f"{where}.{prop}", kind, kernel[prop], interfaces, aliases)
+        return out
+    literals = re.findall(r"'([^']*)'", ts)
+    if literals:
+        allowed = _enum(schema) or set()
+        extra = set(literals) - allowed
+        return [f"{where}: the kernel refuses {sorted(extra)}"] if extra else []
+    wanted = {"boolean": {"boolean"}, "string": {"string"}, "number": {"number", "integer"}}
+    if ts not in wanted:
+        return [f"{where}: the contract test does not know the type {ts!r}"]
+    if not wanted[ts] & _types(schema):
+        return [f"{where}: {ts} on the frontend, {sorted(_types(schema))} in the kernel"]
+    return []
+
+
+def test_the_frontends_metadata_type_matches_the_kernels():
+    """Every key IScorepMetadata (and the lab_settings in it) declares is one the kernel
+    reads, with a type it accepts; the keys the frontend writes are declared."""
+    interfaces, aliases = _ts_declarations(CELL_SETTINGS_TS.read_text())
+    declared = interfaces["IScorepMetadata"]
+    assert {"profile", "run", "last", "lab_settings"} <= set(declared)
+    problems = _disagreements("scorep", "IScorepMetadata", json_schema(), interfaces, aliases)
+    assert not problems, "src/cellSettings.ts and cell_metadata.py disagree:\n" + "\n".join(
+        problems
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(KEY, JSON | st.sampled_from(["builtin", "auto", "r1", "numpy"]), max_size=5))
+def test_what_the_kernel_accepts_its_schema_allows(scorep):
+    jsonschema = pytest.importorskip("jsonschema")
+    try:
+        parse_cell_metadata({"scorep": scorep})
+    except SettingsError:
+        return
+    jsonschema.validate(scorep, json_schema())

@@ -144,3 +144,28 @@ def test_worker_commands():
     own = WorkerKey("scorep", (), ("--thread=none", "--noinstrumenter")).command(7)
     assert own[3:5] == ["--noinstrumenter", "--thread=none"]
     assert own[-1] == "--no-python-instrumenter"
+
+
+def test_every_setting_of_the_table_is_taken_where_it_says():
+    from scorep_kernel.cell_metadata import parse_cell_metadata
+    from scorep_kernel.settings import CELL, MAGIC, SETTINGS
+
+    words = {"Flag": "false", "Whole": "3", "Seconds": "0.5", "Modules": "numpy",
+             "FilePath": "/tmp/x", "Spare": "off"}  # fmt: skip
+    values = {"Flag": False, "Whole": 3, "Seconds": 0.5, "Modules": ["numpy"],
+              "FilePath": "/tmp/x", "Mpi": {"ranks": 2}}  # fmt: skip
+    kinds = {s.name: type(s.kind).__name__ for s in SETTINGS}
+    help_line = KernelSettings().describe(NO_SCOREP).splitlines()[-1]
+    for s in SETTINGS:
+        kind = kinds[s.name]
+        choice = getattr(s.kind, "choices", ())
+        if MAGIC in s.where:
+            KernelSettings().update_from_line(f"{s.name}={choice[-1] if choice else words[kind]}")
+            assert f" {s.name}=" in help_line
+        if CELL in s.where:
+            parse_cell_metadata({"scorep": {s.name: choice[-1] if choice else values[kind]}})
+        if s.environ is not None:
+            env = KernelSettings.from_environ({s.environ: choice[-1] if choice else words[kind]})
+            assert env.environ_problem is None and getattr(env, s.name) != s.default
+        if s.name in {"backend", "isolation", "profile", "spare_worker", "spare_template"}:
+            assert getattr(KernelSettings(), s.name) == s.default

@@ -26,7 +26,7 @@ to the first draw after the refined window arrived, split into the wait to send 
 rest (JSON, projection, the draw). Each figure is the median over the repeats of that
 repeat's statistic, with the range over repeats beside it; no run is singled out.
 
-The zoom figure includes the wait before the request is sent (src/timeline/fetcher.ts: at
+The zoom figure includes the wait before the request is sent (src/views/timeline/fetcher.ts: at
 once when no request is in flight, else when the one in flight is answered): its share is
 printed beside.
 

@@ -14,21 +14,21 @@ import {
   NotebookPanel
 } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ICellHandle, setCellLocator } from './cellbridge';
-import { CommandIDs, registerCommands } from './commands';
-import { OPEN_TRACE_COMMAND, registerOpenTrace } from './openTrace';
+import { ICellHandle, setCellLocator } from './notebook/cellbridge';
+import { CommandIDs, registerCommands } from './notebook/commands';
+import { OPEN_TRACE_COMMAND, registerOpenTrace } from './notebook/openTrace';
 import {
   IScorepMetadata,
   IUserSettings,
   readUserSettings
-} from './cellSettings';
-import { NoticeSender } from './profiledCellsNotice';
+} from './notebook/cellSettings';
+import { NoticeSender } from './notebook/profiledCellsNotice';
 import {
   kernelIsScorep,
   markCell,
   METADATA_KEY,
   refreshBeforeRun
-} from './toggle';
+} from './notebook/toggle';
 
 const PLUGIN_ID = 'jupyterlab-scorep:plugin';
 

@@ -5,10 +5,10 @@
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api';
-import { ScorepAPI } from './apiClient';
-import { bundleOf, formatWhen } from './history/runs';
-import { ExperimentPanel } from './panel';
+import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api/api';
+import { ScorepAPI } from './api/apiClient';
+import { bundleOf, formatWhen } from './views/history/runs';
+import { ExperimentPanel } from './panel/panel';
 
 export class ExperimentRenderer
   extends Widget

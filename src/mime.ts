@@ -5,7 +5,7 @@
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api/api';
+import { IExperimentBundle, IRunEntry, MIME_TYPE } from './api/experimentTypes';
 import { ScorepAPI } from './api/apiClient';
 import { bundleOf, formatWhen } from './views/history/runs';
 import { ExperimentPanel } from './panel/panel';

@@ -12,7 +12,7 @@ This module owns every word the two sides exchange through that directory: file 
 manifest values (``RUN_STATUSES``, ``FILES_STATUSES``, ``BACKENDS``, ``ISOLATIONS``), the
 region roles and how a trace carries them (``encode_region_role`` /
 ``decode_region_role``), and the region naming rule (``function_region_name`` ...). Both
-sides use these constants, never the literals; src/api/api.ts spells the same values as
+sides use these constants, never the literals; src/api/experimentTypes.ts spells the same values as
 TypeScript types, and server_ext/tests/test_contract.py checks that they agree.
 
 Manifest fields written when a run ends, besides those of ``new_manifest``: ``end_ns``,

@@ -1,6 +1,7 @@
-"""src/api/api.ts spells the experiment contract's words (kernel/scorep_kernel/experiment.py) as
-TypeScript string-literal unions; this test fails, naming the type and the value, when
-the two disagree, or when an interface field stops using its union."""
+"""src/api/ spells the experiment contract's words (kernel/scorep_kernel/experiment.py) as
+TypeScript string-literal unions (in experimentTypes.ts; the interfaces of traceTypes.ts and
+analysisTypes.ts use them); this test fails, naming the type and the value, when the two
+disagree, or when an interface field stops using its union."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import pytest
 
 from scorep_kernel import experiment as ex
 
-API_TS = Path(__file__).resolve().parents[2] / "src" / "api" / "api.ts"
+API_DIR = Path(__file__).resolve().parents[2] / "src" / "api"
+# the files that hold the REST API's types
+API_TS = [API_DIR / name for name in ("experimentTypes.ts", "traceTypes.ts", "analysisTypes.ts")]
+
+
+def _api_text() -> str:
+    """The API's type files as one text (the unions and the interfaces that use them)."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in API_TS)
+
 
 # TypeScript union -> the contract's values
 UNIONS = {
@@ -54,7 +63,7 @@ def contract_mismatches(text: str) -> list[str]:
     for union, values in UNIONS.items():
         m = re.search(rf"\bexport\s+type\s+{union}\s*=([^;]+);", text)
         if m is None:
-            problems.append(f"src/api/api.ts has no `export type {union} = ...;`")
+            problems.append(f"src/api/ has no `export type {union} = ...;`")
             continue
         members = [part.strip() for part in m.group(1).split("|") if part.strip()]
         literals = re.findall(r"^'([^']*)'$|^\"([^\"]*)\"$", "\n".join(members), re.M)
@@ -68,7 +77,7 @@ def contract_mismatches(text: str) -> list[str]:
     for interface, fields in FIELDS.items():
         body = _interface_body(text, interface)
         if body is None:
-            problems.append(f"src/api/api.ts has no interface {interface}")
+            problems.append(f"src/api/ has no interface {interface}")
             continue
         for field, union in fields.items():
             m = re.search(rf"^\s*{field}\??\s*:\s*([^;\n]+);", body, re.M)
@@ -83,8 +92,8 @@ def contract_mismatches(text: str) -> list[str]:
 
 
 def test_api_ts_matches_the_experiment_contract():
-    problems = contract_mismatches(API_TS.read_text(encoding="utf-8"))
-    assert not problems, "src/api/api.ts and experiment.py disagree:\n" + "\n".join(problems)
+    problems = contract_mismatches(_api_text())
+    assert not problems, "src/api/ and experiment.py disagree:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +109,7 @@ def test_api_ts_matches_the_experiment_contract():
     ],
 )
 def test_the_check_fails_on_a_changed_word(old, new, needle):
-    text = API_TS.read_text(encoding="utf-8")
-    assert old in text, f"the self-test's anchor {old!r} is gone from src/api/api.ts"
+    text = _api_text()
+    assert old in text, f"the self-test's anchor {old!r} is gone from src/api/"
     problems = contract_mismatches(text.replace(old, new, 1))
     assert any(needle in p for p in problems), problems

@@ -1,6 +1,6 @@
 /**
  * Typed client for the server extension's REST API (docs/API.md; the answers' types are in
- * api.ts).
+ * experimentTypes.ts, traceTypes.ts and analysisTypes.ts).
  *
  * Errors carry the server's `message`, which is written for a person (cause and fix), so
  * the UI shows it as is.
@@ -9,22 +9,21 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import type {
   DownloadKind,
-  ICallTree,
-  IComparison,
   IExperiment,
   IExperimentList,
-  IFilterApplied,
-  ILink,
   IManifest,
-  IMetrics,
-  IRanks,
   IRuns,
-  IScore,
-  ISummary,
-  ITimeline,
   IVersion,
   ToolKind
-} from './api';
+} from './experimentTypes';
+import type { ICallTree, ILink, IMetrics, ITimeline } from './traceTypes';
+import type {
+  IComparison,
+  IFilterApplied,
+  IRanks,
+  IScore,
+  ISummary
+} from './analysisTypes';
 
 /** An error answer from the server: `status` plus the server's `message` for a person. */
 export class ApiError extends Error {

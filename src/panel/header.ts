@@ -1,6 +1,7 @@
 /** The panel's header: the run's facts (what measured it, isolation, wall time, status,
  * events; for a Score-P run its configuration) and the summary's verdicts and top regions. */
-import type { IExperiment, IExperimentBundle, ISummary } from '../api/api';
+import type { IExperiment, IExperimentBundle } from '../api/experimentTypes';
+import type { ISummary } from '../api/analysisTypes';
 import { el } from '../util/dom';
 import { formatDuration, formatSeconds } from '../util/timeaxis';
 

@@ -2,7 +2,7 @@
  * What the panel says while an experiment's files are being written, and why an experiment
  * has no readable trace.
  */
-import type { IExperiment } from '../api/api';
+import type { IExperiment } from '../api/experimentTypes';
 
 export function progressText(experiment: IExperiment, elapsed: number): string {
   const files = experiment.manifest.files ?? {};

@@ -4,7 +4,11 @@
  * ready, as the Export tab's "Open in Vampir" would, but once per experiment (the server
  * remembers), so reopening the notebook does not start Vampir again.
  */
-import type { IExperiment, IExperimentBundle, ToolKind } from '../api/api';
+import type {
+  IExperiment,
+  IExperimentBundle,
+  ToolKind
+} from '../api/experimentTypes';
 import type { ScorepAPI } from '../api/apiClient';
 import { errorText } from '../util/dom';
 

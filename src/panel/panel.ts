@@ -9,13 +9,12 @@ import { firstLocation } from '../views/calltree/treeRoot';
 import { Message, MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import type {
-  IComparison,
   IExperiment,
   IExperimentBundle,
   IRunEntry,
-  ISummary,
   IVersion
-} from '../api/api';
+} from '../api/experimentTypes';
+import type { IComparison, ISummary } from '../api/analysisTypes';
 import type { ScorepAPI } from '../api/apiClient';
 import { el, errorText } from '../util/dom';
 import { openRequested } from './openTools';

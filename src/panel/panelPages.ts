@@ -7,14 +7,9 @@
 import { TreeModes } from '../views/calltree/treeModes';
 import { presentTree } from '../views/calltree/treeRoot';
 import { Widget } from '@lumino/widgets';
-import type {
-  ICallTree,
-  IComparison,
-  IExperiment,
-  IRunEntry,
-  ISummary,
-  IVersion
-} from '../api/api';
+import type { IExperiment, IRunEntry, IVersion } from '../api/experimentTypes';
+import type { ICallTree } from '../api/traceTypes';
+import type { IComparison, ISummary } from '../api/analysisTypes';
 import type { ScorepAPI } from '../api/apiClient';
 import { CallTreeView } from '../views/calltree/treeTable';
 import { CompareView } from '../views/compare/compareView';

@@ -1,6 +1,11 @@
 /** The Export tab: download links for the trace, the profile and a Perfetto JSON, and the
  * buttons that start Vampir or Cube on the server's machine when the server found them. */
-import type { DownloadKind, IExperiment, IVersion, ToolKind } from '../api/api';
+import type {
+  DownloadKind,
+  IExperiment,
+  IVersion,
+  ToolKind
+} from '../api/experimentTypes';
 import type { ScorepAPI } from '../api/apiClient';
 import { el, errorText } from '../util/dom';
 

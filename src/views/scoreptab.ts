@@ -13,7 +13,7 @@ import type {
   IScore,
   IScoreEstimate,
   IScoreRow
-} from '../api/api';
+} from '../api/analysisTypes';
 import type { ScorepAPI } from '../api/apiClient';
 import { cellOf, ICellHandle } from '../notebook/cellbridge';
 import { el, errorText } from '../util/dom';

@@ -1,4 +1,4 @@
-import { IExperiment, IExperimentBundle } from '../../api/api';
+import { IExperiment, IExperimentBundle } from '../../api/experimentTypes';
 import { ApiError, ScorepAPI } from '../../api/apiClient';
 import { openRequested } from '../../panel/openTools';
 

@@ -1,5 +1,5 @@
 import { Panel, Widget } from '@lumino/widgets';
-import { IExperiment, IExperimentBundle } from '../../api/api';
+import { IExperiment, IExperimentBundle } from '../../api/experimentTypes';
 import { ApiError, ScorepAPI } from '../../api/apiClient';
 import { ExperimentRenderer } from '../../mime';
 import { ExperimentPanel } from '../../panel/panel';

@@ -1,4 +1,4 @@
-import type { IDeviceAnalysis } from '../../api/api';
+import type { IDeviceAnalysis } from '../../api/analysisTypes';
 import {
   formatRate,
   renderDeviceSummary,

@@ -1,9 +1,5 @@
-import {
-  IExperiment,
-  IExperimentBundle,
-  IFilterApplied,
-  IScore
-} from '../../api/api';
+import { IExperiment, IExperimentBundle } from '../../api/experimentTypes';
+import { IFilterApplied, IScore } from '../../api/analysisTypes';
 import { ScorepAPI } from '../../api/apiClient';
 import type { ICellHandle } from '../../notebook/cellbridge';
 import {

@@ -5,7 +5,7 @@
  * the inclusive time, y the call depth), both computed from the top-down tree the server
  * sends.
  */
-import type { ICallNode } from '../../api/api';
+import type { ICallNode } from '../../api/traceTypes';
 
 export interface IBottomUpNode {
   name: string;

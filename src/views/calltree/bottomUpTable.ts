@@ -4,7 +4,7 @@
  * below each caller.
  */
 import { Widget } from '@lumino/widgets';
-import type { ICallNode } from '../../api/api';
+import type { ICallNode } from '../../api/traceTypes';
 import { el } from '../../util/dom';
 import { formatSeconds } from '../../util/timeaxis';
 import { bottomUp, IBottomUpNode } from './bottomUp';

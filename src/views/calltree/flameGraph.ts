@@ -4,7 +4,7 @@
  * box under the pointer is named with its times.
  */
 import { Widget } from '@lumino/widgets';
-import type { ICallNode } from '../../api/api';
+import type { ICallNode } from '../../api/traceTypes';
 import {
   cssVar,
   currentTheme,

@@ -3,7 +3,7 @@
  * hottest path. Nodes are named by their path of child indices ("0/2/1") because cnode ids
  * need not be unique once the server merges locations.
  */
-import type { ICallNode } from '../../api/api';
+import type { ICallNode } from '../../api/traceTypes';
 
 export type SortKey =
   'name' | 'incl_s' | 'excl_s' | 'pct' | 'visits' | 'min_s' | 'max_s';

@@ -4,7 +4,7 @@
  * the two others are made when first asked for.
  */
 import { Widget } from '@lumino/widgets';
-import type { ICallTree } from '../../api/api';
+import type { ICallTree } from '../../api/traceTypes';
 import { el } from '../../util/dom';
 import { BottomUpTable } from './bottomUpTable';
 import { FlameGraph } from './flameGraph';

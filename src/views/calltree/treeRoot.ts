@@ -6,7 +6,7 @@
  * opens the tree of the thread that ran the cell instead (the first location), whose top is
  * the cell itself; the sum over all threads stays one choice away, and says what it is.
  */
-import type { ICallTree } from '../../api/api';
+import type { ICallTree } from '../../api/traceTypes';
 
 /** The location to open first: the thread that ran the cell, when the tree has several. */
 export function firstLocation(tree: ICallTree): number | null {

@@ -5,7 +5,7 @@
  */
 import { CellSources, ICellFile } from '../cellSources';
 import { Widget } from '@lumino/widgets';
-import type { ICallNode, ICallTree } from '../../api/api';
+import type { ICallNode, ICallTree } from '../../api/traceTypes';
 import { el } from '../../util/dom';
 import {
   flatten,

@@ -3,7 +3,7 @@
  * added and removed paths marked, opened down the most changed path; a treegrid, walked
  * with the arrow keys.
  */
-import type { IComparison } from '../../api/api';
+import type { IComparison } from '../../api/analysisTypes';
 import { el } from '../../util/dom';
 import { formatSeconds } from '../../util/timeaxis';
 import { diffRows, formatDelta, formatPct, mostChangedPath } from './deltas';

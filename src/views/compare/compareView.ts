@@ -7,7 +7,7 @@
  * with the metric charts overlaid.
  */
 import { Widget } from '@lumino/widgets';
-import type { IComparison, ICompareRun } from '../../api/api';
+import type { IComparison, ICompareRun } from '../../api/analysisTypes';
 import type { ScorepAPI } from '../../api/apiClient';
 import { el, errorText } from '../../util/dom';
 import { backendName, formatWhen, measuredDifferently } from '../history/runs';

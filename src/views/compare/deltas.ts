@@ -2,7 +2,7 @@
  * The Compare view's differences: Δ formatting, sorting the function rows and the merged
  * call tree's visible rows. Pure functions, tested without a browser.
  */
-import type { IFunctionDelta, IPathDelta } from '../../api/api';
+import type { IFunctionDelta, IPathDelta } from '../../api/analysisTypes';
 import { formatDuration } from '../../util/timeaxis';
 
 /** A time difference in seconds with its sign: "+120 ms", "−1.5 s", "±0". */

@@ -2,7 +2,7 @@
  * The Compare view's Functions page: per function A, B, Δ and Δ% of exclusive and
  * inclusive time and visits, sorted by |Δ| of the column group chosen.
  */
-import type { IComparison, IFunctionDelta } from '../../api/api';
+import type { IComparison, IFunctionDelta } from '../../api/analysisTypes';
 import { el } from '../../util/dom';
 import { formatSeconds } from '../../util/timeaxis';
 import {

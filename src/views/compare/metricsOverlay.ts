@@ -4,7 +4,7 @@
  * the Compare view's timelines (times counted from each run's cells' start).
  */
 import { Widget } from '@lumino/widgets';
-import type { IMetricSeries, IMetrics } from '../../api/api';
+import type { IMetricSeries, IMetrics } from '../../api/traceTypes';
 import {
   cssVar,
   currentTheme,

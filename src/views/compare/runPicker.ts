@@ -2,7 +2,7 @@
  * The Compare view's picker of run A: this cell's earlier runs and the other experiments
  * the server lists, or an experiment path typed in.
  */
-import type { IManifest } from '../../api/api';
+import type { IManifest } from '../../api/experimentTypes';
 import type { ScorepAPI } from '../../api/apiClient';
 import { el } from '../../util/dom';
 import { backendName, formatWhen, parentDir } from '../history/runs';

@@ -2,7 +2,7 @@
  * The shared time axis of two runs' timelines in the Compare view. Pure functions, tested
  * without a browser.
  */
-import type { ICompareRun } from '../../api/api';
+import type { ICompareRun } from '../../api/analysisTypes';
 import type { IView } from '../timeline/projection';
 
 /**

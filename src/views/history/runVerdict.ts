@@ -3,7 +3,8 @@
  * the run-to-run noise (the server decides, see GET compare), with a button to the
  * comparison.
  */
-import type { IComparison, IRunEntry } from '../../api/api';
+import type { IRunEntry } from '../../api/experimentTypes';
+import type { IComparison } from '../../api/analysisTypes';
 import { el } from '../../util/dom';
 import { formatWhen, measuredDifferently } from './runs';
 

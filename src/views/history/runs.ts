@@ -8,7 +8,7 @@ import type {
   IManifest,
   IManifestCell,
   IRunEntry
-} from '../../api/api';
+} from '../../api/experimentTypes';
 
 /** The cell a panel stands for: the run's cell shown in this output (for a multi-cell
  * run the panel sits under its last cell). */

@@ -4,7 +4,7 @@
  * comparable with the run shown, or deletable after a confirmation; and the disk the
  * notebook's runs use. Nothing is deleted without the user confirming it.
  */
-import type { IManifest, IRunEntry, IRuns } from '../../api/api';
+import type { IManifest, IRunEntry, IRuns } from '../../api/experimentTypes';
 import type { ScorepAPI } from '../../api/apiClient';
 import { el, errorText } from '../../util/dom';
 import { formatBytes } from '../metrics/format';

@@ -3,7 +3,7 @@
  * ticks, labelled at the right), each series as steps (see scale.ts), the legend, and the
  * hover line where the pointer is.
  */
-import type { IMetricSeries } from '../../api/api';
+import type { IMetricSeries } from '../../api/traceTypes';
 import { groupColor, hiDpiContext } from '../../util/colors';
 import type { IView } from '../timeline/projection';
 import { IStep, tickLabels, yRange } from './scale';

@@ -5,7 +5,7 @@
  * min, max) per pixel.
  */
 import { Widget } from '@lumino/widgets';
-import type { IMetricSeries, IMetrics } from '../../api/api';
+import type { IMetricSeries, IMetrics } from '../../api/traceTypes';
 import { cssVar, currentTheme, observeTheme } from '../../util/colors';
 import { el } from '../../util/dom';
 import type { IView } from '../timeline/projection';

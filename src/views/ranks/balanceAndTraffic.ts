@@ -3,7 +3,7 @@
  * (compute and MPI time against the longest rank), the communication matrix's shades and
  * its largest flows.
  */
-import type { IRanks, IRankRow } from '../../api/api';
+import type { IRanks, IRankRow } from '../../api/analysisTypes';
 import { formatBytes } from '../metrics/format';
 import { formatSeconds } from '../../util/timeaxis';
 

@@ -5,7 +5,7 @@
  * trace), shaded on a log scale; above MATRIX_MAX_RANKS ranks the largest flows instead.
  */
 import { Widget } from '@lumino/widgets';
-import type { IRanks } from '../../api/api';
+import type { IRanks } from '../../api/analysisTypes';
 import type { ScorepAPI } from '../../api/apiClient';
 import { el, errorText } from '../../util/dom';
 import {

@@ -4,7 +4,7 @@
  * operators that launched them by device time, the copies each way, and the CPU-GPU
  * overlap. Pure DOM from the analysis; nothing to fetch.
  */
-import type { IDeviceAnalysis } from '../../api/api';
+import type { IDeviceAnalysis } from '../../api/analysisTypes';
 import { el } from '../../util/dom';
 import { formatBytes } from '../metrics/format';
 import { formatSeconds } from '../../util/timeaxis';

@@ -5,7 +5,7 @@
  * highlights its calls in the timeline and opens its call paths in the call tree.
  */
 import { Widget } from '@lumino/widgets';
-import type { IFunctionStat, ISummary } from '../../api/api';
+import type { IFunctionStat, ISummary } from '../../api/analysisTypes';
 import { currentTheme, groupColor, observeTheme } from '../../util/colors';
 import { el } from '../../util/dom';
 import { formatSeconds } from '../../util/timeaxis';

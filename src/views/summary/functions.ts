@@ -3,7 +3,7 @@
  * or inclusive time, optionally grouped by module, with visits and the mean time per visit.
  * Pure functions over GET summary's `functions`.
  */
-import type { IFunctionStat } from '../../api/api';
+import type { IFunctionStat } from '../../api/analysisTypes';
 
 /** 'effective': what the user can speed up (running on any thread plus waiting on the
  * cell's thread; IFunctionStat.effective_s), where the run has the running/waiting split */

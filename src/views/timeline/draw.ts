@@ -4,7 +4,7 @@
  * canvas follows light and dark themes. The hovered span's outline is not painted: it is an
  * element over the canvas (timelineView.ts), so moving the pointer never repaints.
  */
-import type { IRegionInfo } from '../../api/api';
+import type { IRegionInfo } from '../../api/traceTypes';
 import { cssVar, groupColor, ThemeKind } from '../../util/colors';
 import { IDrawList, ILayout, IView, timeToX } from './projection';
 import { formatDuration, ticks } from '../../util/timeaxis';

@@ -3,7 +3,7 @@
  * so the canvas widget stays about wiring, and the behaviour is tested without a browser.
  */
 import { CellSources } from '../cellSources';
-import type { IRegionInfo } from '../../api/api';
+import type { IRegionInfo } from '../../api/traceTypes';
 import { IView, zoomAround } from './projection';
 import { formatDuration } from '../../util/timeaxis';
 

@@ -5,7 +5,7 @@
  * launch) and draws a line from the span to each, over the canvas, like Perfetto's flow
  * arrows. Drawn in an SVG element over the canvas: selecting never repaints the spans.
  */
-import type { ILink } from '../../api/api';
+import type { ILink } from '../../api/traceTypes';
 import type { IDrawList, ILane, ILayout, IView } from './projection';
 
 export type LinkLoader = (location: number, start: number) => Promise<ILink[]>;

@@ -4,7 +4,8 @@
  * a pixel, so a response holds at most about `width` spans per row; projecting it again at
  * draw time lets the view pan and zoom smoothly while the next window is being fetched.
  */
-import type { IRegionInfo, ITimeline, ITraceLocation } from '../../api/api';
+import type { ITraceLocation } from '../../api/experimentTypes';
+import type { IRegionInfo, ITimeline } from '../../api/traceTypes';
 
 export interface IView {
   /** left edge, ns since the run's start */

@@ -2,7 +2,7 @@
  * What the Perfetto and DevTools timelines offer beside the drawing: searching the regions
  * by name, and a selected time range summarised (the functions in it, by their time there).
  */
-import type { IRegionInfo } from '../../api/api';
+import type { IRegionInfo } from '../../api/traceTypes';
 import { formatDuration } from '../../util/timeaxis';
 import type { IDrawList } from './projection';
 

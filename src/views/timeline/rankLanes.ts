@@ -6,7 +6,7 @@
  * timeline: what each rank runs at each moment), since 64 ranks of 10 rows at 18 px would
  * be 11,000 px tall. A trace of one process keeps one lane per location, as before.
  */
-import type { ITraceLocation } from '../../api/api';
+import type { ITraceLocation } from '../../api/experimentTypes';
 import { ILayout, layoutLanes } from './projection';
 
 /** More ranks than this: one row per rank (8 ranks of ~10 rows fill a screen already). */

@@ -8,7 +8,8 @@
 import { rangeText, regionIdsMatching, summariseRange } from './rangeSummary';
 import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
-import type { ITimeline, ITraceLocation } from '../../api/api';
+import type { ITraceLocation } from '../../api/experimentTypes';
+import type { ITimeline } from '../../api/traceTypes';
 import { currentTheme, hiDpiContext, observeTheme } from '../../util/colors';
 import { el } from '../../util/dom';
 import {

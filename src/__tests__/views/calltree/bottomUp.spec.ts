@@ -1,4 +1,4 @@
-import type { ICallNode } from '../../../api/api';
+import type { ICallNode } from '../../../api/traceTypes';
 import { bottomUp, flameBoxes } from '../../../views/calltree/bottomUp';
 
 function node(

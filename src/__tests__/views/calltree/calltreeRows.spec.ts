@@ -1,5 +1,5 @@
 import { firstLocation, presentTree } from '../../../views/calltree/treeRoot';
-import type { ICallNode } from '../../../api/api';
+import type { ICallNode } from '../../../api/traceTypes';
 import {
   flatten,
   hottestPath,

@@ -1,4 +1,8 @@
-import type { ICompareRun, IFunctionDelta, IPathDelta } from '../../../api/api';
+import type {
+  ICompareRun,
+  IFunctionDelta,
+  IPathDelta
+} from '../../../api/analysisTypes';
 import {
   diffRows,
   formatCountDelta,

@@ -1,5 +1,6 @@
 import { Widget } from '@lumino/widgets';
-import type { IComparison, IExperiment } from '../../../api/api';
+import type { IExperiment } from '../../../api/experimentTypes';
+import type { IComparison } from '../../../api/analysisTypes';
 import { ScorepAPI } from '../../../api/apiClient';
 import { CompareView } from '../../../views/compare/compareView';
 import { RunPicker } from '../../../views/compare/runPicker';

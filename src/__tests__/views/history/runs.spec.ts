@@ -1,4 +1,4 @@
-import type { IManifest, IRunEntry } from '../../../api/api';
+import type { IManifest, IRunEntry } from '../../../api/experimentTypes';
 import {
   bundleOf,
   formatWhen,

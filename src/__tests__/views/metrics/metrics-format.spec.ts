@@ -1,5 +1,5 @@
 import { metricsWindow } from '../../../views/metrics/metricsView';
-import type { IMetricSeries } from '../../../api/api';
+import type { IMetricSeries } from '../../../api/traceTypes';
 import { formatBytes, formatValue } from '../../../views/metrics/format';
 import { chartsOf } from '../../../views/metrics/metricsView';
 import {

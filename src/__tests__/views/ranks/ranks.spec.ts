@@ -1,5 +1,6 @@
 import { Widget } from '@lumino/widgets';
-import type { IRanks, ITimeline } from '../../../api/api';
+import type { ITimeline } from '../../../api/traceTypes';
+import type { IRanks } from '../../../api/analysisTypes';
 import { ScorepAPI } from '../../../api/apiClient';
 import {
   barParts,

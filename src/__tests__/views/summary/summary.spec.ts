@@ -1,4 +1,4 @@
-import type { IFunctionStat } from '../../../api/api';
+import type { IFunctionStat } from '../../../api/analysisTypes';
 import {
   barFraction,
   groupByModule,

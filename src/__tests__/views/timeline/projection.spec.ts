@@ -1,4 +1,4 @@
-import type { ITimeline } from '../../../api/api';
+import type { ITimeline } from '../../../api/traceTypes';
 import {
   clampView,
   hitTest,

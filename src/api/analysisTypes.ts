@@ -1,209 +1,21 @@
 /**
- * The server extension's REST API as TypeScript types: what each endpoint answers
- * (docs/API.md). The client that asks is apiClient.ts.
- *
- * Every time is integer nanoseconds since the run's start.
+ * What the server's analyses answer (docs/API.md): GET summary and its verdicts, GET device,
+ * GET ranks, GET compare (run b against run a), GET score and POST filter. The run's own
+ * types are in experimentTypes.ts.
  */
-
-export const MIME_TYPE = 'application/vnd.scorep.experiment+json';
-
-// The experiment contract's words (kernel/scorep_kernel/experiment.py; docs/API.md).
-// server_ext/tests/test_contract.py checks that these unions list exactly its values.
-export type Backend = 'scorep' | 'builtin';
-export type Isolation = 'subprocess' | 'inprocess';
-export type RunStatus = 'running' | 'ok' | 'error' | 'interrupted' | 'crashed';
-/** Whether the server may read the run's files yet ("unavailable": nothing was measured). */
-export type FilesStatus = 'pending' | 'ready' | 'failed' | 'unavailable';
-export type RegionRole =
-  | 'function'
-  | 'user'
-  | 'import'
-  | 'cell'
-  | 'artificial'
-  | 'operator'
-  | 'runtime'
-  | 'kernel'
-  | 'memcpy'
-  | 'memset';
-
-/** One cell of a run: JupyterLab's cellId, the execution count, its source and hash. */
-export interface IManifestCell {
-  cell_id?: string | null;
-  execution_count?: number;
-  code?: string;
-  source_sha256?: string;
-}
-
-export interface IManifest {
-  format_version: number;
-  id: string;
-  backend: Backend;
-  isolation?: Isolation;
-  status: RunStatus;
-  /** The notebook's path relative to the server root (when the kernel knew it). */
-  notebook?: string | null;
-  cells?: IManifestCell[];
-  start_ns?: number;
-  end_ns?: number | null;
-  /** the cells' time: their regions on the threads that ran them (one definition) */
-  wall_s?: number | null;
-  /** the run's elapsed time in the kernel (run_s - wall_s: the measurement's own cost) */
-  run_s?: number | null;
-  /** the split of wall_s (builtin runs) */
-  cell_time?: ICellTime | null;
-  hostname?: string;
-  python_version?: string;
-  files?: Record<string, string>;
-  measurement?: IMeasurement;
-  files_status?: FilesStatus;
-  errors?: (string | { message?: string })[];
-  [key: string]: unknown;
-}
-
-/**
- * The manifest's `measurement`: the builtin tracer's notes (events, dropped, cap_reached,
- * messages ...) or, for a Score-P run, what measured it and how.
- */
-export interface IMeasurement {
-  /** what measured the run, with its version ("Score-P 8.4") */
-  tool?: string;
-  /** Score-P's effective configuration as it wrote it (scorep.cfg): SCOREP_* -> value */
-  scorep_config?: Record<string, string>;
-  /** Score-P's own lines among the worker's output ("[Score-P] ...") */
-  scorep_messages?: string[];
-  /** what Score-P said, in words (cause and fix) */
-  notes?: string[];
-  [key: string]: unknown;
-}
-
-export interface IVersion {
-  version: string;
-  scorep: {
-    available: boolean;
-    scorep_config: string | null;
-    bindings: boolean;
-    message?: string;
-    /** Score-P's scorep-score, which GET score runs (null: not found) */
-    scorep_score?: string | null;
-  };
-  tools: { vampir: string | null; cube: string | null };
-}
-
-export interface ITraceLocation {
-  id: number;
-  name: string;
-  group?: string;
-  kind?: string;
-  max_depth: number;
-}
-
-export interface IExperiment {
-  path: string;
-  manifest: IManifest;
-  available: { otf2: boolean; cubex: boolean; metrics: boolean };
-  tools: { vampir: boolean; cube: boolean };
-  trace: {
-    range: [number, number];
-    origin_epoch_ns: string;
-    events: number;
-    locations: ITraceLocation[];
-    notes?: string[];
-  } | null;
-  /** Why `trace` is null although the trace exists (it cannot be read). */
-  trace_error?: string;
-}
-
-export interface IRegionInfo {
-  name: string;
-  group: string;
-  file?: string | null;
-  line?: number | null;
-  role?: RegionRole;
-}
-
-export interface ITimelineRow {
-  depth: number;
-  start: number[];
-  end: number[];
-  region: number[];
-  count: number[];
-}
-
-export interface ITimelineLocation {
-  id: number;
-  name: string;
-  max_depth: number;
-  rows: ITimelineRow[];
-}
-
-export interface ITimeline {
-  window: [number, number];
-  width: number;
-  /** The ns per pixel actually used to merge (coarser than asked for huge responses). */
-  px_ns?: number;
-  range: [number, number];
-  regions: Record<string, IRegionInfo>;
-  locations: ITimelineLocation[];
-}
-
-export interface ICallNode {
-  id: number;
-  name: string;
-  group?: string;
-  file?: string | null;
-  line?: number | null;
-  incl_s: number;
-  excl_s: number;
-  visits: number;
-  min_s: number;
-  max_s: number;
-  children: ICallNode[];
-}
-
-export interface ICallTree {
-  source: 'cubex' | 'trace';
-  location: number | null;
-  total_s: number;
-  locations: { id: number; name: string }[];
-  root: ICallNode;
-  truncated?: { nodes_dropped: number; max_nodes: number };
-}
-
-export interface IMetricSeries {
-  key: string;
-  label: string;
-  unit: string;
-  group: 'cpu' | 'memory' | 'io' | 'network' | 'gpu' | string;
-  t: number[];
-  /** per bucket; null where the bucket's samples had no value (JSON has no NaN) */
-  mean: (number | null)[];
-  min: (number | null)[];
-  max: (number | null)[];
-}
-
-export interface IMetrics {
-  window: [number, number];
-  notes: string[];
-  /** Sampling interval in seconds (absent for metrics read from the trace). */
-  interval_s?: number | null;
-  series: IMetricSeries[];
-}
+import type {
+  Backend,
+  ICellTime,
+  IManifestCell,
+  Isolation,
+  RunStatus
+} from './experimentTypes';
 
 export interface IVerdict {
   kind: 'cpu' | 'memory' | 'io' | 'network' | 'gpu' | 'trace' | string;
   level: 'info' | 'warning';
   text: string;
   numbers?: Record<string, number>;
-}
-
-/** The cells' time (their regions on the thread that ran them) and its split: running on a
- * CPU, queued for one (the machine's load), waiting (sleep, lock, I/O, device, MPI). The
- * split is null where the measurement did not read the threads' clocks (Score-P runs). */
-export interface ICellTime {
-  time_s: number;
-  cpu_s: number | null;
-  queue_s: number | null;
-  wait_s: number | null;
 }
 
 export interface ISummary {
@@ -274,15 +86,6 @@ export interface IDeviceAnalysis {
   verdict: IVerdict;
 }
 
-/** GET link: the other ends of a span's launch links. */
-export interface ILink {
-  correlation: number;
-  location: number;
-  start: number;
-  end: number;
-  kind: 'launch' | 'device';
-}
-
 export interface IFunctionStat {
   name: string;
   module: string;
@@ -296,32 +99,6 @@ export interface IFunctionStat {
   /** what the user can speed up: running on any thread plus waiting on the cell's
    * thread (without the split: its own time on the cell's thread); GET summary ranks by it */
   effective_s?: number;
-}
-
-/** The kernel's display_data payload for a profiled cell. */
-export interface IExperimentBundle {
-  id: string;
-  path: string;
-  backend: Backend;
-  isolation?: Isolation;
-  status: RunStatus;
-  run?: string | null;
-  cell_index_in_run?: number;
-  /** what measured the run, with its version ("Score-P 8.4"), when the kernel knew it */
-  tool?: string;
-  summary?: {
-    wall_s?: number;
-    events?: number;
-    top?: [string, number][];
-    message?: string;
-  };
-  /** an MPI cell's run: its ranks and the hosts they ran on */
-  mpi?: { ranks: number; hosts?: string[] };
-  /**
-   * tools the panel opens the run's files in once they are ready, once per experiment
-   * (`%%enable_vampir_launch_on_scorep_instrumented`: `["vampir"]`)
-   */
-  open?: ToolKind[];
 }
 
 /** One rank of GET ranks (docs/API.md). */
@@ -353,25 +130,6 @@ export interface IRanks {
   mpi: Record<string, unknown> | null;
 }
 
-/** One run of a cell (GET experiments?notebook=&cell=). */
-export interface IRunEntry {
-  path: string;
-  manifest: IManifest;
-  disk_bytes: number;
-}
-
-export interface IRuns {
-  experiments: IRunEntry[];
-  notebook: string | null;
-  cell: string | null;
-  disk: { notebook_bytes: number; notebook_runs: number };
-}
-
-/** The experiments GET experiments lists without notebook and cell. */
-export interface IExperimentList {
-  experiments: { path: string; manifest: IManifest }[];
-}
-
 /** A run's facts in GET compare. */
 export interface ICompareRun {
   path: string;
@@ -392,6 +150,7 @@ export interface ICompareRun {
 }
 
 export type ChangeStatus = 'both' | 'added' | 'removed';
+
 export type VerdictKind = 'slower' | 'faster' | 'within_noise';
 
 export interface IFunctionDelta {
@@ -544,6 +303,3 @@ export interface IFilterApplied {
   /** the filter the run used, whose rules the new file keeps */
   merged: string | null;
 }
-
-export type DownloadKind = 'otf2' | 'cubex' | 'perfetto';
-export type ToolKind = 'vampir' | 'cube';

@@ -1,0 +1,93 @@
+/**
+ * What the panel's trace views read (docs/API.md): GET timeline (the regions and the rows
+ * of a window), GET calltree, GET metrics and GET link. The run's own types are in
+ * experimentTypes.ts.
+ *
+ * Every time is integer nanoseconds since the run's start.
+ */
+import type { RegionRole } from './experimentTypes';
+
+export interface IRegionInfo {
+  name: string;
+  group: string;
+  file?: string | null;
+  line?: number | null;
+  role?: RegionRole;
+}
+
+export interface ITimelineRow {
+  depth: number;
+  start: number[];
+  end: number[];
+  region: number[];
+  count: number[];
+}
+
+export interface ITimelineLocation {
+  id: number;
+  name: string;
+  max_depth: number;
+  rows: ITimelineRow[];
+}
+
+export interface ITimeline {
+  window: [number, number];
+  width: number;
+  /** The ns per pixel actually used to merge (coarser than asked for huge responses). */
+  px_ns?: number;
+  range: [number, number];
+  regions: Record<string, IRegionInfo>;
+  locations: ITimelineLocation[];
+}
+
+export interface ICallNode {
+  id: number;
+  name: string;
+  group?: string;
+  file?: string | null;
+  line?: number | null;
+  incl_s: number;
+  excl_s: number;
+  visits: number;
+  min_s: number;
+  max_s: number;
+  children: ICallNode[];
+}
+
+export interface ICallTree {
+  source: 'cubex' | 'trace';
+  location: number | null;
+  total_s: number;
+  locations: { id: number; name: string }[];
+  root: ICallNode;
+  truncated?: { nodes_dropped: number; max_nodes: number };
+}
+
+export interface IMetricSeries {
+  key: string;
+  label: string;
+  unit: string;
+  group: 'cpu' | 'memory' | 'io' | 'network' | 'gpu' | string;
+  t: number[];
+  /** per bucket; null where the bucket's samples had no value (JSON has no NaN) */
+  mean: (number | null)[];
+  min: (number | null)[];
+  max: (number | null)[];
+}
+
+export interface IMetrics {
+  window: [number, number];
+  notes: string[];
+  /** Sampling interval in seconds (absent for metrics read from the trace). */
+  interval_s?: number | null;
+  series: IMetricSeries[];
+}
+
+/** GET link: the other ends of a span's launch links. */
+export interface ILink {
+  correlation: number;
+  location: number;
+  start: number;
+  end: number;
+  kind: 'launch' | 'device';
+}

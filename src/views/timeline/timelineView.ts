@@ -1,9 +1,10 @@
 /**
  * The timeline: a focusable, devicePixelRatio-aware canvas with one row per location and call
- * depth. Wheel zooms around the cursor, drag pans, shift-drag zooms to the selection,
- * alt/ctrl-drag measures a span, arrows pan and +/- zoom. The data is fetched window by window
- * (width = canvas px, one request in flight, the newest view sent next); between answers the last data is
- * re-projected so interaction stays smooth on large traces.
+ * depth. The data is fetched window by window (width = canvas px, one request in flight, the
+ * newest view sent next; fetcher.ts); between answers the last data is re-projected so
+ * interaction stays smooth on large traces. The view holds the window, the data and the
+ * highlight and draws them (draw.ts); what the pointer and the keys do is gestures.ts, the
+ * hovered span's outline and tooltip spanHover.ts.
  */
 import { rangeText, regionIdsMatching, summariseRange } from './rangeSummary';
 import { Signal, ISignal } from '@lumino/signaling';
@@ -19,23 +20,16 @@ import {
   IDrawList,
   ILayout,
   IView,
-  panBy,
   regionIdsNamed,
-  toDrawList,
-  xToTime,
-  zoomAround
+  toDrawList
 } from './projection';
 import { formatDuration } from '../../util/timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { layoutTimeline } from './rankLanes';
 import { IWindowRequest, WindowFetcher } from './fetcher';
-import {
-  cellSourcesOf,
-  keyAction,
-  tooltipLines,
-  wheelZoomFactor
-} from './interaction';
-import { renderLegend, showTooltip } from './overlays';
+import { TimelineGestures } from './gestures';
+import { renderLegend } from './overlays';
+import { SpanHover } from './spanHover';
 import { laneAt, LaunchLinks, LinkLoader } from './launchLinks';
 
 const KEYS_HELP = 'Arrow keys pan, plus and minus zoom, 0 shows everything.';
@@ -44,8 +38,6 @@ export type TimelineLoader = (
   request: IWindowRequest,
   signal: AbortSignal
 ) => Promise<ITimeline>;
-
-type DragMode = 'pan' | 'select' | 'measure';
 
 export class TimelineView extends Widget {
   constructor(options: {
@@ -78,13 +70,12 @@ export class TimelineView extends Widget {
       'aria-label',
       `Timeline of the profiled run. ${KEYS_HELP}`
     );
-    this.tooltip = el('div', 'jp-scorep-tooltip');
-    this.tooltip.setAttribute('role', 'tooltip');
-    this.tooltip.hidden = true;
-    // the hovered span's outline: an element over the canvas, so hovering moves it and
-    // never repaints the canvas (a full view repaints ~20,000 spans)
-    this.hoverBox = el('div', 'jp-scorep-timeline-hover');
-    this.hoverBox.hidden = true;
+    this.hover = new SpanHover({
+      list: () => this.list,
+      rowHeight: () => this.layout_.rowHeight,
+      width: () => this.cssWidth,
+      regions: () => this._data?.regions ?? {}
+    });
     this.legend = el('div', 'jp-scorep-legend');
     this.legend.setAttribute('aria-label', 'Region groups (modules)');
     this.status = el('div', 'jp-scorep-timeline-status');
@@ -92,12 +83,12 @@ export class TimelineView extends Widget {
 
     const scroller = el('div', 'jp-scorep-timeline-scroller');
     scroller.appendChild(this.canvas);
-    scroller.appendChild(this.hoverBox);
+    scroller.appendChild(this.hover.box);
     if (options.links) {
       this.links = new LaunchLinks(options.links);
       scroller.appendChild(this.links.svg);
     }
-    scroller.appendChild(this.tooltip);
+    scroller.appendChild(this.hover.tooltip);
     this.node.appendChild(this.legend);
     this.node.appendChild(scroller);
     this.node.appendChild(this.status);
@@ -110,13 +101,24 @@ export class TimelineView extends Widget {
       data => this.setData(data),
       error => this.setStatus(`Timeline: ${error.message}`)
     );
-    this.canvas.addEventListener('wheel', this.onWheel, { passive: false });
-    this.canvas.addEventListener('pointerdown', this.onPointerDown);
-    this.canvas.addEventListener('pointermove', this.onPointerMove);
-    this.canvas.addEventListener('pointerup', this.onPointerUp);
-    this.canvas.addEventListener('pointerleave', this.onPointerLeave);
-    this.canvas.addEventListener('keydown', this.onKeyDown);
-    this.canvas.addEventListener('dblclick', () => this.resetView());
+    this.gestures = new TimelineGestures(this.canvas, {
+      view: () => this._view,
+      width: () => this.cssWidth,
+      setView: (view, fetch) => this.setView(view, fetch),
+      resetView: () => this.resetView(),
+      requestWindow: () => this.requestWindow(),
+      scheduleDraw: () => this.scheduleDraw(),
+      setStatus: text => this.setStatus(text),
+      measured: (t0, t1, dt) => this.setStatus(this.measuredText(t0, t1, dt)),
+      pointAt: (x, y) => this.hover.pointAt(x, y),
+      hideTooltip: () => this.hover.hideTooltip(),
+      leave: () => this.hover.leave(),
+      click: (x, y) => {
+        if (this.links) {
+          this.clickSpan(x, y - AXIS_HEIGHT);
+        }
+      }
+    });
     this.resizeObserver = new ResizeObserver(() => this.handleResize());
     this.resizeObserver.observe(this.node);
     this.themeObserver = observeTheme(() => this.scheduleDraw());
@@ -296,12 +298,12 @@ export class TimelineView extends Widget {
       list: this.list,
       regions: this._data?.regions ?? {},
       highlight: this.highlight,
-      selection: this.selection,
-      measure: this.measure,
+      selection: this.gestures.selection,
+      measure: this.gestures.measure,
       colors: readThemeColors(this.node, theme),
       origin: this.axisOrigin
     });
-    this.placeHover();
+    this.hover.place();
     this.links?.place(
       this.list,
       this.layout_,
@@ -315,151 +317,13 @@ export class TimelineView extends Widget {
     this.node.dataset.drawMs = (performance.now() - started).toFixed(2);
   }
 
-  private localPoint(e: MouseEvent): [number, number] {
-    const rect = this.canvas.getBoundingClientRect();
-    return [e.clientX - rect.left, e.clientY - rect.top];
+  /** The status line for a span measured from t0 to t1 (ns), dt long: the functions in it
+   * by their time there (rangeSummary.ts). */
+  private measuredText(t0: number, t1: number, dt: number): string {
+    return dt > 0 && this._data
+      ? rangeText(summariseRange(this.list, this._data.regions, t0, t1), t0, t1)
+      : `Measured: ${formatDuration(dt)}`;
   }
-
-  private onWheel = (e: WheelEvent): void => {
-    e.preventDefault();
-    const [x] = this.localPoint(e);
-    if (e.shiftKey && Math.abs(e.deltaX) < Math.abs(e.deltaY)) {
-      this.setView(panBy(this._view, this.cssWidth, -e.deltaY));
-      return;
-    }
-    if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
-      this.setView(panBy(this._view, this.cssWidth, -e.deltaX));
-      return;
-    }
-    const factor = wheelZoomFactor(e.deltaY, e.deltaMode);
-    this.setView(zoomAround(this._view, this.cssWidth, x, factor));
-  };
-
-  private onPointerDown = (e: PointerEvent): void => {
-    if (e.button !== 0) {
-      return;
-    }
-    this.canvas.focus();
-    const [x] = this.localPoint(e);
-    this.dragStart = x;
-    this.dragView = this._view;
-    this.dragMode = e.shiftKey
-      ? 'select'
-      : e.altKey || e.ctrlKey || e.metaKey
-        ? 'measure'
-        : 'pan';
-    if (this.dragMode === 'measure') {
-      this.measure = [x, x];
-    } else {
-      this.measure = null;
-    }
-    this.canvas.setPointerCapture(e.pointerId);
-    this.hideTooltip();
-  };
-
-  private onPointerMove = (e: PointerEvent): void => {
-    const [x, y] = this.localPoint(e);
-    if (this.dragMode && this.dragView) {
-      const dx = x - this.dragStart;
-      if (this.dragMode === 'pan') {
-        // No request while the drag lasts: answers parsed and drawn mid-drag cost frames
-        // on big traces (10M events: panning p95 33 ms instead of 16.7 ms,
-        // benchmarks/panel_frames.py); the window is asked for when the drag ends.
-        this.setView(panBy(this.dragView, this.cssWidth, dx), false);
-        this.canvas.style.cursor = 'grabbing';
-      } else if (this.dragMode === 'select') {
-        this.selection = [this.dragStart, x];
-        this.scheduleDraw();
-      } else {
-        this.measure = [this.dragStart, x];
-        this.scheduleDraw();
-      }
-      return;
-    }
-    const k = hitTest(this.list, this.layout_.rowHeight, x, y - AXIS_HEIGHT);
-    if (k !== this.hover) {
-      this.hover = k;
-      this.placeHover();
-    }
-    if (k >= 0) {
-      this.showTooltip(k, x, y);
-    } else {
-      this.hideTooltip();
-    }
-  };
-
-  private onPointerUp = (e: PointerEvent): void => {
-    if (this.dragMode === 'select' && this.selection) {
-      const [a, b] = this.selection;
-      if (Math.abs(b - a) > 3) {
-        const t0 = xToTime(Math.min(a, b), this._view, this.cssWidth);
-        const t1 = xToTime(Math.max(a, b), this._view, this.cssWidth);
-        this.setView({ t0, t1 });
-      }
-      this.selection = null;
-      this.scheduleDraw();
-    }
-    if (this.dragMode === 'measure' && this.measure) {
-      const [a, b] = this.measure;
-      const dt =
-        (Math.abs(b - a) / this.cssWidth) * (this._view.t1 - this._view.t0);
-      // the range summarised: the functions in it by their time there (rangeSummary.ts)
-      const t0 = xToTime(Math.min(a, b), this._view, this.cssWidth);
-      const t1 = xToTime(Math.max(a, b), this._view, this.cssWidth);
-      this.setStatus(
-        dt > 0 && this._data
-          ? rangeText(
-              summariseRange(this.list, this._data.regions, t0, t1),
-              t0,
-              t1
-            )
-          : `Measured: ${formatDuration(dt)}`
-      );
-    }
-    if (this.dragMode === 'pan' && this.dragView !== this._view) {
-      this.requestWindow();
-    }
-    const [x, y] = this.localPoint(e);
-    if (
-      this.dragMode === 'pan' &&
-      this.links &&
-      Math.abs(x - this.dragStart) < 3
-    ) {
-      this.clickSpan(x, y - AXIS_HEIGHT);
-    }
-    this.dragMode = null;
-    this.dragView = null;
-    this.canvas.style.cursor = '';
-    if (this.canvas.hasPointerCapture(e.pointerId)) {
-      this.canvas.releasePointerCapture(e.pointerId);
-    }
-  };
-
-  private onPointerLeave = (): void => {
-    if (!this.dragMode) {
-      this.hover = -1;
-      this.hideTooltip();
-      this.placeHover();
-    }
-  };
-
-  private onKeyDown = (e: KeyboardEvent): void => {
-    const action = keyAction(e.key, this._view, this.cssWidth);
-    if (!action) {
-      return;
-    }
-    if (action.kind === 'view') {
-      this.setView(action.view);
-    } else if (action.kind === 'reset') {
-      this.resetView();
-    } else {
-      this.measure = null;
-      this.setStatus('');
-      this.scheduleDraw();
-    }
-    e.preventDefault();
-    e.stopPropagation();
-  };
 
   /** A click on a single call selects it and draws its launch links (or clears them). */
   private clickSpan(x: number, y: number): void {
@@ -476,43 +340,6 @@ export class TimelineView extends Widget {
     void this.links?.select(span, () => this.scheduleDraw());
   }
 
-  private showTooltip(k: number, x: number, y: number): void {
-    const id = this.list.region[k];
-    const content = tooltipLines(
-      this._data?.regions[String(id)],
-      id,
-      this.list.start[k],
-      this.list.end[k],
-      this.list.count[k],
-      cellSourcesOf(this._data?.regions ?? {})
-    );
-    showTooltip(this.tooltip, content, x, y, this.cssWidth);
-  }
-
-  /** Outline the hovered span of the drawn list (hidden when none). */
-  private placeHover(): void {
-    const k = this.hover;
-    const box = this.hoverBox;
-    if (k < 0 || k >= this.list.n) {
-      box.hidden = true;
-      return;
-    }
-    const left = Math.max(this.list.x[k], 0);
-    const right = Math.min(
-      this.list.x[k] + Math.max(this.list.w[k], 1),
-      this.cssWidth
-    );
-    box.style.left = `${left}px`;
-    box.style.top = `${AXIS_HEIGHT + this.list.y[k] + 1}px`;
-    box.style.width = `${Math.max(right - left, 1) + 1}px`;
-    box.style.height = `${this.layout_.rowHeight - 2}px`;
-    box.hidden = false;
-  }
-
-  private hideTooltip(): void {
-    this.tooltip.hidden = true;
-  }
-
   readonly canvas: HTMLCanvasElement;
   private readonly range: [number, number];
   private readonly axisOrigin: number;
@@ -527,16 +354,10 @@ export class TimelineView extends Widget {
   private highlight = new Set<number>();
   private groups = new Set<string>();
   private legendKey = '';
-  private selection: [number, number] | null = null;
-  private measure: [number, number] | null = null;
-  private hover = -1;
-  private dragMode: DragMode | null = null;
-  private dragStart = 0;
-  private dragView: IView | null = null;
   private cssWidth = 0;
   private frame = 0;
-  private readonly tooltip: HTMLDivElement;
-  private readonly hoverBox: HTMLDivElement;
+  private readonly hover: SpanHover;
+  private readonly gestures: TimelineGestures;
   private readonly links: LaunchLinks | null = null;
   private readonly legend: HTMLDivElement;
   private readonly status: HTMLDivElement;

@@ -29,7 +29,7 @@ import { IRunsActions, RunsControl } from '../views/history/runsControl';
 import { renderRunVerdict } from '../views/history/runVerdict';
 import { failureText, progressText } from './loadStatus';
 import { PanelPages, TabId } from './panelPages';
-import { TabStrip } from './tabStrip';
+import { TabStrip } from '../util/tabStrip';
 
 const POLL_MS = 1000;
 const POLL_LIMIT_MS = 30 * 60 * 1000;

@@ -11,7 +11,7 @@ import type { IComparison, ICompareRun } from '../../api/analysisTypes';
 import type { ScorepAPI } from '../../api/apiClient';
 import { el, errorText } from '../../util/dom';
 import { backendName, formatWhen, measuredDifferently } from '../history/runs';
-import { TabStrip } from '../../panel/tabStrip';
+import { TabStrip } from '../../util/tabStrip';
 import { formatSeconds } from '../../util/timeaxis';
 import type { IWindowRequest } from '../timeline/fetcher';
 import { TimelineView } from '../timeline/timelineView';

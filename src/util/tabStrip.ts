@@ -2,7 +2,7 @@
  * A row of tabs over their pages, the WAI-ARIA tabs pattern: one tab in the tab order, the
  * arrow keys move between tabs. The panel's tabs and the Compare view's use it.
  */
-import { el } from '../util/dom';
+import { el } from './dom';
 
 export interface ITabStripOptions<T extends string> {
   /** id and title of each tab, in order */

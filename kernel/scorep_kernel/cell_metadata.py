@@ -7,8 +7,8 @@ a ``SettingsError`` that names the key and the fix, before the cell runs.
                 "run": "r1", "last": true,       # one multi-cell run (Alt+Shift+P)
                 "lab_settings": {...}}}          # written by JupyterLab before each run
 
-Precedence, one rule (DESIGN.md): the cell's own keys > ``lab_settings`` (what the user
-chose in JupyterLab's settings; the frontend writes nothing else) > ``%scorep`` >
+Precedence, one rule (README, "Settings precedence"): the cell's own keys >
+``lab_settings`` (what the user chose in JupyterLab's settings; the frontend writes nothing else) > ``%scorep`` >
 ``SCOREP_KERNEL_*`` environment variables > defaults. ``KEYS`` documents each key; the
 README's table is checked against it by a test.
 """
@@ -144,7 +144,7 @@ def parse_cell_metadata(cell_meta: Mapping[str, Any] | None) -> CellMetadata:
 
 def json_schema() -> JsonSchema:
     """The ``scorep`` cell metadata as a JSON Schema (draft 2020-12), from the settings'
-    table: what the frontend may write (src/cellSettings.ts, ``IScorepMetadata``; checked
+    table: what the frontend may write (src/notebook/cellSettings.ts, ``IScorepMetadata``; checked
     by test_cell_metadata). What it cannot say (``last`` needs ``run``, the tracer's rules
     for module names and ranges) parse_cell_metadata says."""
     properties = {name: _setting_schema(name) for name in CELL_KEYS}

@@ -136,9 +136,9 @@ def test_any_metadata_is_accepted_with_its_meaning_or_refused_in_words(scorep):
         pass
 
 
-# --- the frontend's side of the contract: src/cellSettings.ts ------------------------------
+# --- the frontend's side of the contract: src/notebook/cellSettings.ts ------------------------------
 
-CELL_SETTINGS_TS = Path(__file__).resolve().parents[2] / "src" / "cellSettings.ts"
+CELL_SETTINGS_TS = Path(__file__).resolve().parents[2] / "src" / "notebook" / "cellSettings.ts"
 
 
 def _ts_declarations(text: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
@@ -205,8 +205,8 @@ def test_the_frontends_metadata_type_matches_the_kernels():
     declared = interfaces["IScorepMetadata"]
     assert {"profile", "run", "last", "lab_settings"} <= set(declared)
     problems = _disagreements("scorep", "IScorepMetadata", json_schema(), interfaces, aliases)
-    assert not problems, "src/cellSettings.ts and cell_metadata.py disagree:\n" + "\n".join(
-        problems
+    assert not problems, (
+        "src/notebook/cellSettings.ts and cell_metadata.py disagree:\n" + "\n".join(problems)
     )
 
 

@@ -3,8 +3,8 @@
  * The kernel receives cell metadata with every execute_request, so whatever is written here
  * travels with the cell and is also saved in the .ipynb.
  *
- * Precedence (DESIGN.md, one rule everywhere): what the user set on the cell > the
- * JupyterLab settings > `%scorep` (kernel-wide) > environment variables > defaults.
+ * Precedence (README, "Settings precedence"; one rule everywhere): what the user set
+ * on the cell > the JupyterLab settings > `%scorep` (kernel-wide) > environment variables > defaults.
  * So the frontend writes into a cell only what the user chose, and keeps the two sources
  * apart:
  *

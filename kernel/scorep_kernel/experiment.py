@@ -60,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -69,9 +70,23 @@ import secrets
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
+if TYPE_CHECKING:  # typing.Unpack from Python 3.11; only the type checker reads it here
+    from typing_extensions import Unpack
 
 FORMAT_VERSION = 1
 
@@ -280,29 +295,170 @@ def create_experiment_dir(
     return exp_id, path
 
 
+# --- the manifest, typed ------------------------------------------------------------
+#
+# TypedDicts, not dataclasses: the manifest is JSON that changes additively (readers keep
+# and pass on keys they do not know, the server answers it as it is), so its type is the
+# JSON object itself. Only ``format_version``, ``id``, ``backend`` and ``status`` are
+# certain; every other key may be missing from an older run's directory. src/api.ts spells
+# the same types (IManifest ...), and server_ext/tests/test_contract.py checks that the
+# field names and their optionality agree. ``read_manifest`` checks every key it knows
+# against these types (``_check``), so a reader may rely on them.
+
+
+class CellRecord(TypedDict, total=False):
+    """One entry of the manifest's ``cells`` (``cell_record``)."""
+
+    cell_id: str | None  # JupyterLab's cellId; None from frontends that send none
+    execution_count: int
+    code: str
+    source_sha256: str  # ``source_hash(code)``
+    start_ns: int  # when the cell's region began (epoch ns), once it ran
+
+
+class WriterRecord(TypedDict, total=False):
+    """A ``writers`` entry (``process_record``)."""
+
+    pid: int
+    host: str
+    boot_id: str
+    start: int | None  # clock ticks since boot
+
+
+class CellTime(TypedDict):
+    """The manifest's ``cell_time``: the cells' time and its split (see the module doc)."""
+
+    time_s: float
+    cpu_s: float | None
+    queue_s: float | None
+    wait_s: float | None
+
+
+class CellTimeRecord(CellTime, total=False):
+    """``cell_time_record``: the measurement's note, which also holds each cell's time."""
+
+    cells: list[float]
+
+
+class MpiRecord(TypedDict, total=False):
+    """An MPI run's ``mpi``: its ranks and how they were launched."""
+
+    ranks: int
+    launcher: str | None
+    launcher_kind: str | None
+    launcher_args: list[str]
+    library: str
+    kept: bool
+    cells_on_ranks: int
+    hosts: dict[str, list[int]]  # hostname -> ranks
+    gather: list[str]
+    timeout: float | None
+    # rank -> its clock on the kernel's (kernel ns = slope * rank ns + offset_ns), probes
+    clocks: dict[str, dict[str, float]]
+
+
+class SourceRecord(TypedDict, total=False):
+    """An imported trace's ``source`` (``accel.import_trace``)."""
+
+    kind: str
+    trace: str
+
+
+class ErrorRecord(TypedDict, total=False):
+    """An ``errors`` entry that is not a string: readers take its message."""
+
+    message: str
+
+
+# The measurement's own account (the tracer's notes, or what measured a Score-P run: tool,
+# scorep_config, scorep_messages, notes): open-ended, readers take the keys they know.
+Measurement = dict[str, object]
+
+
+class _ManifestCore(TypedDict):
+    format_version: int
+    id: str
+    backend: str  # one of BACKENDS
+    status: str  # one of RUN_STATUSES
+
+
+class Manifest(_ManifestCore, total=False):
+    """manifest.json (see the module doc and ``new_manifest``)."""
+
+    isolation: str  # one of ISOLATIONS
+    cells: list[CellRecord]
+    notebook: str | None
+    start_ns: int
+    end_ns: int | None
+    wall_s: float | None
+    run_s: float | None
+    cell_time: CellTime | None
+    hostname: str
+    python_version: str
+    python_executable: str
+    scorep_env: dict[str, str]
+    binding_args: list[str]
+    binding_args_not_applicable: list[str]
+    files: dict[str, str]  # what -> relative file name: {"otf2": "traces.otf2", ...}
+    measurement: Measurement
+    files_status: str  # one of FILES_STATUSES
+    errors: list[str | ErrorRecord]
+    writers: list[WriterRecord]
+    timings: dict[str, float]  # phase -> seconds
+    thread_names: dict[str, str]  # Score-P's thread location -> the Python thread's name
+    run: str  # the cell metadata's "run": the multi-cell run this cell began
+    mpi: MpiRecord
+    script: str  # ``python -m scorep_kernel.script``: the script that ran
+    source: SourceRecord
+
+
+class ManifestChanges(TypedDict, total=False):
+    """What ``update_manifest`` may change (never the run's identity)."""
+
+    status: str
+    cells: list[CellRecord]
+    start_ns: int
+    end_ns: int | None
+    wall_s: float | None
+    run_s: float | None
+    cell_time: CellTime | None
+    files: Mapping[str, str]  # merged into the manifest's
+    measurement: Mapping[str, object]  # merged into the manifest's
+    files_status: str
+    errors: Sequence[str]  # appended to the manifest's
+    timings: dict[str, float]
+    thread_names: dict[str, str]
+    mpi: MpiRecord
+
+
 def new_manifest(
     exp_id: str,
     *,
     backend: str,
     isolation: str,
-    cells: list[dict[str, Any]] | None = None,
+    cells: list[CellRecord] | None = None,
     scorep_env: dict[str, str] | None = None,
     binding_args: list[str] | None = None,
     start_ns: int | None = None,
     notebook: str | None = None,
     writer_pids: list[int] | None = None,
-) -> dict[str, Any]:
+    run: str | None = None,
+    binding_args_not_applicable: list[str] | None = None,
+    script: str | None = None,
+    source: SourceRecord | None = None,
+) -> Manifest:
     """The manifest as first written, with status "running". ``notebook`` is the notebook's
     path relative to the server root, when the kernel knows it (Jupyter's session sets
     JPY_SESSION_NAME). ``writer_pids``: the processes besides this one that will say how
-    the run ended (a worker)."""
+    the run ended (a worker). ``run``, ``binding_args_not_applicable``, ``script`` and
+    ``source`` are written only when given."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if isolation not in ISOLATIONS:
         raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
     import time
 
-    return {
+    manifest: Manifest = {
         "format_version": FORMAT_VERSION,
         "id": exp_id,
         "backend": backend,
@@ -330,20 +486,37 @@ def new_manifest(
         # who will say how the run ended (see "writers" above)
         "writers": [process_record(pid) for pid in (os.getpid(), *(writer_pids or []))],
     }
+    if run is not None:
+        manifest["run"] = run
+    if binding_args_not_applicable is not None:
+        manifest["binding_args_not_applicable"] = list(binding_args_not_applicable)
+    if script is not None:
+        manifest["script"] = script
+    if source is not None:
+        manifest["source"] = source
+    return manifest
 
 
 def cell_time_record(
     time_ns: int, cpu_ns: int | None, queue_ns: int | None, cells_ns: list[int] | None = None
-) -> dict[str, Any]:
-    """The manifest's ``cell_time`` (see the module doc); cpu/queue/wait None when the
+) -> CellTimeRecord:
+    """The manifest's ``cell_time`` with each cell's (see the module doc); cpu/queue/wait None when the
     threads' clocks were not read."""
-    split = cpu_ns is not None and queue_ns is not None
+    cells = [round(t / 1e9, 9) for t in cells_ns or []]
+    if cpu_ns is None or queue_ns is None:
+        return {
+            "time_s": round(time_ns / 1e9, 9),
+            "cpu_s": None,
+            "queue_s": None,
+            "wait_s": None,
+            "cells": cells,
+        }
     return {
         "time_s": round(time_ns / 1e9, 9),
-        "cpu_s": round(cpu_ns / 1e9, 9) if split else None,  # type: ignore[operator]
-        "queue_s": round(queue_ns / 1e9, 9) if split else None,  # type: ignore[operator]
-        "wait_s": round(max(0, time_ns - cpu_ns - queue_ns) / 1e9, 9) if split else None,  # type: ignore[operator]
-        "cells": [round(t / 1e9, 9) for t in cells_ns or []],
+        "cpu_s": round(cpu_ns / 1e9, 9),
+        "queue_s": round(queue_ns / 1e9, 9),
+        "wait_s": round(max(0, time_ns - cpu_ns - queue_ns) / 1e9, 9),
+        "cells": cells,
     }
 
 
@@ -352,7 +525,7 @@ def source_hash(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def cell_record(cell_id: str | None, execution_count: int, code: str) -> dict[str, Any]:
+def cell_record(cell_id: str | None, execution_count: int, code: str) -> CellRecord:
     """One entry of the manifest's ``cells``: JupyterLab's cellId (None from frontends that
     send none), the execution count, the source and its hash."""
     return {
@@ -386,7 +559,7 @@ def cell_region_label(region_name: str) -> str | None:
     return None
 
 
-def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:
+def _atomic_write_json(path: Path, data: Mapping[str, object]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
@@ -416,39 +589,40 @@ def _manifest_lock(exp_dir: Path) -> contextlib.AbstractContextManager[None]:
     return file_lock(exp_dir / ".manifest.lock")
 
 
-def write_manifest(exp_dir: str | os.PathLike, manifest: dict[str, Any]) -> None:
+def write_manifest(exp_dir: str | os.PathLike, manifest: Manifest) -> None:
     exp_dir = Path(exp_dir)
     with _manifest_lock(exp_dir):
         _atomic_write_json(exp_dir / MANIFEST, manifest)
 
 
-def update_manifest(exp_dir: str | os.PathLike, **changes: Any) -> dict[str, Any]:
+def update_manifest(exp_dir: str | os.PathLike, **changes: Unpack[ManifestChanges]) -> Manifest:
     """Read-modify-write under a lock. Dict values for "files" and "measurement" are merged,
     "errors" entries are appended; other keys are replaced. Returns the new manifest."""
     exp_dir = Path(exp_dir)
     with _manifest_lock(exp_dir):
         manifest = _read_checked(exp_dir)
-        for key, value in changes.items():
-            if key in ("files", "measurement") and isinstance(value, dict):
-                manifest.setdefault(key, {}).update(value)
-            elif key == "errors":
-                manifest.setdefault("errors", []).extend(value)
-            else:
-                manifest[key] = value
+        if "files" in changes:
+            manifest.setdefault("files", {}).update(changes.pop("files"))
+        if "measurement" in changes:
+            manifest.setdefault("measurement", {}).update(changes.pop("measurement"))
+        if "errors" in changes:
+            manifest.setdefault("errors", []).extend(changes.pop("errors"))
+        manifest.update(cast(Manifest, changes))  # the rest replace, as typed
         _atomic_write_json(exp_dir / MANIFEST, manifest)
         return manifest
 
 
-def read_manifest(exp_dir: str | os.PathLike) -> dict[str, Any]:
-    """The manifest, checked for the fields everything else relies on; a run whose writers
-    have all ended without saying how it ended is settled first (see "writers")."""
+def read_manifest(exp_dir: str | os.PathLike) -> Manifest:
+    """The manifest, checked against ``Manifest`` (every key it knows; the reason names the
+    key); a run whose writers have all ended without saying how it ended is settled first
+    (see "writers")."""
     manifest = _read_checked(exp_dir)
     if orphaned(manifest):
         return _settle_orphan(Path(exp_dir), manifest)
     return manifest
 
 
-def _read_checked(exp_dir: str | os.PathLike) -> dict[str, Any]:
+def _read_checked(exp_dir: str | os.PathLike) -> Manifest:
     path = Path(exp_dir) / MANIFEST
     try:
         text = path.read_text(encoding="utf-8")
@@ -469,10 +643,129 @@ def _read_checked(exp_dir: str | os.PathLike) -> dict[str, Any]:
         raise ExperimentError(
             f"{path} has format version {version!r}; this version reads {FORMAT_VERSION}"
         )
-    for key in ("id", "backend", "status"):
-        if not isinstance(manifest.get(key), str):
+    for key in sorted(Manifest.__required_keys__):
+        if key not in manifest:
             raise ExperimentError(f"{path} lacks the field {key!r}")
-    return manifest
+    wrong = _check(manifest, Manifest)
+    if wrong:
+        raise ExperimentError(f"{path}: the field {wrong}")
+    return manifest  # type: ignore[return-value]  # _check found it a Manifest
+
+
+# --- checking the JSON against the types above ------------------------------------------
+#
+# Each type becomes a check once (``_checker``), so a read costs about what parsing the
+# JSON does. A check answers None, or where (the key's path) and what is wrong.
+
+_Check = Callable[[object], "tuple[str, str] | None"]
+_JSON_NAMES: dict[object, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _kind_of(expected: object) -> str:
+    """The JSON word for a type: "a string", "an array", "null" ..."""
+    origin = get_origin(expected)
+    if origin is list:
+        return "an array"
+    if origin is dict or is_typeddict(expected):
+        return "an object"
+    return _JSON_NAMES.get(expected, str(expected))
+
+
+def _check(value: object, expected: object) -> str | None:
+    """None when ``value`` (parsed JSON) has type ``expected``, else the key's path and
+    what is wrong ("'cells'[2].'code' is an integer, not a string"). Keys a TypedDict does
+    not declare are not checked: the format grows by new keys."""
+    wrong = _checker(expected)(value)
+    return None if wrong is None else f"{wrong[0].lstrip('.')} {wrong[1]}"
+
+
+@functools.cache
+def _checker(expected: object) -> _Check:
+    if is_typeddict(expected):
+        fields = [
+            (key, f".{key!r}", _checker(hint))
+            for key, hint in get_type_hints(cast(type, expected)).items()
+        ]
+
+        def check_object(value: object) -> tuple[str, str] | None:
+            if not isinstance(value, dict):
+                return "", f"is {_json_kind(value)}, not an object"
+            for key, label, check in fields:
+                if key in value:
+                    wrong = check(value[key])
+                    if wrong is not None:
+                        return label + wrong[0], wrong[1]
+            return None
+
+        return check_object
+    origin, args = get_origin(expected), get_args(expected)
+    if origin in (Union, types.UnionType):
+        options = [(_kind_of(o), _checker(o)) for o in args]
+
+        def check_union(value: object) -> tuple[str, str] | None:
+            wrongs = []
+            for _, check in options:
+                wrong = check(value)
+                if wrong is None:
+                    return None
+                wrongs.append(wrong)
+            # the mismatch inside the one option of the same kind, if any (an array)
+            kind = _json_kind(value)
+            for (option_kind, _), wrong in zip(options, wrongs):
+                if option_kind == kind:
+                    return wrong
+            return "", f"is {kind}, not {' or '.join(k for k, _ in options)}"
+
+        return check_union
+    if origin is list or origin is dict:
+        item = _checker(args[-1])
+        container = list if origin is list else dict
+
+        def check_container(value: object) -> tuple[str, str] | None:
+            if not isinstance(value, container):
+                return "", f"is {_json_kind(value)}, not {_kind_of(expected)}"
+            pairs = enumerate(value) if isinstance(value, list) else value.items()
+            for at, v in pairs:
+                wrong = item(v)
+                if wrong is not None:
+                    return f"[{at!r}]" + wrong[0], wrong[1]
+            return None
+
+        return check_container
+    if expected is object:
+        return lambda value: None
+    if expected is float:
+        ok: Callable[[object], bool] = lambda v: isinstance(v, (int, float))
+    elif expected is type(None):
+        ok = lambda v: v is None
+    elif isinstance(expected, type):  # str, int, bool: what the TypedDicts above use
+        ok = lambda v: isinstance(v, expected)
+    else:
+        raise TypeError(f"no check for {expected!r}")
+    kind = _kind_of(expected)
+
+    def check_value(value: object) -> tuple[str, str] | None:
+        if ok(value) and (expected is bool or not isinstance(value, bool)):
+            return None
+        return "", f"is {_json_kind(value)}, not {kind}"
+
+    return check_value
 
 
 # --- writers: who says how a run ended ------------------------------------------------
@@ -502,7 +795,7 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
-def process_record(pid: int) -> dict[str, Any]:
+def process_record(pid: int) -> WriterRecord:
     """A ``writers`` entry for process ``pid`` of this host."""
     return {
         "pid": pid,
@@ -512,19 +805,22 @@ def process_record(pid: int) -> dict[str, Any]:
     }
 
 
-def writer_alive(record: Any) -> bool | None:
+def writer_alive(record: object) -> bool | None:
     """Whether the writer still runs: True, False, or None where this host cannot tell
     (another host or boot, or a record it does not understand)."""
-    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+    if not isinstance(record, dict):
+        return None
+    pid = record.get("pid")
+    if not isinstance(pid, int):
         return None
     here = boot_id()
     if record.get("host") != socket.gethostname() or not here or record.get("boot_id") != here:
         return None
-    start = _start_ticks(record["pid"])
+    start = _start_ticks(pid)
     return start is not None and (record.get("start") is None or start == record["start"])
 
 
-def orphaned(manifest: dict[str, Any]) -> bool:
+def orphaned(manifest: Manifest) -> bool:
     """The run has not said how it ended, and every writer it named has ended."""
     unsettled = (
         manifest.get("status") == STATUS_RUNNING or manifest.get("files_status") == FILES_PENDING
@@ -535,10 +831,10 @@ def orphaned(manifest: dict[str, Any]) -> bool:
     return all(writer_alive(w) is False for w in writers)
 
 
-def _as_ended(manifest: dict[str, Any]) -> dict[str, Any]:
+def _as_ended(manifest: Manifest) -> Manifest:
     """An orphaned run's manifest as it ended: what was still under way failed."""
-    pids = ", ".join(str(w.get("pid")) for w in manifest["writers"] if isinstance(w, dict))
-    ended = dict(manifest)
+    pids = ", ".join(str(w.get("pid")) for w in manifest.get("writers", []))
+    ended = manifest.copy()
     if manifest.get("status") == STATUS_RUNNING:
         ended["status"] = STATUS_CRASHED
         why = f"The kernel (process {pids}) ended while this run was still going"
@@ -546,15 +842,14 @@ def _as_ended(manifest: dict[str, Any]) -> dict[str, Any]:
         why = f"The kernel (process {pids}) ended while this run's files were being written"
     if manifest.get("files_status") == FILES_PENDING:
         ended["files_status"] = FILES_FAILED
-    prior = manifest.get("errors")
     ended["errors"] = [
-        *(prior if isinstance(prior, list) else []),
+        *manifest.get("errors", []),
         f"{why} (shut down or killed): the files are missing or incomplete. Run the cell again.",
     ]
     return ended
 
 
-def _settle_orphan(exp_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def _settle_orphan(exp_dir: Path, manifest: Manifest) -> Manifest:
     """Say in the manifest how an orphaned run ended (when the directory can be written;
     the reader gets the same answer either way)."""
     try:
@@ -575,23 +870,23 @@ def settle(exp_dir: str | os.PathLike, why: str) -> None:
     exp_dir = Path(exp_dir)
     with _manifest_lock(exp_dir):
         manifest = _read_checked(exp_dir)
-        changes: dict[str, Any] = {}
-        if manifest.get("status") == STATUS_RUNNING:
-            changes["status"] = STATUS_CRASHED
-        if manifest.get("files_status") == FILES_PENDING:
-            changes["files_status"] = FILES_FAILED
-        if not changes:
+        running = manifest.get("status") == STATUS_RUNNING
+        pending = manifest.get("files_status") == FILES_PENDING
+        if not running and not pending:
             return
-        manifest.update(changes)
+        if running:
+            manifest["status"] = STATUS_CRASHED
+        if pending:
+            manifest["files_status"] = FILES_FAILED
         manifest.setdefault("errors", []).append(why)
         _atomic_write_json(exp_dir / MANIFEST, manifest)
 
 
-def list_experiments(parent: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+def list_experiments(parent: str | os.PathLike) -> list[tuple[Path, Manifest]]:
     """``(path, manifest)`` for each readable experiment directly under ``parent``, newest
     first. Unreadable ones are skipped."""
     parent = Path(parent)
-    found = []
+    found: list[tuple[Path, Manifest]] = []
     try:
         entries = list(os.scandir(parent))
     except OSError:

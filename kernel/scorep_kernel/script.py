@@ -58,8 +58,8 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
         cells=[experiment.cell_record(None, 1, text)],
         scorep_env={k: v for k, v in os.environ.items() if k.startswith("SCOREP_")},
         binding_args=options,
+        script=str(script),
     )
-    manifest["script"] = str(script)
     experiment.write_manifest(exp_dir, manifest)
     install_scorep_shim()
     sys.argv = [str(script), *args]

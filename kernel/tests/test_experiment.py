@@ -56,6 +56,11 @@ def test_concurrent_updates_lose_nothing(tmp_path):
     assert len(ex.read_manifest(tmp_path)["files"]) == 20
 
 
+def _manifest(**fields):
+    base = {"format_version": 1, "id": "a", "backend": "builtin", "status": "ok"}
+    return json.dumps({**base, **fields}).encode()
+
+
 @pytest.mark.parametrize(
     "content, reason",
     [
@@ -68,6 +73,17 @@ def test_concurrent_updates_lose_nothing(tmp_path):
             "format version 99",
         ),
         (json.dumps({"format_version": 1, "backend": "b", "status": "ok"}).encode(), "'id'"),
+        (_manifest(status=3), "the field 'status' is an integer, not a string"),
+        (_manifest(cells={}), "the field 'cells' is an object, not an array"),
+        (
+            _manifest(cells=[{"code": "x"}, {"execution_count": "2"}]),
+            r"the field 'cells'\[1\]\.'execution_count' is a string, not an integer",
+        ),
+        (_manifest(files={"otf2": None}), r"'files'\['otf2'\] is null, not a string"),
+        (_manifest(end_ns="soon"), "the field 'end_ns' is a string, not an integer or null"),
+        (_manifest(start_ns=True), "'start_ns' is true or false, not an integer"),
+        (_manifest(errors=["a", 2]), r"'errors'\[1\] is an integer, not a string or an object"),
+        (_manifest(writers=[{"pid": "1"}]), r"'writers'\[0\]\.'pid' is a string"),
     ],
 )
 def test_bad_manifests_are_refused_with_the_reason(tmp_path, content, reason):
@@ -165,3 +181,21 @@ def test_cell_records_and_cell_regions_of_both_backends():
     assert cell_region_count(":cell [3]") == 3  # Score-P's bindings
     assert cell_region_count("__main__:cell") is None
     assert cell_region_count("user:cell [3]") is None  # a user's region, not ours
+
+
+def test_unknown_keys_are_kept_and_old_manifests_read(tmp_path):
+    """The format grows by new keys: a reader keeps what it does not know, an update
+    passes it on, and a manifest with only the four certain keys reads."""
+    (tmp_path / ex.MANIFEST).write_bytes(_manifest(future={"x": [1]}, wall_s=2))
+    assert ex.read_manifest(tmp_path)["future"] == {"x": [1]}
+    ex.update_manifest(tmp_path, files={"otf2": "traces.otf2"})
+    assert json.loads((tmp_path / ex.MANIFEST).read_text())["future"] == {"x": [1]}
+
+
+def test_the_manifest_on_disk_is_unchanged_by_its_type(tmp_path):
+    """Byte for byte what the untyped writer wrote: sorted keys, indent 1, a newline."""
+    m = ex.new_manifest("x", backend="builtin", isolation="inprocess", start_ns=5)
+    ex.write_manifest(tmp_path, m)
+    text = (tmp_path / ex.MANIFEST).read_text()
+    assert text == json.dumps(m, indent=1, sort_keys=True, default=str) + "\n"
+    assert text.startswith('{\n "backend": "builtin",\n "binding_args": [],\n "cells": []')

@@ -57,15 +57,16 @@ def import_trace(trace_path: str | Path, parent: str | Path) -> Path:
     lo = recording.start_ns + recording.clock_offset_ns
     hi = recording.end_ns + recording.clock_offset_ns
     manifest = experiment.new_manifest(
-        exp_id, backend="builtin", isolation="subprocess", start_ns=lo
-    )
-    manifest.update(
-        status=experiment.STATUS_OK,
-        end_ns=hi,
-        wall_s=(hi - lo) / 1e9,
+        exp_id,
+        backend="builtin",
+        isolation="subprocess",
+        start_ns=lo,
         source={"kind": "torch.profiler", "trace": str(trace_path.resolve())},
     )
     experiment.write_manifest(exp_dir, manifest)
+    experiment.update_manifest(
+        exp_dir, status=experiment.STATUS_OK, end_ns=hi, wall_s=(hi - lo) / 1e9
+    )
     target = exp_dir / experiment.KINETO_TRACE  # the trace itself, for HTA and Perfetto
     if trace_path.name.endswith(".gz"):
         target.write_bytes(gzip.decompress(trace_path.read_bytes()))

@@ -7,7 +7,6 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -89,7 +88,7 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     summary = _measurement_summary(recording)
     summary["write_seconds"] = timings
     summary["written_by_pid"] = os.getpid()  # the kernel's own, a worker's, or a writer's
-    changes: dict[str, Any] = {
+    changes: experiment.ManifestChanges = {
         "files": files,
         "measurement": summary,
         "files_status": experiment.FILES_FAILED if errors else experiment.FILES_READY,

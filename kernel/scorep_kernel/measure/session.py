@@ -319,7 +319,7 @@ class Measurement:
         self._check_cap()
         self._clocks.note_all(self._preexisting)
 
-    def _cell_times(self, to_perf: Callable[[np.ndarray], np.ndarray]) -> dict:
+    def _cell_times(self, to_perf: Callable[[np.ndarray], np.ndarray]) -> experiment.CellTimeRecord:
         """The cells' time, one definition everywhere (experiment.cell_time): each cell's
         region on the thread that ran it, split into running, queued and waiting where the
         threads' clocks were read, summed over the run's cells."""

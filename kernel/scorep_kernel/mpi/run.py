@@ -296,13 +296,15 @@ class MpiRun(RunBase):
         if self.finished:
             return
         self.finished = True
-        extra: dict[str, Any] = {"mpi": mpi_manifest(self.pool, self.mpi, self.keep)}
+        mpi = mpi_manifest(self.pool, self.mpi, self.keep)
+        extra: experiment.ManifestChanges = {"mpi": mpi}
+        statuses: dict[int, str] = {}  # the ranks' files
         with contextlib.suppress(Exception):
             await self.links.probe_clocks()
         # the clocks of ranks on other hosts, as mapped onto the kernel's (kernel ns =
         # slope * rank ns + offset_ns); ranks on the kernel's host share its clock
         clocks = clock_map(self.ranks)
-        extra["mpi"]["clocks"] = {
+        mpi["clocks"] = {
             str(r): {**clocks[r], "probes": len(x.clock)}
             for r, x in sorted(self.ranks.items())
             if not x.local
@@ -330,7 +332,7 @@ class MpiRun(RunBase):
                 extra["measurement"] = dict(notes.notes)
             files = answers[msg.FilesDone]
             failed = [f"rank {r}: {e}" for r, f in sorted(files.items()) for e in f.errors]
-            extra["_files"] = {r: f.status for r, f in files.items()}
+            statuses = {r: f.status for r, f in files.items()}
             self.errors += failed
         except RunFailed as e:
             self.note_status(experiment.STATUS_CRASHED)
@@ -339,7 +341,6 @@ class MpiRun(RunBase):
             self.kill()
         if self.keep:  # the ranks serve the next MPI cell
             self.side.kept_ranks.keep(self.links)
-        statuses = extra.pop("_files", {})
         self._write_metrics()
         if (
             self.backend == "builtin"

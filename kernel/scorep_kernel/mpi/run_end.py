@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 STOP_TIMEOUT_S = 600.0
 
 
-def mpi_manifest(pool: RankPool | None, mpi: MpiSettings, keep: bool) -> dict[str, Any]:
+def mpi_manifest(pool: RankPool | None, mpi: MpiSettings, keep: bool) -> experiment.MpiRecord:
     """The manifest's ``mpi``: the run's ranks, launcher, hosts and settings."""
     ranks = pool.ranks if pool is not None else {}
     hosts: dict[str, list[int]] = {}

@@ -14,10 +14,10 @@ import abc
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from scorep_kernel import experiment
 from scorep_kernel.binding_args import parse as binding_args_of
@@ -188,7 +188,7 @@ class RunBase(abc.ABC):
         self.measure: MeasureConfig = self.binding.measure(settings.measure, self.backend)
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None
-        self.cells: list[dict[str, Any]] = []
+        self.cells: list[experiment.CellRecord] = []
         self.start_ns = 0
         self.t0 = 0.0
         self.measured = False
@@ -300,6 +300,11 @@ class RunBase(abc.ABC):
             self.cell_notes.append(moved)
         self.start_ns = time.time_ns()
         self.t0 = time.perf_counter()
+        not_applicable = (
+            list(self.binding.not_applicable)
+            if self.backend == "builtin" and self.binding.not_applicable
+            else None
+        )
         manifest = experiment.new_manifest(
             self.exp_id,
             backend=self.backend,
@@ -310,11 +315,10 @@ class RunBase(abc.ABC):
             binding_args=self.binding_args,
             start_ns=self.start_ns,
             writer_pids=writer_pids,
+            run=self.run_id,
+            binding_args_not_applicable=not_applicable,
         )
-        if self.run_id is not None:
-            manifest["run"] = self.run_id
-        if self.backend == "builtin" and self.binding.not_applicable:
-            manifest["binding_args_not_applicable"] = list(self.binding.not_applicable)
+        if not_applicable:
             self.cell_notes.append(
                 "Not applicable under the builtin tracer (Score-P's own options): "
                 + " ".join(self.binding.not_applicable)
@@ -339,7 +343,7 @@ class RunBase(abc.ABC):
     def note_status(self, status: str) -> None:
         self.status = experiment.worse_status(self.status, status)
 
-    def cell_time(self, notes: dict[str, Any] | None) -> dict[str, Any] | None:
+    def cell_time(self, notes: Mapping[str, object] | None) -> experiment.CellTimeRecord | None:
         """The measured cells' time from the measurement's notes (experiment.cell_time_record);
         the last cell's time becomes the one the display shows."""
         ct = (notes or {}).get("cell_time")
@@ -347,12 +351,12 @@ class RunBase(abc.ABC):
             return None
         if ct.get("cells"):
             self.last_cell_wall = float(ct["cells"][-1])
-        return ct
+        return cast(experiment.CellTimeRecord, ct)  # cell_time_record's, through the worker
 
-    def finish_manifest(self, extra: dict[str, Any] | None = None) -> None:
+    def finish_manifest(self, extra: experiment.ManifestChanges | None = None) -> None:
         elapsed = round(time.perf_counter() - self.t0, 6)
         cell_time = self.cell_time((extra or {}).get("measurement"))
-        changes: dict[str, Any] = {
+        changes: experiment.ManifestChanges = {
             "status": self.status,
             "end_ns": time.time_ns(),
             # one definition of the cells' time (experiment.py); the run's own beside it
@@ -363,7 +367,12 @@ class RunBase(abc.ABC):
             "cells": list(self.cells),  # with each cell's start, known once it ran
         }
         if cell_time:
-            changes["cell_time"] = {k: v for k, v in cell_time.items() if k != "cells"}
+            changes["cell_time"] = {
+                "time_s": cell_time["time_s"],
+                "cpu_s": cell_time.get("cpu_s"),
+                "queue_s": cell_time.get("queue_s"),
+                "wait_s": cell_time.get("wait_s"),
+            }
         if not self.measured:
             changes["files_status"] = experiment.FILES_UNAVAILABLE
             changes["measurement"] = {

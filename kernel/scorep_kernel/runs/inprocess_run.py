@@ -91,7 +91,7 @@ class InprocessRun(RunBase):
         if self.finished:
             return
         self.finished = True
-        extra: dict[str, Any] = {}
+        extra: experiment.ManifestChanges = {}
         recording = None
         if self.measurement is not None:
             try:

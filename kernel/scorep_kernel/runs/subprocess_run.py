@@ -377,7 +377,7 @@ class SubprocessRun(RunBase):
         self.finished = True
         worker = self.worker
         assert worker is not None
-        extra: dict[str, Any] = {}
+        extra: experiment.ManifestChanges = {}
         try:
             sent = time.monotonic()
             await worker.send(msg.FinishRun())

@@ -38,8 +38,50 @@ export interface IManifestCell {
   execution_count?: number;
   code?: string;
   source_sha256?: string;
+  /** when the cell's region began (epoch ns), once it ran */
+  start_ns?: number;
 }
 
+/** A process that will say how the run ended (the kernel, a worker). */
+export interface IManifestWriter {
+  pid?: number;
+  host?: string;
+  boot_id?: string;
+  /** the process's start, clock ticks since boot */
+  start?: number | null;
+}
+
+/** An MPI run's ranks and how they were launched. */
+export interface IManifestMpi {
+  ranks?: number;
+  launcher?: string | null;
+  launcher_kind?: string | null;
+  launcher_args?: string[];
+  library?: string;
+  kept?: boolean;
+  cells_on_ranks?: number;
+  /** hostname -> its ranks */
+  hosts?: Record<string, number[]>;
+  gather?: string[];
+  timeout?: number | null;
+  /** rank -> its clock onto the kernel's (slope, offset_ns, rtt_ns, probes) */
+  clocks?: Record<string, Record<string, number>>;
+}
+
+/** An imported trace's origin (POST import). */
+export interface IManifestSource {
+  kind?: string;
+  trace?: string;
+}
+
+export interface IManifestError {
+  message?: string;
+}
+
+/**
+ * manifest.json (kernel/scorep_kernel/experiment.py's Manifest; server_ext/tests/
+ * test_contract.py checks that the fields, their optionality and types agree).
+ */
 export interface IManifest {
   format_version: number;
   id: string;
@@ -59,10 +101,26 @@ export interface IManifest {
   cell_time?: ICellTime | null;
   hostname?: string;
   python_version?: string;
+  python_executable?: string;
+  scorep_env?: Record<string, string>;
+  binding_args?: string[];
+  /** Score-P's binding arguments the builtin tracer does not apply */
+  binding_args_not_applicable?: string[];
   files?: Record<string, string>;
   measurement?: IMeasurement;
   files_status?: FilesStatus;
-  errors?: (string | { message?: string })[];
+  errors?: (string | IManifestError)[];
+  writers?: IManifestWriter[];
+  /** phase -> seconds: where the cells' time in the kernel went */
+  timings?: Record<string, number>;
+  /** Score-P's thread location -> the Python thread's name */
+  thread_names?: Record<string, string>;
+  /** the multi-cell run this experiment belongs to (the cell metadata's "run") */
+  run?: string;
+  mpi?: IManifestMpi;
+  /** `python -m scorep_kernel.script`: the script that ran */
+  script?: string;
+  source?: IManifestSource;
   [key: string]: unknown;
 }
 

@@ -9,7 +9,7 @@ import numpy as np
 import otf2
 import pytest
 
-from scorep_kernel import experiment
+from scorep_kernel import experiment, otf2_layout
 from scorep_kernel.formats import _otf2_encode, _otf2_fast
 from scorep_kernel.formats.otf2_writer import write_otf2
 from scorep_kernel.formats.recording import ENTER, LEAVE, MetricSamples, Region, ThreadEvents
@@ -140,7 +140,7 @@ def test_encoded_event_files_match_libotf2_across_chunks(tmp_path, rec):
     fast, _ = _write_both(recording, tmp_path, other="ctypes")
     files = _event_files(fast.parent)
     assert len(files) == 2
-    assert all(len(b) > 2 * _otf2_encode.CHUNK_SIZE for b in files.values())
+    assert all(len(b) > 2 * otf2_layout.CHUNK_SIZE for b in files.values())
     with otf2.reader.open(str(fast)) as trace:
         counts = [loc.number_of_events for loc in trace.definitions.locations]
     assert counts == [len(t) for t in threads]
@@ -156,7 +156,7 @@ def test_encoder_matches_libotf2_for_every_region_ref_width(tmp_path):
         [0, 0, 5, 9, 9, 9, 20, 21, 21, 30, 31, 31, 40, 40, 41, 50], dtype=np.int64
     )
     with otf2.writer.open(
-        str(tmp_path), timer_resolution=10**9, chunk_size_events=_otf2_encode.CHUNK_SIZE
+        str(tmp_path), timer_resolution=10**9, chunk_size_events=otf2_layout.CHUNK_SIZE
     ) as trace:
         node = trace.definitions.system_tree_node("n")
         group = trace.definitions.location_group("g", system_tree_parent=node)

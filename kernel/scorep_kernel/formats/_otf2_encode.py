@@ -8,41 +8,29 @@ archive, the definitions and an (empty) event file per location, then replaces t
 with these bytes. kernel/tests/test_otf2_writer_engines.py checks byte equality with
 libotf2's own output, across chunk boundaries.
 
-The format, from OTF2 3.0's OTF2_Buffer.[ch] and OTF2_EvtWriter.c (trace format 2):
-
-- The file is a sequence of chunks of ``chunk_size`` bytes (1 MiB here, recorded in the
-  anchor file); the last chunk is cut after its final byte.
-- Chunk header (18 bytes): ``0x03`` (CHUNK_HEADER), ``0x42`` (little endian), uint64
-  number of the chunk's first event (1-based), uint64 number of its last event.
-- A timestamp record ``0x05`` + uint64 is written before an event whose time is greater
-  than the previous one, and at the start of every chunk.
-- Enter: ``0x0C`` + compressed region ref; Leave: ``0x0D`` + compressed region ref, where
-  a compressed uint32 is ``0x00`` for 0, ``0xFF`` for UINT32_MAX, else a byte count n
-  (1-4) and the n low bytes, little endian.
-- Before each event libotf2 requests 6 bytes (the record's upper bound) plus 9 for a
-  timestamp; a new chunk starts when ``used + 15 >= chunk_size``. Unused chunk bytes are
-  0x00 (END_OF_CHUNK).
-- The file ends with ``0x02`` (END_OF_FILE) and ``0x01`` (END_OF_BUFFER).
+The bytes are the builtin OTF2 event layout that ``scorep_kernel.otf2_layout`` declares
+(the server's decoder reads the same from there).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-CHUNK_SIZE = 1024 * 1024  # the otf2 package's default chunk_size_events
-CHUNK_HEADER = 0x03
-LITTLE_ENDIAN = 0x42
-TIMESTAMP = 0x05
-EVENT_ENTER = 0x0C
-EVENT_LEAVE = 0x0D
-END_OF_FILE = 0x02
-END_OF_BUFFER = 0x01
-HEADER_SIZE = 18
-TIMESTAMP_SIZE = 9
-# OTF2_EvtWriter_Enter/Leave request 1 (record id) + 5 (uint32 + length byte) bytes,
-# plus a timestamp's 9.
-REQUEST_SIZE = 6 + TIMESTAMP_SIZE
-MAX_REF = 0xFFFFFF  # refs up to 3 bytes keep every record at least 2 bytes under the request
+from scorep_kernel.otf2_layout import (
+    CHUNK_HEADER,
+    CHUNK_SIZE,
+    END_OF_BUFFER,
+    END_OF_FILE,
+    ENTER,
+    HEADER_SIZE,
+    LEAVE,
+    LITTLE_ENDIAN,
+    MAX_REF,
+    REQUEST_SIZE,
+    TIMESTAMP,
+    TIMESTAMP_SIZE,
+)
+
 BLOCK = 1 << 20  # events encoded per block
 
 
@@ -104,7 +92,7 @@ def encode(times, refs, kinds, chunk_size: int = CHUNK_SIZE, block: int = BLOCK)
     # Every event as a fixed row [0x05, time (8), record id, region (1-4)], then the bytes
     # each event really uses, in order, with one boolean selection (in blocks, to bound
     # the temporary memory at ~30 MB).
-    record_id = np.where(np.asarray(kinds) != 0, EVENT_ENTER, EVENT_LEAVE).astype(np.uint8)
+    record_id = np.where(np.asarray(kinds) != 0, ENTER, LEAVE).astype(np.uint8)
     time_bytes = t.view(np.uint8).reshape(n, 8)
     region_bytes = r.view(np.uint8).reshape(n, 4)
     pieces = []

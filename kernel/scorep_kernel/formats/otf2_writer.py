@@ -82,7 +82,7 @@ from otf2.enums import (
     Type,
 )
 
-from .. import experiment
+from .. import experiment, otf2_layout
 from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices, otf2_markers
 from .callpath import unique_location_names, writer_role
 from .recording import (
@@ -99,7 +99,7 @@ from .recording import (
 ENGINES = ("fast", "ctypes", "highlevel")
 TIMER_RESOLUTION = 1_000_000_000
 ARCHIVE_NAME = "traces"
-CHUNK_SIZE_EVENTS = _otf2_encode.CHUNK_SIZE
+CHUNK_SIZE_EVENTS = otf2_layout.CHUNK_SIZE
 LOCATION_GROUP_NAME = "Process"
 METRIC_LOCATION_NAME = "System metrics"
 

@@ -102,7 +102,7 @@ def archive_files(exp: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def list_experiments(roots: Roots, parents) -> list[tuple[str, dict]]:
+def list_experiments(roots: Roots, parents) -> list[tuple[str, ex.Manifest]]:
     """Like ``experiment.list_experiments`` over several parents, skipping what is not
     readable or lies outside the roots; the roots are checked before a manifest is read,
     which is why that helper is not reused."""

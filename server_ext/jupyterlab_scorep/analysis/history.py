@@ -22,23 +22,24 @@ from ..trace.index_store import LoadedIndex
 from . import compare_noise
 
 
-def cell_ids(manifest: dict[str, Any]) -> list[str]:
+def cell_ids(manifest: ex.Manifest) -> list[str]:
     """The JupyterLab cellIds of a run's cells (those the frontend sent)."""
     out = []
     for cell in manifest.get("cells") or []:
-        if isinstance(cell, dict) and isinstance(cell.get("cell_id"), str):
-            out.append(cell["cell_id"])
+        cell_id = cell.get("cell_id")
+        if isinstance(cell_id, str):
+            out.append(cell_id)
     return out
 
 
-def cell_record(manifest: dict[str, Any], cell: str) -> dict[str, Any] | None:
+def cell_record(manifest: ex.Manifest, cell: str) -> ex.CellRecord | None:
     for rec in manifest.get("cells") or []:
-        if isinstance(rec, dict) and rec.get("cell_id") == cell:
+        if rec.get("cell_id") == cell:
             return rec
     return None
 
 
-def of_notebook(manifest: dict[str, Any], notebook: str | None) -> bool:
+def of_notebook(manifest: ex.Manifest, notebook: str | None) -> bool:
     """Whether a run came from ``notebook`` (None or "": any notebook)."""
     return not notebook or manifest.get("notebook") == notebook
 
@@ -122,7 +123,7 @@ def runs(
 
 
 def same_source_walls(
-    roots: Roots, exp: Path, manifest: dict[str, Any], limit: int = 20
+    roots: Roots, exp: Path, manifest: ex.Manifest, limit: int = 20
 ) -> list[float]:
     """Wall times of the runs beside ``exp`` (same folder) of the same cells, source,
     backend and isolation that ended ok, newest first: the material for the noise."""
@@ -195,7 +196,7 @@ _EXPERIMENT_NAMES = {
 _EXPERIMENT_PREFIXES = (".manifest-",)
 
 
-def deletable(roots: Roots, exp: Path, manifest: dict[str, Any], expected_id: str | None) -> None:
+def deletable(roots: Roots, exp: Path, manifest: ex.Manifest, expected_id: str | None) -> None:
     """Raise unless ``exp`` (already resolved inside the roots, with a manifest) may be
     deleted: the request names its manifest's id, the run has ended, it is not a root,
     and it holds nothing but experiment files (an explicit SCOREP_EXPERIMENT_DIRECTORY

@@ -216,7 +216,7 @@ def filter_dir(exp: Path) -> Path:
 
 
 def filter_text(
-    manifest: dict[str, Any],
+    manifest: ex.Manifest,
     suggested: str,
     previous: tuple[str, str] | None,
     heuristics: str = HEURISTICS,

@@ -7,8 +7,8 @@ numbers it was drawn from, so the user can check it."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -85,7 +85,7 @@ def _bytes_moved(rate: np.ndarray, interval_s: float) -> float:
     return float(rate.sum() * interval_s)
 
 
-def resource_verdicts(manifest: dict[str, Any], metrics) -> list[dict[str, Any]]:
+def resource_verdicts(manifest: ex.Manifest, metrics) -> list[dict[str, Any]]:
     verdicts: list[dict[str, Any]] = []
 
     def add(kind, level, text, **numbers):
@@ -213,7 +213,7 @@ FILTER_DROPS = {
 }
 
 
-def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[dict[str, Any]]:
+def trace_verdicts(manifest: ex.Manifest, notes: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What the measurement says about itself (the builtin tracer's manifest
     ``measurement``: cap_reached, event_cap, dropped {reason: calls}, messages)."""
     out = []
@@ -221,8 +221,9 @@ def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[
     if m.get("cap_reached") is True:
         cap = m.get("event_cap")
         numbers = {"event_cap": cap} if isinstance(cap, int) else {}
-        if isinstance(m.get("events"), int):
-            numbers["events"] = m["events"]
+        events = m.get("events")
+        if isinstance(events, int):
+            numbers["events"] = events
         limit = f" of {cap:,} events" if isinstance(cap, int) else ""
         out.append(
             {
@@ -253,7 +254,7 @@ def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[
             }
         )
     # Score-P's own messages, in words (runs/scorep_backend.explain in the kernel)
-    for note in m.get("notes") or ():
+    for note in cast("Iterable[object]", m.get("notes") or ()):
         if isinstance(note, str) and note.strip():
             out.append({"kind": "scorep", "level": "warning", "text": note, "numbers": {}})
     status = manifest.get("status")
@@ -273,7 +274,7 @@ def trace_verdicts(manifest: dict[str, Any], notes: Sequence[str] = ()) -> list[
 
 
 def summarize(
-    manifest: dict[str, Any],
+    manifest: ex.Manifest,
     tree=None,
     metrics=None,
     *,
@@ -286,7 +287,7 @@ def summarize(
     if wall is None and tree is not None and len(tree.nodes):
         wall = compare.function_summary(tree)[1]
     if events is None:
-        events = (manifest.get("measurement") or {}).get("events")
+        events = cast("int | None", (manifest.get("measurement") or {}).get("events"))
     functions: list[compare.FunctionStat] = []
     outside = 0.0
     if tree is not None and len(tree.nodes):

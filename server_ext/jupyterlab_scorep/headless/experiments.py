@@ -38,22 +38,22 @@ def wait_for_files(
     paths: Iterable[Path],
     timeout: float,
     stop: Callable[[], bool] = lambda: False,
-) -> dict[Path, dict[str, Any]]:
+) -> dict[Path, ex.Manifest | None]:
     """Wait until no experiment's ``files_status`` is "pending" (the kernel writes trace
     and profile after the cell's reply), at most ``timeout`` seconds or until ``stop()``.
-    Returns each experiment's last manifest ({} where none can be read)."""
+    Returns each experiment's last manifest (None where none can be read)."""
     deadline = time.monotonic() + timeout
-    manifests: dict[Path, dict[str, Any]] = {}
+    manifests: dict[Path, ex.Manifest | None] = {}
     waiting = list(dict.fromkeys(Path(p) for p in paths))
     while True:
         still = []
         for path in waiting:
             try:
-                manifests[path] = ex.read_manifest(path)
+                manifest = manifests[path] = ex.read_manifest(path)
             except ex.ExperimentError:
-                manifests[path] = {}
+                manifests[path] = None
                 continue
-            if manifests[path].get("files_status") == ex.FILES_PENDING:
+            if manifest.get("files_status") == ex.FILES_PENDING:
                 still.append(path)
         waiting = still
         if not waiting or time.monotonic() >= deadline or stop():
@@ -73,7 +73,7 @@ class NoCallTree(Exception):
     """An experiment with no readable profile or trace; the message says why."""
 
 
-def load_tree(exp: str | os.PathLike, manifest: dict[str, Any] | None = None) -> CallTree:
+def load_tree(exp: str | os.PathLike, manifest: ex.Manifest | None = None) -> CallTree:
     """The call tree of an experiment: from profile.cubex, else from the trace's index
     (built into ``<experiment>/.index/`` as the server builds it)."""
     exp = Path(exp)
@@ -110,7 +110,7 @@ class Experiment:
     summary of it (wall time, top regions, verdicts)."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: ex.Manifest
     tree: CallTree | None
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)

@@ -165,7 +165,7 @@ class Baseline:
         return None, None
 
 
-def _best_first(m: dict[str, Any]) -> tuple[int, float]:
+def _best_first(m: ex.Manifest) -> tuple[int, float]:
     """Sort key: single-cell runs that ended ok by their time on the verdict's basis first,
     the rest after them (newest first, as listed)."""
     t = compare_noise.judged_time(m)
@@ -173,7 +173,7 @@ def _best_first(m: dict[str, Any]) -> tuple[int, float]:
     return (0, float(t or 0.0)) if ok else (1, 0.0)
 
 
-def _histories(found: list[tuple[Path, dict[str, Any]]]) -> dict[tuple, list[float]]:
+def _histories(found: list[tuple[Path, ex.Manifest]]) -> dict[tuple, list[float]]:
     """(cell id, source hash) -> the times of its single-cell runs that ended well, on the
     verdict's basis (compare_noise.judged_time), newest first: what measures its noise."""
     out: dict[tuple, list[float]] = {}

@@ -67,7 +67,7 @@ class RunResults:
             "lab_settings": self.profiling.lab_settings,
         }
 
-    def collect_files(self, start_ns: int) -> dict[Path, dict[str, Any]]:
+    def collect_files(self, start_ns: int) -> dict[Path, ex.Manifest | None]:
         """The manifests of the cells' experiments (those of cells stopped before they
         showed one found among the runs since ``start_ns``)."""
         self.find_unshown(start_ns)
@@ -102,7 +102,7 @@ class RunResults:
                     c.experiment_paths = [str(path)]
                     break
 
-    def experiment_record(self, path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    def experiment_record(self, path: Path, manifest: ex.Manifest | None) -> dict[str, Any] | None:
         if not manifest:
             return None
         rec: dict[str, Any] = {
@@ -136,7 +136,7 @@ class RunResults:
         wall_s: float,
         status: str,
         message: str,
-        manifests: dict[Path, dict[str, Any]],
+        manifests: dict[Path, ex.Manifest | None],
     ) -> dict[str, Any]:
         records: dict[str, dict[str, Any] | None] = {}
         cells = []
@@ -146,10 +146,7 @@ class RunResults:
             if c.experiment_paths:
                 path = Path(c.experiment_paths[-1])
                 if c.repeats > 1:  # --repeat: the best of the runs (the gate's basis)
-                    timed = [
-                        (compare_noise.judged_time(manifests.get(Path(p), {})), p)
-                        for p in c.experiment_paths
-                    ]
+                    timed = [(_judged_time(manifests.get(Path(p))), p) for p in c.experiment_paths]
                     repeats = [
                         {"path": hs.experiment_ref(p, self.summary_path.parent), "judged_s": j}
                         for j, p in timed
@@ -158,7 +155,7 @@ class RunResults:
                     if known:
                         path = Path(min(known)[1])
                 if str(path) not in records:
-                    records[str(path)] = self.experiment_record(path, manifests.get(path, {}))
+                    records[str(path)] = self.experiment_record(path, manifests.get(path))
                 exp = records[str(path)]
             cells.append(
                 {
@@ -196,3 +193,8 @@ class RunResults:
         if message:
             data["message"] = message
         return data
+
+
+def _judged_time(manifest: ex.Manifest | None) -> float | None:
+    """``compare_noise.judged_time``, None for a run whose manifest could not be read."""
+    return compare_noise.judged_time(manifest) if manifest is not None else None

@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from scorep_kernel import experiment as ex
 
@@ -22,7 +23,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 async def analysis_of(
-    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
+    reads: ExperimentReads, exp: Path, manifest: ex.Manifest
 ) -> dict[str, Any] | None:
     """``device_analysis.analyze`` of the experiment's trace, once per index build."""
     from ..trace import device_read
@@ -71,10 +72,15 @@ async def link(
     return {"links": device_analysis.links_of(analysis, location, start, host)}
 
 
-def device_absent_message(manifest: dict[str, Any]) -> str:
+def _note(manifest: ex.Manifest, key: str) -> Mapping[str, object]:
+    """The measurement's note ``key`` (an object, {} when there is none)."""
+    return cast("Mapping[str, object]", (manifest.get("measurement") or {}).get(key) or {})
+
+
+def device_absent_message(manifest: ex.Manifest) -> str:
     """Why a run has no device lanes, in words, with what to do."""
-    accel = (manifest.get("measurement") or {}).get("accelerator") or {}
-    cuda = (manifest.get("measurement") or {}).get("cuda") or {}
+    accel = _note(manifest, "accelerator")
+    cuda = _note(manifest, "cuda")
     if cuda.get("message"):
         return str(cuda["message"])
     if accel.get("error"):
@@ -87,12 +93,12 @@ def device_absent_message(manifest: dict[str, Any]) -> str:
 
 
 async def summary_part(
-    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
+    reads: ExperimentReads, exp: Path, manifest: ex.Manifest
 ) -> tuple[dict | None, list[dict]]:
     """The ``device`` section and verdict of GET summary, or the panel's word that Score-P
     could not record the device; never fails the summary."""
     verdicts: list[dict] = []
-    cuda = (manifest.get("measurement") or {}).get("cuda") or {}
+    cuda = _note(manifest, "cuda")
     if cuda.get("message") and not cuda.get("enabled"):
         verdicts.append({"kind": "gpu", "level": "info", "text": cuda["message"], "numbers": {}})
     try:

@@ -15,7 +15,6 @@ import zipfile
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -29,7 +28,7 @@ CHUNK = 1 << 20
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def file_stem(manifest: dict[str, Any]) -> str:
+def file_stem(manifest: ex.Manifest) -> str:
     """The run's id as a file name: a download's, a suggested filter's."""
     return _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
 

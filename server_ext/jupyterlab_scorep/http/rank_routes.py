@@ -39,9 +39,7 @@ async def traffic_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> d
     return index.cached(key, lambda _index: traffic)
 
 
-async def summary_verdicts(
-    reads: ExperimentReads, exp: Path, manifest: dict[str, Any]
-) -> list[dict]:
+async def summary_verdicts(reads: ExperimentReads, exp: Path, manifest: ex.Manifest) -> list[dict]:
     """The MPI verdicts of GET summary: only for runs of several processes (the manifest's
     ``mpi``, or a trace of several process groups); never fails the summary."""
     try:

@@ -150,7 +150,7 @@ class Service:
         ]
         return {"a": facts_a, "b": facts_b, "same_source": same, **body}
 
-    async def _compare_sides(self, *sides: tuple[Path, dict[str, Any]]):
+    async def _compare_sides(self, *sides: tuple[Path, ex.Manifest]):
         """Each run's call tree and facts, both runs at once. Both trees come from the
         trace indexes when both runs have a trace (built once, memory-mapped: fast, and one
         source for both), else each from its profile (profile.cubex, else the trace)."""
@@ -158,14 +158,14 @@ class Service:
         # the trace holds no running/waiting split: where both runs measured it, their
         # profiles (profile.cubex's cpu_time) are what the verdict must read
         split = all(
-            isinstance(m.get("cell_time"), dict) and m["cell_time"].get("cpu_s") is not None
+            (ct := m.get("cell_time")) is not None and ct.get("cpu_s") is not None
             for _exp, m in sides
         )
         use_trace = all(av["otf2"] for av, _tools in available) and not (
             split and all(av.get("cubex") for av, _tools in available)
         )
 
-        async def side(exp: Path, manifest: dict[str, Any], av: dict[str, bool]):
+        async def side(exp: Path, manifest: ex.Manifest, av: dict[str, bool]):
             index = None
             if av["otf2"]:
                 try:
@@ -222,7 +222,7 @@ class Service:
         self.reads.forget(exp)
         return {"deleted": str(exp), "id": manifest["id"], "freed_bytes": freed}
 
-    def _list(self, directory: str | None) -> list[tuple[str, dict[str, Any]]]:
+    def _list(self, directory: str | None) -> list[tuple[str, ex.Manifest]]:
         roots = self.reads.roots
         parents: list[str | Path]
         if directory:

@@ -3,12 +3,11 @@ encoder (kernel/scorep_kernel/formats/_otf2_encode.py), for the records the time
 needs, at tens of millions of events per second instead of the ~2M/s of one Python
 callback per event (otf2_read's ctypes reader, which stays the fallback).
 
-The format (OTF2 3.0, trace format 2; the encoder's docstring has the details): chunks of
-``chunk_size`` bytes, each with an 18-byte header (0x03, 0x42, first and last event
-number); inside, records: TIMESTAMP 0x05 + uint64; ENTER 0x0C / LEAVE 0x0D + a compressed
-uint32 region (a count byte 0-4 and that many bytes, or 0xFF for UINT32_MAX); every other
-record is its type, a length byte (0xFF: a uint64 length follows) and that many bytes;
-END_OF_CHUNK 0x00 (the rest of the chunk is padding), END_OF_FILE 0x02.
+The layout is the builtin writer's, declared once in ``scorep_kernel.otf2_layout`` (the
+encoder takes it from there too): chunks of ``chunk_size`` bytes, each with a header;
+inside, TIMESTAMP, ENTER / LEAVE with a compressed uint32 region, and the end markers;
+every other record is its type, a length byte (0xFF: a uint64 length follows) and that
+many bytes.
 
 Records are of variable length, so where one begins is only known from the one before.
 The file is cut into segments of ``SEGMENT`` bytes and a cursor walks each segment at once
@@ -34,10 +33,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK_HEADER, LITTLE_ENDIAN, HEADER_SIZE = 0x03, 0x42, 18
-END_OF_CHUNK, END_OF_BUFFER, END_OF_FILE = 0x00, 0x01, 0x02
-TIMESTAMP, ATTRIBUTE_LIST = 0x05, 0x06
-ENTER, LEAVE = 0x0C, 0x0D
+from scorep_kernel.otf2_layout import (
+    ATTRIBUTE_LIST,
+    CHUNK_HEADER,
+    COMPRESSED_UINT32_MAX,
+    END_OF_BUFFER,
+    END_OF_CHUNK,
+    END_OF_FILE,
+    ENTER,
+    HEADER_SIZE,
+    LEAVE,
+    LITTLE_ENDIAN,
+    TIMESTAMP,
+)
+
 # The records this decoder reads; a walk that meets any other returns None.
 _READ_HERE = np.zeros(256, bool)
 _READ_HERE[[END_OF_CHUNK, END_OF_BUFFER, END_OF_FILE, TIMESTAMP, ENTER, LEAVE]] = True
@@ -107,9 +116,9 @@ def _sizes(buf: np.ndarray, chunk_starts: np.ndarray, chunk_ends: np.ndarray) ->
     second[-1] = 0
     el = np.flatnonzero((buf == ENTER) | (buf == LEAVE))
     count = second[el]
-    ok = (count <= 4) | (count == 0xFF)
+    ok = (count <= 4) | (count == COMPRESSED_UINT32_MAX)
     el, count = el[ok], count[ok]
-    nxt[el] += 1 + np.where(count == 0xFF, 0, count).astype(index)
+    nxt[el] += 1 + np.where(count == COMPRESSED_UINT32_MAX, 0, count).astype(index)
     # The end markers, where they really are: END_OF_CHUNK where only padding zeros
     # follow to the chunk's end, END_OF_FILE + END_OF_BUFFER as the file's last bytes.
     # (A zero inside a timestamp is common; read as an end it would throw a cursor away.)
@@ -227,7 +236,7 @@ def _events(buf: np.ndarray, starts: np.ndarray, types: np.ndarray) -> DecodedEv
     count = head[:, 0]
     value = head[:, 1:5].copy().view("<u4").ravel()
     regions = (value & _COUNT_MASK[np.minimum(count, 5)]).astype(np.int64)
-    count_is_max = count == 0xFF
+    count_is_max = count == COMPRESSED_UINT32_MAX
     regions[count_is_max] = UINT32_MAX
     signed = np.where(types[el] == ENTER, regions, ~regions)
     return DecodedEvents(times, signed, None)  # ProgramBegin is not read here

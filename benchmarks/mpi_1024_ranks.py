@@ -44,18 +44,18 @@ WIDTH = 1600
 
 
 def make_experiment(exp: Path) -> None:
-    from scorep_kernel import experiment
+    from scorep_kernel import manifest as mf
     from scorep_kernel.formats.recording import ROLE_CELL, Recording, Region, ThreadEvents
     from scorep_kernel.measure import mpi_calls
     from scorep_kernel.measure.mpi_calls import RankMpi
     from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON, rank_file
 
     exp.mkdir()
-    manifest = experiment.new_manifest(exp.name, backend="builtin", isolation="subprocess",
+    manifest = mf.new_manifest(exp.name, backend="builtin", isolation="subprocess",
                                        cells=[])  # fmt: skip
     manifest["mpi"] = {"ranks": RANKS, "hosts": {"node": list(range(RANKS))}}
-    manifest["files_status"] = experiment.FILES_PENDING
-    experiment.write_manifest(exp, manifest)
+    manifest["files_status"] = mf.FILES_PENDING
+    mf.write_manifest(exp, manifest)
     regions = [Region("cell [1]", "cell", "", 0, ROLE_CELL)]
     regions += [Region(f"__main__:f{i}", "__main__", "", i) for i in range(20)]
     regions.append(Region(mpi_calls.region_name("Send"), "MPI"))
@@ -109,7 +109,7 @@ def fetch(server, route: str) -> tuple[float, bytes]:
 
 
 def main() -> None:
-    from scorep_kernel import experiment
+    from scorep_kernel import manifest as mf
     from scorep_kernel.mpi import merge
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,7 +118,7 @@ def main() -> None:
         start = time.perf_counter()
         assert merge.merge_files(exp) == 0
         merge_s = time.perf_counter() - start
-        manifest = experiment.read_manifest(exp)
+        manifest = mf.read_manifest(exp)
         events = manifest["measurement"]["merge"]["events"]
         q = {"path": exp.name}
         with jupyter_server(Path(tmp)) as server:

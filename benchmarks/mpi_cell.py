@@ -109,7 +109,7 @@ def merge_rate(tmp: Path) -> tuple[float, float, int]:
     """(events/s of the whole merge, events/s of its OTF2 part, events)."""
     import numpy as np
 
-    from scorep_kernel import experiment
+    from scorep_kernel import manifest as mf
     from scorep_kernel.formats.recording import ROLE_CELL, Recording, Region, ThreadEvents
     from scorep_kernel.measure import mpi_calls
     from scorep_kernel.measure.mpi_calls import RankMpi
@@ -118,8 +118,8 @@ def merge_rate(tmp: Path) -> tuple[float, float, int]:
 
     exp = tmp / "merge"
     exp.mkdir()
-    experiment.write_manifest(
-        exp, experiment.new_manifest("m", backend="builtin", isolation="subprocess", cells=[])
+    mf.write_manifest(
+        exp, mf.new_manifest("m", backend="builtin", isolation="subprocess", cells=[])
     )
     calls, mpi_every = 500_000, 50  # 1M events per rank, an MPI call every 50th call
     regions = [Region("cell [1]", "cell", "", 0, ROLE_CELL)]

@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 
 from scorep_kernel import binding_args, experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs.named_directory import move_aside
 from scorep_kernel.settings import SettingsError
 
@@ -51,16 +52,16 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
 
     exp_id, exp_dir = _experiment_dir()
     text = script.read_text(encoding="utf-8", errors="replace")
-    manifest = experiment.new_manifest(
+    manifest = mf.new_manifest(
         exp_id,
         backend="builtin",
         isolation="subprocess",  # a process of its own, as a script under Score-P
-        cells=[experiment.cell_record(None, 1, text)],
+        cells=[mf.cell_record(None, 1, text)],
         scorep_env={k: v for k, v in os.environ.items() if k.startswith("SCOREP_")},
         binding_args=options,
         script=str(script),
     )
-    experiment.write_manifest(exp_dir, manifest)
+    mf.write_manifest(exp_dir, manifest)
     install_scorep_shim()
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.parent))
@@ -70,7 +71,7 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
         binding_args.run_instrumenter_file(binding.instrumenter_file)
     t0 = time.perf_counter()
     measurement.start()
-    status, code = experiment.STATUS_OK, 0
+    status, code = mf.STATUS_OK, 0
     try:
         with measurement.cell(script.name, code_filename=str(script)):
             runpy.run_path(str(script), run_name="__main__")
@@ -78,15 +79,15 @@ def run(options: list[str], script: Path, args: list[str]) -> int:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code not in (None, 0) and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)
-        status = experiment.STATUS_OK if code == 0 else experiment.STATUS_ERROR
+        status = mf.STATUS_OK if code == 0 else mf.STATUS_ERROR
     except KeyboardInterrupt:
-        status, code = experiment.STATUS_INTERRUPTED, 130
+        status, code = mf.STATUS_INTERRUPTED, 130
         traceback.print_exc()
     except BaseException:
-        status, code = experiment.STATUS_ERROR, 1
+        status, code = mf.STATUS_ERROR, 1
         traceback.print_exc()
     recording = measurement.stop()
-    experiment.update_manifest(
+    mf.update_manifest(
         exp_dir,
         status=status,
         end_ns=time.time_ns(),

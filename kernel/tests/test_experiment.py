@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 
 def test_ids_are_unique_and_sortable():
@@ -25,35 +27,35 @@ def test_create_uses_explicit_directory_or_default_parent(tmp_path):
 
 
 def test_manifest_life_cycle_merges_files_and_appends_errors(tmp_path):
-    m = ex.new_manifest(
+    m = mf.new_manifest(
         "x1",
         backend="builtin",
         isolation="subprocess",
         cells=[{"cell_id": "c", "execution_count": 3, "code": "f()"}],
     )
-    ex.write_manifest(tmp_path, m)
-    assert ex.read_manifest(tmp_path)["status"] == "running"
-    ex.update_manifest(tmp_path, files={"otf2": "traces.otf2"}, errors=["first"])
-    new = ex.update_manifest(
+    mf.write_manifest(tmp_path, m)
+    assert mf.read_manifest(tmp_path)["status"] == "running"
+    mf.update_manifest(tmp_path, files={"otf2": "traces.otf2"}, errors=["first"])
+    new = mf.update_manifest(
         tmp_path, files={"cubex": "profile.cubex"}, errors=["second"], status="ok"
     )
     assert new["files"] == {"otf2": "traces.otf2", "cubex": "profile.cubex"}
     assert new["errors"] == ["first", "second"] and new["status"] == "ok"
-    assert ex.read_manifest(tmp_path) == new
+    assert mf.read_manifest(tmp_path) == new
 
 
 def test_concurrent_updates_lose_nothing(tmp_path):
-    ex.write_manifest(tmp_path, ex.new_manifest("x", backend="builtin", isolation="inprocess"))
+    mf.write_manifest(tmp_path, mf.new_manifest("x", backend="builtin", isolation="inprocess"))
 
     def add(i):
-        ex.update_manifest(tmp_path, files={f"f{i}": str(i)})
+        mf.update_manifest(tmp_path, files={f"f{i}": str(i)})
 
     threads = [threading.Thread(target=add, args=(i,)) for i in range(20)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len(ex.read_manifest(tmp_path)["files"]) == 20
+    assert len(mf.read_manifest(tmp_path)["files"]) == 20
 
 
 def _manifest(**fields):
@@ -90,7 +92,7 @@ def test_bad_manifests_are_refused_with_the_reason(tmp_path, content, reason):
     if content is not None:
         (tmp_path / ex.MANIFEST).write_bytes(content)
     with pytest.raises(ex.ExperimentError, match=reason):
-        ex.read_manifest(tmp_path)
+        mf.read_manifest(tmp_path)
 
 
 def test_list_experiments_newest_first_skipping_broken(tmp_path):
@@ -98,12 +100,12 @@ def test_list_experiments_newest_first_skipping_broken(tmp_path):
     for i, start in enumerate((10, 30, 20)):
         d = parent / f"e{i}"
         d.mkdir(parents=True)
-        ex.write_manifest(
-            d, ex.new_manifest(f"e{i}", backend="builtin", isolation="inprocess", start_ns=start)
+        mf.write_manifest(
+            d, mf.new_manifest(f"e{i}", backend="builtin", isolation="inprocess", start_ns=start)
         )
     (parent / "broken").mkdir()
     (parent / "broken" / ex.MANIFEST).write_bytes(b"\xff")
-    assert [m["id"] for _, m in ex.list_experiments(parent)] == ["e1", "e2", "e0"]
+    assert [m["id"] for _, m in mf.list_experiments(parent)] == ["e1", "e2", "e0"]
 
 
 def test_metrics_round_trip_and_mismatch(tmp_path):
@@ -124,50 +126,51 @@ def test_metrics_round_trip_and_mismatch(tmp_path):
 
 
 def test_new_manifest_starts_running_with_files_pending():
-    m = ex.new_manifest("x", backend="builtin", isolation="inprocess")
-    assert m["status"] == ex.STATUS_RUNNING and m["status"] in ex.RUN_STATUSES
-    assert m["files_status"] == ex.FILES_PENDING and m["files_status"] in ex.FILES_STATUSES
+    m = mf.new_manifest("x", backend="builtin", isolation="inprocess")
+    assert m["status"] == mf.STATUS_RUNNING and m["status"] in mf.RUN_STATUSES
+    assert m["files_status"] == mf.FILES_PENDING and m["files_status"] in mf.FILES_STATUSES
     with pytest.raises(ValueError, match="backend"):
-        ex.new_manifest("x", backend="nope", isolation="inprocess")
+        mf.new_manifest("x", backend="nope", isolation="inprocess")
 
 
 def test_statuses_are_ordered_from_best_to_worst():
-    assert ex.RUN_STATUSES == ("running", "ok", "error", "interrupted", "crashed")
-    assert ex.FILES_STATUSES == ("pending", "ready", "failed", "unavailable")
-    assert ex.worse_status(ex.STATUS_OK, ex.STATUS_ERROR) == ex.STATUS_ERROR
-    assert ex.worse_status(ex.STATUS_CRASHED, ex.STATUS_INTERRUPTED) == ex.STATUS_CRASHED
-    assert ex.worse_status(ex.STATUS_OK, ex.STATUS_OK) == ex.STATUS_OK
+    assert mf.RUN_STATUSES == ("running", "ok", "error", "interrupted", "crashed")
+    assert mf.FILES_STATUSES == ("pending", "ready", "failed", "unavailable")
+    assert mf.worse_status(mf.STATUS_OK, mf.STATUS_ERROR) == mf.STATUS_ERROR
+    assert mf.worse_status(mf.STATUS_CRASHED, mf.STATUS_INTERRUPTED) == mf.STATUS_CRASHED
+    assert mf.worse_status(mf.STATUS_OK, mf.STATUS_OK) == mf.STATUS_OK
 
 
-@pytest.mark.parametrize("role", ex.REGION_ROLES)
+@pytest.mark.parametrize("role", rw.REGION_ROLES)
 def test_region_roles_survive_the_trace(role):
     # what the builtin writer stores as the description, a reader decodes back
-    assert ex.decode_region_role(ex.encode_region_role(role), "FUNCTION") == role
+    assert rw.decode_region_role(rw.encode_region_role(role), "FUNCTION") == role
 
 
 def test_region_roles_of_foreign_traces_come_from_the_otf2_role():
     # Score-P writes its own descriptions (or none): the OTF2 region role decides
-    assert ex.decode_region_role("", "artificial") == ex.ROLE_ARTIFICIAL
-    assert ex.decode_region_role(None, "ARTIFICIAL") == ex.ROLE_ARTIFICIAL
-    assert ex.decode_region_role("a Score-P comment", "function") == ex.ROLE_FUNCTION
-    assert ex.decode_region_role(None) == ex.ROLE_FUNCTION
+    assert rw.decode_region_role("", "artificial") == rw.ROLE_ARTIFICIAL
+    assert rw.decode_region_role(None, "ARTIFICIAL") == rw.ROLE_ARTIFICIAL
+    assert rw.decode_region_role("a Score-P comment", "function") == rw.ROLE_FUNCTION
+    assert rw.decode_region_role(None) == rw.ROLE_FUNCTION
     with pytest.raises(ValueError, match="region role"):
-        ex.encode_region_role("method")
+        rw.encode_region_role("method")
 
 
 def test_region_names_follow_the_bindings():
-    assert ex.function_region_name("__main__", "f") == "__main__:f"
-    assert ex.function_region_name("pkg.mod", "sum", owner="Frame") == "pkg.mod.Frame:sum"
-    assert ex.user_region_name("load") == "user:load"
-    assert ex.user_region_name("load", module="mymod") == "mymod:load"
-    assert ex.import_region_name("numpy.linalg") == "import:numpy.linalg"
-    assert ex.region_module("pkg.mod.Frame:sum") == "pkg.mod.Frame"
-    assert ex.region_module("import:numpy") == "import"
-    assert ex.region_module("MPI_Send") is None
+    assert rw.function_region_name("__main__", "f") == "__main__:f"
+    assert rw.function_region_name("pkg.mod", "sum", owner="Frame") == "pkg.mod.Frame:sum"
+    assert rw.user_region_name("load") == "user:load"
+    assert rw.user_region_name("load", module="mymod") == "mymod:load"
+    assert rw.import_region_name("numpy.linalg") == "import:numpy.linalg"
+    assert rw.region_module("pkg.mod.Frame:sum") == "pkg.mod.Frame"
+    assert rw.region_module("import:numpy") == "import"
+    assert rw.region_module("MPI_Send") is None
 
 
 def test_cell_records_and_cell_regions_of_both_backends():
-    from scorep_kernel.experiment import cell_record, cell_region_count, source_hash
+    from scorep_kernel.manifest import cell_record, source_hash
+    from scorep_kernel.region_words import cell_region_count
 
     record = cell_record("abc-1", 4, "x = 1\n")
     assert record == {
@@ -187,15 +190,15 @@ def test_unknown_keys_are_kept_and_old_manifests_read(tmp_path):
     """The format grows by new keys: a reader keeps what it does not know, an update
     passes it on, and a manifest with only the four certain keys reads."""
     (tmp_path / ex.MANIFEST).write_bytes(_manifest(future={"x": [1]}, wall_s=2))
-    assert ex.read_manifest(tmp_path)["future"] == {"x": [1]}
-    ex.update_manifest(tmp_path, files={"otf2": "traces.otf2"})
+    assert mf.read_manifest(tmp_path)["future"] == {"x": [1]}
+    mf.update_manifest(tmp_path, files={"otf2": "traces.otf2"})
     assert json.loads((tmp_path / ex.MANIFEST).read_text())["future"] == {"x": [1]}
 
 
 def test_the_manifest_on_disk_is_unchanged_by_its_type(tmp_path):
     """Byte for byte what the untyped writer wrote: sorted keys, indent 1, a newline."""
-    m = ex.new_manifest("x", backend="builtin", isolation="inprocess", start_ns=5)
-    ex.write_manifest(tmp_path, m)
+    m = mf.new_manifest("x", backend="builtin", isolation="inprocess", start_ns=5)
+    mf.write_manifest(tmp_path, m)
     text = (tmp_path / ex.MANIFEST).read_text()
     assert text == json.dumps(m, indent=1, sort_keys=True, default=str) + "\n"
     assert text.startswith('{\n "backend": "builtin",\n "binding_args": [],\n "cells": []')

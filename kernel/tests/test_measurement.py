@@ -13,6 +13,7 @@ from pycubexr import CubexParser
 from test_tracer_util import calls, run_cell
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.measure.session import Measurement
 
@@ -36,9 +37,7 @@ t.join()
 @pytest.fixture
 def exp_dir(tmp_path):
     exp_id, path = experiment.create_experiment_dir(explicit=tmp_path / "exp")
-    experiment.write_manifest(
-        path, experiment.new_manifest(exp_id, backend="builtin", isolation="inprocess")
-    )
+    mf.write_manifest(path, mf.new_manifest(exp_id, backend="builtin", isolation="inprocess"))
     return path
 
 
@@ -53,7 +52,7 @@ def measured(exp_dir, config=None):
 def test_files_written_and_read_back(exp_dir):
     m, rec = measured(exp_dir)
     assert m.write_files(rec, background=False) is None
-    manifest = experiment.read_manifest(exp_dir)
+    manifest = mf.read_manifest(exp_dir)
     assert manifest["files_status"] == "ready", manifest["errors"]
     assert manifest["files"] == {
         "otf2": "traces.otf2",
@@ -114,7 +113,7 @@ def test_background_write_marks_the_manifest_ready(exp_dir):
     thread = m.write_files(rec)
     assert thread is not None
     thread.join(60)
-    assert experiment.read_manifest(exp_dir)["files_status"] == "ready"
+    assert mf.read_manifest(exp_dir)["files_status"] == "ready"
 
 
 def test_a_failing_writer_marks_the_manifest_failed(exp_dir, monkeypatch):
@@ -127,7 +126,7 @@ def test_a_failing_writer_marks_the_manifest_failed(exp_dir, monkeypatch):
     m, rec = measured(exp_dir)
     thread = m.write_files(rec)
     thread.join(60)
-    manifest = experiment.read_manifest(exp_dir)
+    manifest = mf.read_manifest(exp_dir)
     assert manifest["files_status"] == "failed"
     assert manifest["errors"] == ["profile.cubex: OSError: disk full"]
     assert manifest["files"]["otf2"] == "traces.otf2" and "cubex" not in manifest["files"]

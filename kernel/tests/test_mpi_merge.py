@@ -12,7 +12,7 @@ import numpy as np
 import otf2
 import pytest
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Recording, Region
 from scorep_kernel.measure import mpi_calls
 from scorep_kernel.measure.mpi_calls import RankMpi
@@ -72,10 +72,10 @@ def rank_mpi(rank, names, calls, events) -> RankMpi:
 def run_dir(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
-    experiment.write_manifest(
-        exp, experiment.new_manifest("x", backend="builtin", isolation="subprocess", cells=[])
+    mf.write_manifest(
+        exp, mf.new_manifest("x", backend="builtin", isolation="subprocess", cells=[])
     )
-    experiment.update_manifest(exp, files_status=experiment.FILES_PENDING)
+    mf.update_manifest(exp, files_status=mf.FILES_PENDING)
     # rank 0: cell > work, Send(1 ms..2 ms), Barrier (4..5 ms)
     r0 = Recording(
         regions=[CELL, WORK, SEND, BARRIER],
@@ -151,7 +151,7 @@ def run_dir(tmp_path):
 
 def test_merge_writes_one_archive_with_mpi_events(run_dir):
     assert merge.main([str(run_dir)]) == 0
-    manifest = experiment.read_manifest(run_dir)
+    manifest = mf.read_manifest(run_dir)
     assert manifest["files_status"] == "ready"
     assert manifest["measurement"]["merge"]["mpi_calls_without_region"] == 1
     assert any("1 MPI calls' events were left out" in e for e in manifest["errors"])
@@ -199,6 +199,6 @@ def test_a_missing_rank_recording_fails_in_words(run_dir):
     rank_file(run_dir, 0).unlink()
     rank_file(run_dir, 1).unlink()
     assert merge.main([str(run_dir)]) == 1
-    manifest = experiment.read_manifest(run_dir)
+    manifest = mf.read_manifest(run_dir)
     assert manifest["files_status"] == "failed"
     assert "no rank left a recording" in manifest["errors"][-1]

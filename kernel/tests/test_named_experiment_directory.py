@@ -11,6 +11,7 @@ import pytest
 from test_kernel_harness import PROFILE_IN, KernelHandle, wait_files
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.measure.files import write_all
 from scorep_kernel.runs import named_directory
 from scorep_kernel.settings import SettingsError
@@ -70,14 +71,12 @@ def test_overwrite_false_refuses_with_the_variable_and_the_fix(tmp_path):
 
 def test_failed_file_writing_is_in_the_manifest_and_never_printed(tmp_path, capfd, known_recording):
     exp_id = "e1"
-    experiment.write_manifest(
-        tmp_path, experiment.new_manifest(exp_id, backend="builtin", isolation="inprocess")
-    )
+    mf.write_manifest(tmp_path, mf.new_manifest(exp_id, backend="builtin", isolation="inprocess"))
     (tmp_path / experiment.OTF2_ANCHOR).write_text("in the way")
     result = write_all(tmp_path, known_recording)
     assert any("traces.otf2" in e for e in result["errors"])
-    manifest = experiment.read_manifest(tmp_path)
-    assert manifest["files_status"] == experiment.FILES_FAILED
+    manifest = mf.read_manifest(tmp_path)
+    assert manifest["files_status"] == mf.FILES_FAILED
     out, err = capfd.readouterr()
     assert "Traceback" not in out + err  # it went to the kernel's log, not a stream
 
@@ -106,7 +105,7 @@ def test_every_profiled_cell_gets_its_files_and_later_cells_stay_clean(named_ker
         assert result.stderr() == ""
         path = Path(result.bundle()["path"])
         manifest = wait_files(path)
-        assert manifest["files_status"] == experiment.FILES_READY, manifest["errors"]
+        assert manifest["files_status"] == mf.FILES_READY, manifest["errors"]
         assert manifest["errors"] == []
         assert (cwd / "runs" / "traces").resolve() == path  # the name: the newest run
         paths.append(path)
@@ -118,7 +117,7 @@ def test_every_profiled_cell_gets_its_files_and_later_cells_stay_clean(named_ker
     assert all(p.parent == cwd / "runs" and p.name.startswith("traces-") for p in paths)
     aside = [p for p in (cwd / "runs").iterdir() if (p / "earlier.txt").exists()]
     assert len(aside) == 1 and not aside[0].is_symlink()
-    listed = [p for p, _ in experiment.list_experiments(cwd / "runs")]
+    listed = [p for p, _ in mf.list_experiments(cwd / "runs")]
     assert sorted(listed) == sorted(paths)  # every run, once (the link is not listed twice)
 
 

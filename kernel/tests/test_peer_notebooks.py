@@ -19,6 +19,7 @@ import pytest
 from test_kernel_harness import KernelHandle, wait_files
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -194,10 +195,10 @@ def test_the_notebook_runs_unchanged(name, backend, tmp_path):
         assert got == expected, f"cells {[i + 1 for i in group]} {where}"
     finished = [r.bundles()[-1] for r in results if r.bundles()]
     for bundle in finished:  # every profiled run's experiment has its files
-        if bundle["status"] == experiment.STATUS_RUNNING:
+        if bundle["status"] == mf.STATUS_RUNNING:
             continue  # a cell of a multi-cell run: its run's last bundle counts
-        manifest = experiment.read_manifest(bundle["path"])
-        assert manifest["files_status"] == experiment.FILES_READY, manifest["errors"]
+        manifest = mf.read_manifest(bundle["path"])
+        assert manifest["files_status"] == mf.FILES_READY, manifest["errors"]
 
 
 def test_the_write_mode_script_runs_under_the_builtin_tracer_too(tmp_path):
@@ -217,9 +218,9 @@ def test_the_write_mode_script_runs_under_the_builtin_tracer_too(tmp_path):
     assert _lines(done.stdout) == expected and done.stderr == ""
     # Score-P's rule: the directory of the run before moved aside, this run's in its place
     run_dir = tmp_path / TRACES
-    manifest = experiment.read_manifest(run_dir)
+    manifest = mf.read_manifest(run_dir)
     assert manifest["backend"] == "builtin" and manifest["status"] == "ok"
-    assert manifest["files_status"] == experiment.FILES_READY, manifest["errors"]
+    assert manifest["files_status"] == mf.FILES_READY, manifest["errors"]
     import otf2
 
     with otf2.reader.open(str(run_dir / experiment.OTF2_ANCHOR)) as trace:

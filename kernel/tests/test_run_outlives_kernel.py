@@ -1,6 +1,6 @@
 """A kernel that ends (killed, or shut down) while a run's files are still being written:
 the experiment is reported as ended, with the reason, never "pending" for ever (the
-manifest's "writers", experiment.read_manifest)."""
+manifest's "writers", manifest.read_manifest)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from test_kernel_harness import PROFILE_IN, KernelHandle
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs.inprocess_run import _until_written
 
 pytestmark = pytest.mark.timeout(300)
@@ -32,49 +33,49 @@ def _ended_process() -> int:
 
 
 def _pending_run(tmp_path: Path, writers: list[dict], status: str = "ok") -> Path:
-    manifest = experiment.new_manifest("e1", backend="builtin", isolation="inprocess")
+    manifest = mf.new_manifest("e1", backend="builtin", isolation="inprocess")
     manifest.update(status=status, writers=writers)
-    experiment.write_manifest(tmp_path, manifest)
+    mf.write_manifest(tmp_path, manifest)
     return tmp_path
 
 
 def test_a_run_whose_writers_all_ended_is_read_as_ended_with_the_reason(tmp_path):
-    gone = experiment.process_record(os.getpid())
+    gone = mf.process_record(os.getpid())
     gone["pid"] = _ended_process()
     path = _pending_run(tmp_path, [gone])
-    manifest = experiment.read_manifest(path)
-    assert manifest["files_status"] == experiment.FILES_FAILED
+    manifest = mf.read_manifest(path)
+    assert manifest["files_status"] == mf.FILES_FAILED
     assert manifest["status"] == "ok"  # the cell itself had ended well
     assert "ended while this run's files were being written" in manifest["errors"][-1]
-    assert _raw(path)["files_status"] == experiment.FILES_FAILED  # and written down, once
-    assert experiment.read_manifest(path)["errors"] == manifest["errors"]
+    assert _raw(path)["files_status"] == mf.FILES_FAILED  # and written down, once
+    assert mf.read_manifest(path)["errors"] == manifest["errors"]
 
 
 def test_a_run_still_going_when_its_kernel_ended_crashed(tmp_path):
-    gone = experiment.process_record(os.getpid())
+    gone = mf.process_record(os.getpid())
     gone["pid"] = _ended_process()
-    manifest = experiment.read_manifest(_pending_run(tmp_path, [gone], status="running"))
-    assert manifest["status"] == experiment.STATUS_CRASHED
+    manifest = mf.read_manifest(_pending_run(tmp_path, [gone], status="running"))
+    assert manifest["status"] == mf.STATUS_CRASHED
     assert "ended while this run was still going" in manifest["errors"][-1]
 
 
 def test_living_writers_other_hosts_and_reused_pids(tmp_path):
-    alive = experiment.process_record(os.getpid())
-    assert experiment.writer_alive(alive) is True
+    alive = mf.process_record(os.getpid())
+    assert mf.writer_alive(alive) is True
     elsewhere = {**alive, "host": "another-host"}
     other_boot = {**alive, "boot_id": "another-boot"}
-    assert experiment.writer_alive(elsewhere) is None
-    assert experiment.writer_alive(other_boot) is None
+    assert mf.writer_alive(elsewhere) is None
+    assert mf.writer_alive(other_boot) is None
     reused = {**alive, "start": alive["start"] - 1}  # same pid, a later process
-    assert experiment.writer_alive(reused) is False
+    assert mf.writer_alive(reused) is False
     for writers in ([alive], [elsewhere], [alive, reused], []):
         path = tmp_path / str(len(list(tmp_path.iterdir())))
         path.mkdir()
-        assert experiment.read_manifest(_pending_run(path, writers))["files_status"] == "pending"
+        assert mf.read_manifest(_pending_run(path, writers))["files_status"] == "pending"
 
 
 def test_a_shutdown_that_stops_waiting_for_the_writer_says_so(tmp_path):
-    path = _pending_run(tmp_path, [experiment.process_record(os.getpid())])
+    path = _pending_run(tmp_path, [mf.process_record(os.getpid())])
 
     async def scenario() -> None:
         never = asyncio.Event()
@@ -85,8 +86,8 @@ def test_a_shutdown_that_stops_waiting_for_the_writer_says_so(tmp_path):
             await task
 
     asyncio.run(scenario())
-    manifest = experiment.read_manifest(path)
-    assert manifest["files_status"] == experiment.FILES_FAILED
+    manifest = mf.read_manifest(path)
+    assert manifest["files_status"] == mf.FILES_FAILED
     assert "shut down while this run's files were being written" in manifest["errors"][-1]
 
 
@@ -106,10 +107,10 @@ def test_killing_the_kernel_while_it_writes_the_files(tmp_path):
     finally:
         kernel.shutdown()
     raw = _raw(path)
-    assert raw["files_status"] == experiment.FILES_PENDING, "killed after the files were done"
+    assert raw["files_status"] == mf.FILES_PENDING, "killed after the files were done"
     assert [w["pid"] for w in raw["writers"]] == [process.pid]
-    manifest = experiment.read_manifest(path)
-    assert manifest["files_status"] == experiment.FILES_FAILED
+    manifest = mf.read_manifest(path)
+    assert manifest["files_status"] == mf.FILES_FAILED
     assert (
         "ended while this run's files were being written (shut down or killed)"
         in (manifest["errors"][-1])

@@ -61,11 +61,9 @@ def test_worker_runs_a_measured_cell_and_writes_the_experiment(tmp_path):
         assert preloaded.failed == ["no_such_module_xyz"]
         exp = tmp_path / "exp"
         exp.mkdir()
-        from scorep_kernel import experiment
+        from scorep_kernel import manifest as mf
 
-        experiment.write_manifest(
-            exp, experiment.new_manifest("x", backend="builtin", isolation="subprocess")
-        )
+        mf.write_manifest(exp, mf.new_manifest("x", backend="builtin", isolation="subprocess"))
         await worker.send(msg.StartRun(str(exp), MeasureConfig(), {"SCOREP_X": "1"}))
         started = await worker.recv_until(msg.RunStarted, 30)
         namespace = {"a": 1}

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from .domain_errors import BadParameter, NotFound, OutsideRoots
 
@@ -102,7 +103,7 @@ def archive_files(exp: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def list_experiments(roots: Roots, parents) -> list[tuple[str, ex.Manifest]]:
+def list_experiments(roots: Roots, parents) -> list[tuple[str, mf.Manifest]]:
     """Like ``experiment.list_experiments`` over several parents, skipping what is not
     readable or lies outside the roots; the roots are checked before a manifest is read,
     which is why that helper is not reused."""
@@ -119,7 +120,7 @@ def list_experiments(roots: Roots, parents) -> list[tuple[str, ex.Manifest]]:
             if real in seen or not roots.allowed(real):
                 continue
             try:
-                manifest = ex.read_manifest(entry.path)
+                manifest = mf.read_manifest(entry.path)
             except ex.ExperimentError:
                 continue
             seen.add(real)

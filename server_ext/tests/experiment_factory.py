@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.cube_writer import write_cubex
 from scorep_kernel.formats.otf2_writer import write_otf2
 from scorep_kernel.formats.recording import (
@@ -166,7 +167,7 @@ def write_experiment(
         pid=4711,
         metrics=metrics,
     )
-    manifest = ex.new_manifest(
+    manifest = mf.new_manifest(
         exp_dir.name,
         backend="builtin",
         isolation="inprocess",
@@ -198,5 +199,5 @@ def write_experiment(
         wall_s=(hi - lo) / 1e9,
         measurement=dict(measurement or {"events": recording.event_count}),
     )
-    ex.write_manifest(exp_dir, manifest)
+    mf.write_manifest(exp_dir, manifest)
     return exp_dir

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 
 def call_trees(
@@ -122,9 +124,9 @@ def write_experiment(
         )
     regions = [
         Region(
-            ex.function_region_name("__main__", "run")
+            rw.function_region_name("__main__", "run")
             if r == 0
-            else ex.function_region_name(f"mod{r % 7}", f"func{r}"),
+            else rw.function_region_name(f"mod{r % 7}", f"func{r}"),
             "__main__" if r == 0 else f"mod{r % 7}",
             f"mod{r % 7}.py",
             r,
@@ -154,16 +156,16 @@ def write_experiment(
             exp_dir, m.series, m.times + epoch0, m.values, interval_s=m.interval_s, notes=m.notes
         )
         files["metrics"] = ex.METRICS_SCHEMA
-    manifest = ex.new_manifest(
+    manifest = mf.new_manifest(
         exp_dir.name, backend="builtin", isolation="inprocess", start_ns=epoch0
     )
     manifest.update(
-        status=ex.STATUS_OK,
+        status=mf.STATUS_OK,
         end_ns=epoch0 + end,
         wall_s=end / 1e9,
         files=files,
-        files_status=ex.FILES_READY,
+        files_status=mf.FILES_READY,
         measurement={"events": written["events"]},
     )
-    ex.write_manifest(exp_dir, manifest)
+    mf.write_manifest(exp_dir, manifest)
     return exp_dir

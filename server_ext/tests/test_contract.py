@@ -1,9 +1,9 @@
-"""src/api/ spells the experiment contract (kernel/scorep_kernel/experiment.py) in
-TypeScript: its words as string-literal unions (experimentTypes.ts; the interfaces of
-traceTypes.ts and analysisTypes.ts use them), the manifest's TypedDicts as interfaces
-(experimentTypes.ts). This test fails, naming the type and the value or field, when the two
-disagree (a value, a field, whether it is optional, its type), or when an interface field
-stops using its union."""
+"""src/api/ spells the experiment contract (kernel/scorep_kernel/manifest.py and
+region_words.py) in TypeScript: its words as string-literal unions (experimentTypes.ts; the
+interfaces of traceTypes.ts and analysisTypes.ts use them), the manifest's TypedDicts as
+interfaces (experimentTypes.ts). This test fails, naming the type and the value or field,
+when the two disagree (a value, a field, whether it is optional, its type), or when an
+interface field stops using its union."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 API_DIR = Path(__file__).resolve().parents[2] / "src" / "api"
 # the files that hold the REST API's types
@@ -28,11 +29,11 @@ def _api_text() -> str:
 
 # TypeScript union -> the contract's values
 UNIONS = {
-    "Backend": ex.BACKENDS,
-    "Isolation": ex.ISOLATIONS,
-    "RunStatus": ex.RUN_STATUSES,
-    "FilesStatus": ex.FILES_STATUSES,
-    "RegionRole": ex.REGION_ROLES,
+    "Backend": mf.BACKENDS,
+    "Isolation": mf.ISOLATIONS,
+    "RunStatus": mf.RUN_STATUSES,
+    "FilesStatus": mf.FILES_STATUSES,
+    "RegionRole": rw.REGION_ROLES,
 }
 # interface -> {field: the union its type must be}
 FIELDS = {
@@ -62,7 +63,7 @@ def _interface_body(text: str, name: str) -> str | None:
 
 
 def contract_mismatches(text: str) -> list[str]:
-    """What in the TypeScript ``text`` disagrees with experiment.py, in words."""
+    """What in the TypeScript ``text`` disagrees with the contract, in words."""
     problems = []
     for union, values in UNIONS.items():
         m = re.search(rf"\bexport\s+type\s+{union}\s*=([^;]+);", text)
@@ -75,9 +76,9 @@ def contract_mismatches(text: str) -> list[str]:
         if len(literals) != len(members):
             problems.append(f"{union} is not a union of string literals only: {m.group(1).strip()}")
         for missing in [v for v in values if v not in ts]:
-            problems.append(f"{union} lacks {missing!r}, which experiment.py defines")
+            problems.append(f"{union} lacks {missing!r}, which the contract defines")
         for extra in sorted(ts - set(values)):
-            problems.append(f"{union} has {extra!r}, which experiment.py does not define")
+            problems.append(f"{union} has {extra!r}, which the contract does not define")
     for interface, fields in FIELDS.items():
         body = _interface_body(text, interface)
         if body is None:
@@ -97,13 +98,13 @@ def contract_mismatches(text: str) -> list[str]:
 
 # interface -> the TypedDict it spells (field names, optionality, types)
 TYPED = {
-    "IManifest": ex.Manifest,
-    "IManifestCell": ex.CellRecord,
-    "IManifestWriter": ex.WriterRecord,
-    "IManifestMpi": ex.MpiRecord,
-    "IManifestSource": ex.SourceRecord,
-    "IManifestError": ex.ErrorRecord,
-    "ICellTime": ex.CellTime,
+    "IManifest": mf.Manifest,
+    "IManifestCell": mf.CellRecord,
+    "IManifestWriter": mf.WriterRecord,
+    "IManifestMpi": mf.MpiRecord,
+    "IManifestSource": mf.SourceRecord,
+    "IManifestError": mf.ErrorRecord,
+    "ICellTime": mf.CellTime,
 }
 # a manifest field whose TypeScript type is a union of the contract's words (FIELDS), or
 # an open JSON object the interface spells with the keys it knows
@@ -112,7 +113,7 @@ SPELLED_AS = {
     "Isolation": str,
     "RunStatus": str,
     "FilesStatus": str,
-    "IMeasurement": ex.Measurement,
+    "IMeasurement": mf.Measurement,
 }
 
 
@@ -171,19 +172,19 @@ def typed_mismatches(text: str) -> list[str]:
         ts = _ts_fields(body)
         hints = typing.get_type_hints(td)
         for field in sorted(set(hints) - set(ts)):
-            problems.append(f"{interface} lacks {field}, which experiment.{td.__name__} has")
+            problems.append(f"{interface} lacks {field}, which manifest.{td.__name__} has")
         for field in sorted(set(ts) - set(hints)):
-            problems.append(f"{interface} has {field}, which experiment.{td.__name__} lacks")
+            problems.append(f"{interface} has {field}, which manifest.{td.__name__} lacks")
         for field in sorted(set(ts) & set(hints)):
             optional, ts_type = ts[field]
             if optional != (field in td.__optional_keys__):
                 problems.append(
                     f"{interface}.{field} is {'optional' if optional else 'required'} in "
-                    f"src/api/, not in experiment.{td.__name__}"
+                    f"src/api/, not in manifest.{td.__name__}"
                 )
             if not _same_type(ts_type, hints[field]):
                 problems.append(
-                    f"{interface}.{field} is typed {ts_type!r}, experiment.{td.__name__}'s "
+                    f"{interface}.{field} is typed {ts_type!r}, manifest.{td.__name__}'s "
                     f"as {_ts_type(hints[field])!r}"
                 )
     return problems
@@ -192,7 +193,7 @@ def typed_mismatches(text: str) -> list[str]:
 def test_api_ts_matches_the_experiment_contract():
     text = _api_text()
     problems = contract_mismatches(text) + typed_mismatches(text)
-    assert not problems, "src/api/ and experiment.py disagree:\n" + "\n".join(problems)
+    assert not problems, "src/api/ and the contract disagree:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize(
@@ -219,7 +220,7 @@ def test_the_check_fails_on_a_changed_word(old, new, needle):
     [
         ("  python_executable?: string;\n", "", "IManifest lacks python_executable"),
         ("  run_s?: number | null;\n", "  run_s?: number | null;\n  bogus?: string;\n",
-         "IManifest has bogus, which experiment.Manifest lacks"),
+         "IManifest has bogus, which manifest.Manifest lacks"),
         ("  notebook?: string | null;", "  notebook: string | null;",
          "IManifest.notebook is required in src/api/"),
         ("  end_ns?: number | null;", "  end_ns?: number;", "IManifest.end_ns is typed 'number'"),

@@ -9,7 +9,8 @@
 
 export const MIME_TYPE = 'application/vnd.scorep.experiment+json';
 
-// The experiment contract's words (kernel/scorep_kernel/experiment.py; docs/API.md).
+// The experiment contract's words (kernel/scorep_kernel/manifest.py, region_words.py;
+// docs/API.md).
 // server_ext/tests/test_contract.py checks that these unions list exactly its values.
 export type Backend = 'scorep' | 'builtin';
 
@@ -79,7 +80,7 @@ export interface IManifestError {
 }
 
 /**
- * manifest.json (kernel/scorep_kernel/experiment.py's Manifest; server_ext/tests/
+ * manifest.json (kernel/scorep_kernel/manifest.py's Manifest; server_ext/tests/
  * test_contract.py checks that the fields, their optionality and types agree).
  */
 export interface IManifest {

@@ -23,6 +23,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from scorep_kernel import manifest as mf
+
 from .. import experiment
 from ..formats.recording import Recording
 from .device_recording import add_to_recording
@@ -56,17 +58,15 @@ def import_trace(trace_path: str | Path, parent: str | Path) -> Path:
     )
     lo = recording.start_ns + recording.clock_offset_ns
     hi = recording.end_ns + recording.clock_offset_ns
-    manifest = experiment.new_manifest(
+    manifest = mf.new_manifest(
         exp_id,
         backend="builtin",
         isolation="subprocess",
         start_ns=lo,
         source={"kind": "torch.profiler", "trace": str(trace_path.resolve())},
     )
-    experiment.write_manifest(exp_dir, manifest)
-    experiment.update_manifest(
-        exp_dir, status=experiment.STATUS_OK, end_ns=hi, wall_s=(hi - lo) / 1e9
-    )
+    mf.write_manifest(exp_dir, manifest)
+    mf.update_manifest(exp_dir, status=mf.STATUS_OK, end_ns=hi, wall_s=(hi - lo) / 1e9)
     target = exp_dir / experiment.KINETO_TRACE  # the trace itself, for HTA and Perfetto
     if trace_path.name.endswith(".gz"):
         target.write_bytes(gzip.decompress(trace_path.read_bytes()))

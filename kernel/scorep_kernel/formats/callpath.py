@@ -44,7 +44,7 @@ def writer_role(roles: dict, index: int, region: Region):
     except KeyError:
         raise ValueError(
             f"region {index} ({region.name!r}) has role {region.role!r}; use one of "
-            f"{sorted(roles)} (scorep_kernel.experiment.REGION_ROLES)"
+            f"{sorted(roles)} (scorep_kernel.region_words.REGION_ROLES)"
         ) from None
 
 

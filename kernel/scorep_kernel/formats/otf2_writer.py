@@ -19,8 +19,8 @@ otf2-print and the server's readers treat it like a Score-P trace:
 
 Region roles (recording role -> OTF2 role, paradigm), as Score-P maps its region types
 (Score-P's user regions are OTF2 FUNCTION regions, paradigm USER). The description carries
-the role itself, as the contract says (``experiment.encode_region_role``; readers decode it
-with ``experiment.decode_region_role``):
+the role itself, as the contract says (``rw.encode_region_role``; readers decode it
+with ``rw.decode_region_role``):
 
 ====================  =================  ====================  =====================
 recording role        OTF2 region role   OTF2 paradigm         description
@@ -81,6 +81,8 @@ from otf2.enums import (
     SystemTreeDomain,
     Type,
 )
+
+from scorep_kernel import region_words as rw
 
 from .. import experiment, otf2_layout
 from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices, otf2_markers
@@ -385,11 +387,11 @@ def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Def
 
 def define_region(defs: Any, r: Region, role: Any, paradigm: Any, source_file: str | None) -> Any:
     """One region definition as every archive we write spells it (the role in words in
-    its description, experiment.encode_region_role)."""
+    its description, rw.encode_region_role)."""
     return defs.region(
         r.name,
         canonical_name=r.name,
-        description=experiment.encode_region_role(r.role),
+        description=rw.encode_region_role(r.role),
         region_role=role,
         paradigm=paradigm,
         region_flags=RegionFlag.NONE,

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Region roles belong to the experiment contract (experiment.REGION_ROLES, which also
+# Region roles belong to the experiment contract (region_words.REGION_ROLES, which also
 # says how a trace carries them); re-exported here for the tracer and the writers.
-from ..experiment import (
+from ..region_words import (
     REGION_ROLES,
     ROLE_ARTIFICIAL,
     ROLE_CELL,
@@ -60,7 +60,7 @@ LEAVE = 0
 
 @dataclass(frozen=True)
 class Region:
-    """A region named by the contract's naming rule (experiment.py: ``module:function``,
+    """A region named by the contract's naming rule (region_words.py: ``module:function``,
     ``module.Class:method``, ``user:<name>``, ``import:<module>``); ``group`` is the module
     (Score-P's region group), which the viewers colour by; ``role`` one of REGION_ROLES."""
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from scorep_kernel import manifest as mf
+
 from .. import experiment
 from ..formats.recording import Recording
 
@@ -88,15 +90,15 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
     summary = _measurement_summary(recording)
     summary["write_seconds"] = timings
     summary["written_by_pid"] = os.getpid()  # the kernel's own, a worker's, or a writer's
-    changes: experiment.ManifestChanges = {
+    changes: mf.ManifestChanges = {
         "files": files,
         "measurement": summary,
-        "files_status": experiment.FILES_FAILED if errors else experiment.FILES_READY,
+        "files_status": mf.FILES_FAILED if errors else mf.FILES_READY,
     }
     if errors:
         changes["errors"] = errors
     try:
-        experiment.update_manifest(exp_dir, **changes)
+        mf.update_manifest(exp_dir, **changes)
     except Exception as e:
         # No manifest (a bare directory) or an unwritable one: leave what we can.
         errors.append(f"manifest: {type(e).__name__}: {e}")

@@ -7,7 +7,8 @@ import os
 import re
 import sys
 
-from .. import experiment
+from scorep_kernel import region_words as rw
+
 from ..formats.recording import ROLE_FUNCTION, Region
 
 
@@ -93,8 +94,8 @@ def function_name(module: str, qualname: str) -> str:
         qualname = qualname.rsplit("<locals>.", 1)[1]
     if "." in qualname:
         owner, name = qualname.rsplit(".", 1)
-        return experiment.function_region_name(module, name, owner)
-    return experiment.function_region_name(module, qualname)
+        return rw.function_region_name(module, name, owner)
+    return rw.function_region_name(module, qualname)
 
 
 def code_region(code, modules: ModuleNames) -> tuple[Region, str]:

@@ -18,7 +18,9 @@ from typing import Literal
 
 import numpy as np
 
-from .. import experiment
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
+
 from ..accel.torch_session import TorchProfiling
 from ..formats.recording import ROLE_IMPORT, Recording, Region
 from . import engine, imports
@@ -90,7 +92,7 @@ class _Cell:
         m._clocks.note(self.tid)
         m._cells.append(CellSpan(self.label, self.code_filename, self.tid, self.t0, t1))
         if left_open:
-            note = experiment.unclosed_regions_note(left_open)
+            note = rw.unclosed_regions_note(left_open)
             m._notes.append(note.strip())
             sys.stderr.write(note)
         return False
@@ -319,7 +321,7 @@ class Measurement:
         self._check_cap()
         self._clocks.note_all(self._preexisting)
 
-    def _cell_times(self, to_perf: Callable[[np.ndarray], np.ndarray]) -> experiment.CellTimeRecord:
+    def _cell_times(self, to_perf: Callable[[np.ndarray], np.ndarray]) -> mf.CellTimeRecord:
         """The cells' time, one definition everywhere (experiment.cell_time): each cell's
         region on the thread that ran it, split into running, queued and waiting where the
         threads' clocks were read, summed over the run's cells."""
@@ -337,7 +339,7 @@ class Measurement:
             run, queue = got
             cpu_ns += int(run[1] - run[0])
             queue_ns += int(queue[1] - queue[0])
-        return experiment.cell_time_record(
+        return mf.cell_time_record(
             time_ns, cpu_ns if split else None, queue_ns if split else None, cells_ns
         )
 
@@ -434,8 +436,8 @@ class Measurement:
         if not self.user.instrumenter_enabled():
             return  # as under Score-P: an import is a region while functions are recorded
         region = Region(
-            experiment.import_region_name(name),
-            name.split(".")[0] or experiment.IMPORT_MODULE,
+            rw.import_region_name(name),
+            name.split(".")[0] or rw.IMPORT_MODULE,
             "", 0, ROLE_IMPORT,
         )  # fmt: skip
         self._extras.append(ExtraRegion(threading.get_native_id(), t0, t1, region))

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import experiment
+from scorep_kernel import region_words as rw
+
 from ..formats.recording import ROLE_FUNCTION, ROLE_USER, Marker, Region
 from .build import ExtraRegion, MarkerAt
 
@@ -64,14 +65,14 @@ class UserRecorder:
 
     # --- regions -----------------------------------------------------------------------
     def region_begin(
-        self, name: str, file: str = "", line: int = 0, module: str = experiment.USER_MODULE
+        self, name: str, file: str = "", line: int = 0, module: str = rw.USER_MODULE
     ) -> None:
         region = Region(
-            experiment.user_region_name(name, module), module, file or "", int(line or 0), ROLE_USER
+            rw.user_region_name(name, module), module, file or "", int(line or 0), ROLE_USER
         )
         self.state().open_user.append((name, self.now(), region))
 
-    def region_end(self, name: str, module: str = experiment.USER_MODULE) -> None:
+    def region_end(self, name: str, module: str = rw.USER_MODULE) -> None:
         t1 = self.now()
         tid = threading.get_native_id()
         st = self.state(tid)
@@ -80,7 +81,7 @@ class UserRecorder:
                 _n, t0, region = st.open_user.pop(i)
                 self.extras.append(ExtraRegion(tid, t0, t1, region))
                 return
-        self.error_region(experiment.user_region_name(name, module), t1)
+        self.error_region(rw.user_region_name(name, module), t1)
 
     def error_region(self, leave_region: str, t: float) -> None:
         """The bindings' answer to an end without a begin: an ``error_region`` with the
@@ -102,7 +103,7 @@ class UserRecorder:
         code = getattr(func, "__code__", None)
         module = str(getattr(func, "__module__", None) or "None")
         region = Region(
-            experiment.function_region_name(module, str(getattr(func, "__name__", "?"))),
+            rw.function_region_name(module, str(getattr(func, "__name__", "?"))),
             module,
             code.co_filename if code is not None else "",
             int(code.co_firstlineno) if code is not None else 0,

@@ -14,7 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scorep_kernel import experiment, state
+from scorep_kernel import manifest as mf
+from scorep_kernel import state
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send, ranks_words
 from scorep_kernel.runs.base import CellRequest, RunBase, cell_message, error_reply
@@ -171,7 +172,7 @@ class CellOnRanks:
         shell = run.side.shell
         if needs_mpi4py(request.code) and not mpi4py_installed():
             text = NO_MPI4PY.format(python=sys.executable, why="the cell uses it")
-            run.note_status(experiment.STATUS_ERROR)
+            run.note_status(mf.STATUS_ERROR)
             run.errors.append(text)
             output.error("ModuleNotFoundError", text, [text])
             return error_reply("ModuleNotFoundError", text, [text], count), None
@@ -192,7 +193,7 @@ class CellOnRanks:
         if self.interrupt_requested:
             packet.release()
             self.interrupt_requested = False
-            run.note_status(experiment.STATUS_INTERRUPTED)
+            run.note_status(mf.STATUS_INTERRUPTED)
             text = "KeyboardInterrupt: interrupted before the profiled cell started"
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
@@ -217,7 +218,7 @@ class CellOnRanks:
         except ChannelClosed:
             packet.release()
             lost = CellStopped(
-                experiment.STATUS_CRASHED,
+                mf.STATUS_CRASHED,
                 "A rank's connection closed." + await launcher.exit_words(),
             )
             return await self.stop(lost, count, index, cell_start), None
@@ -237,7 +238,7 @@ class CellOnRanks:
         if never_ran:
             d0 = done[never_ran[0]]
             assert d0 is not None
-            run.note_status(experiment.STATUS_ERROR)
+            run.note_status(mf.STATUS_ERROR)
             return error_reply(d0.ename, f"[rank {never_ran[0]}] {d0.evalue}", d0.traceback,
                                count), None  # fmt: skip
         try:
@@ -248,7 +249,7 @@ class CellOnRanks:
                 f"The namespace could not be brought back from the MPI ranks "
                 f"({type(e).__name__}: {e}). {UNCHANGED}"
             )
-            return await self.stop(CellStopped(experiment.STATUS_CRASHED, message), count, index,
+            return await self.stop(CellStopped(mf.STATUS_CRASHED, message), count, index,
                                    cell_start), None  # fmt: skip
         for rank in self.ranks.values():
             await quiet_send(rank.channel, msg.StateReceived())
@@ -280,16 +281,16 @@ class CellOnRanks:
         interrupted = any(d and d.interrupted for d in done.values())
         failed = [r for r, d in done.items() if d and d.status == "error" and not d.interrupted]
         if interrupted:
-            status = experiment.STATUS_INTERRUPTED
+            status = mf.STATUS_INTERRUPTED
         elif failed:
-            status = experiment.STATUS_ERROR
+            status = mf.STATUS_ERROR
         else:
-            status = experiment.STATUS_OK
+            status = mf.STATUS_OK
         run.note_status(status)
-        if status == experiment.STATUS_OK:
+        if status == mf.STATUS_OK:
             return {"status": "ok", "execution_count": count, "user_expressions": {},
                     "payload": []}, result  # fmt: skip
-        if status == experiment.STATUS_INTERRUPTED and not failed:
+        if status == mf.STATUS_INTERRUPTED and not failed:
             return error_reply("KeyboardInterrupt", "", ["KeyboardInterrupt"], count), result
         r = first_error if first_error in failed else failed[0]
         d = done[r]
@@ -348,7 +349,7 @@ class CellOnRanks:
                         failed = self.ranks[first_error].done
                         assert failed is not None
                         raise CellStopped(
-                            experiment.STATUS_ERROR,
+                            mf.STATUS_ERROR,
                             f"Rank {first_error} raised {failed.ename}: {failed.evalue}; "
                             f"{ranks_words(running)} still ran {ERROR_GRACE_S:g} s later and did not "
                             "stop when interrupted (waiting in MPI for the failed rank?), so "
@@ -356,14 +357,14 @@ class CellOnRanks:
                             failed.ename or None,
                         ) from None
                     raise CellStopped(
-                        experiment.STATUS_INTERRUPTED,
+                        mf.STATUS_INTERRUPTED,
                         f"{ranks_words(running).capitalize()} did not stop within "
                         f"{INTERRUPT_GRACE_S:g} s of the interrupt (blocked in MPI, waiting for "
                         f"another rank?), so every rank was stopped. {UNCHANGED}",
                     ) from None
                 if self.mpi.timeout is not None and loop.time() >= started + self.mpi.timeout:
                     raise CellStopped(
-                        experiment.STATUS_CRASHED,
+                        mf.STATUS_CRASHED,
                         f"{ranks_words(running).capitalize()} still ran after the cell's timeout of "
                         f"{self.mpi.timeout:g} s, so every rank was stopped. {UNCHANGED}",
                     ) from None
@@ -378,7 +379,7 @@ class CellOnRanks:
                 if dead.done is not None:
                     continue  # it ended its cell before; its end shows later, if at all
                 raise CellStopped(
-                    experiment.STATUS_CRASHED,
+                    mf.STATUS_CRASHED,
                     f"Rank {rank} ({dead.where}) ended before the cell did, so the run was "
                     f"stopped. {UNCHANGED}" + await self.links.launcher.words_after_kill(),
                 )

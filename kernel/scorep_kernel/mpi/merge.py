@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.callpath import build_profile
 from scorep_kernel.formats.cube_writer import write_cubex
 from scorep_kernel.formats.recording import ENTER, LEAVE, Recording, Region, ThreadEvents
@@ -252,17 +253,17 @@ def merge_files(exp_dir: Path) -> int:
     except Exception as e:
         traceback.print_exc()
         tail = traceback.format_exc().strip().splitlines()[-3:]
-        experiment.update_manifest(
+        mf.update_manifest(
             exp_dir,
-            files_status=experiment.FILES_FAILED,
+            files_status=mf.FILES_FAILED,
             errors=[f"merging the ranks' recordings failed: {type(e).__name__}: {e}", *tail],
         )
         return 1
-    experiment.update_manifest(
+    mf.update_manifest(
         exp_dir,
         files=result["files"],
         measurement={"merge": result["notes"]},
-        files_status=experiment.FILES_READY,
+        files_status=mf.FILES_READY,
         **({"errors": result["errors"]} if result["errors"] else {}),
     )
     shutil.rmtree(exp_dir / RANKS_DIR, ignore_errors=True)

@@ -65,7 +65,7 @@ import sys
 import time
 from typing import Any
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi import config as mpi_config
 from scorep_kernel.mpi.cell_on_ranks import NO_MPI4PY, CellOnRanks, CellStopped, mpi4py_installed
@@ -263,9 +263,7 @@ class MpiRun(RunBase):
         output = self.side.output
         output.display(self.bundle(index, stop.status, self.last_cell_wall))
         ename = stop.ename or (
-            "KeyboardInterrupt"
-            if stop.status == experiment.STATUS_INTERRUPTED
-            else RanksFailed.ename
+            "KeyboardInterrupt" if stop.status == mf.STATUS_INTERRUPTED else RanksFailed.ename
         )
         output.error(ename, stop.message, [stop.message])
         return error_reply(ename, stop.message, [stop.message], count)
@@ -297,7 +295,7 @@ class MpiRun(RunBase):
             return
         self.finished = True
         mpi = mpi_manifest(self.pool, self.mpi, self.keep)
-        extra: experiment.ManifestChanges = {"mpi": mpi}
+        extra: mf.ManifestChanges = {"mpi": mpi}
         statuses: dict[int, str] = {}  # the ranks' files
         with contextlib.suppress(Exception):
             await self.links.probe_clocks()
@@ -335,9 +333,9 @@ class MpiRun(RunBase):
             statuses = {r: f.status for r, f in files.items()}
             self.errors += failed
         except RunFailed as e:
-            self.note_status(experiment.STATUS_CRASHED)
+            self.note_status(mf.STATUS_CRASHED)
             self.errors.append(f"The MPI ranks failed while stopping the measurement: {e.message}")
-            extra["files_status"] = experiment.FILES_FAILED
+            extra["files_status"] = mf.FILES_FAILED
             self.kill()
         if self.keep:  # the ranks serve the next MPI cell
             self.side.kept_ranks.keep(self.links)
@@ -345,9 +343,9 @@ class MpiRun(RunBase):
         if (
             self.backend == "builtin"
             and "files_status" not in extra
-            and any(s != experiment.FILES_READY for s in statuses.values())
+            and any(s != mf.FILES_READY for s in statuses.values())
         ):
-            extra["files_status"] = experiment.FILES_FAILED
+            extra["files_status"] = mf.FILES_FAILED
         self.finish_manifest(extra)
         self.side.output.display(
             self.bundle(self.last_cell_index, self.status, self.last_cell_wall)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.mpi import common
 from scorep_kernel.mpi.clocks import clock_map
 from scorep_kernel.mpi.merger import Merger, merge_once
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 STOP_TIMEOUT_S = 600.0
 
 
-def mpi_manifest(pool: RankPool | None, mpi: MpiSettings, keep: bool) -> experiment.MpiRecord:
+def mpi_manifest(pool: RankPool | None, mpi: MpiSettings, keep: bool) -> mf.MpiRecord:
     """The manifest's ``mpi``: the run's ranks, launcher, hosts and settings."""
     ranks = pool.ranks if pool is not None else {}
     hosts: dict[str, list[int]] = {}
@@ -121,7 +122,7 @@ class RunMetrics:
             notes = [n for samples, _ in parts for n in samples.notes]
             experiment.write_metrics(exp_dir, series, t, values, interval_s=interval,
                                      notes=sorted(set(notes)))  # fmt: skip
-            experiment.update_manifest(
+            mf.update_manifest(
                 exp_dir,
                 files={
                     "metrics": experiment.METRICS_SCHEMA,
@@ -157,8 +158,8 @@ class RunFiles:
             if self.backend == "scorep":
                 self._note_scorep_files(code)
                 return
-            manifest = experiment.read_manifest(exp_dir)
-            if manifest.get("files_status") != experiment.FILES_PENDING:
+            manifest = mf.read_manifest(exp_dir)
+            if manifest.get("files_status") != mf.FILES_PENDING:
                 return
             ranks_dir = exp_dir / common.RANKS_DIR
             ranks_dir.mkdir(exist_ok=True)
@@ -175,20 +176,20 @@ class RunFiles:
             else:
                 code, tail = await merge_once(exp_dir)
             if code:
-                manifest = experiment.read_manifest(exp_dir)
-                if manifest.get("files_status") == experiment.FILES_PENDING:
-                    experiment.update_manifest(
+                manifest = mf.read_manifest(exp_dir)
+                if manifest.get("files_status") == mf.FILES_PENDING:
+                    mf.update_manifest(
                         exp_dir,
-                        files_status=experiment.FILES_FAILED,
+                        files_status=mf.FILES_FAILED,
                         errors=[f"merging the ranks' recordings failed (status {code})", *tail],
                     )
         except BaseException as e:
             with contextlib.suppress(Exception):
-                manifest = experiment.read_manifest(exp_dir)
-                if manifest.get("files_status") == experiment.FILES_PENDING:
-                    experiment.update_manifest(
+                manifest = mf.read_manifest(exp_dir)
+                if manifest.get("files_status") == mf.FILES_PENDING:
+                    mf.update_manifest(
                         exp_dir,
-                        files_status=experiment.FILES_FAILED,
+                        files_status=mf.FILES_FAILED,
                         errors=[
                             f"the kernel stopped waiting for the files ({type(e).__name__}: {e})"
                         ],
@@ -206,10 +207,10 @@ class RunFiles:
             errors.append(f"Score-P wrote neither a trace nor a profile (launcher status {code})")
         env = scorep_backend.worker_env(dict(os.environ), self.scorep_env)
         launcher = self.pool.launcher
-        experiment.update_manifest(
+        mf.update_manifest(
             self.exp_dir,
             files=files,
-            files_status=experiment.FILES_READY if ready else experiment.FILES_FAILED,
+            files_status=mf.FILES_READY if ready else mf.FILES_FAILED,
             errors=errors,
             measurement={
                 "tool": self.tool,

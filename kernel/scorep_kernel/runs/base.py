@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.binding_args import parse as binding_args_of
 from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.runs import named_directory
@@ -188,7 +189,7 @@ class RunBase(abc.ABC):
         self.measure: MeasureConfig = self.binding.measure(settings.measure, self.backend)
         self.exp_id: str | None = None
         self.exp_dir: Path | None = None
-        self.cells: list[experiment.CellRecord] = []
+        self.cells: list[mf.CellRecord] = []
         self.start_ns = 0
         self.t0 = 0.0
         self.measured = False
@@ -196,7 +197,7 @@ class RunBase(abc.ABC):
         self.top: list[tuple[str, float]] = []
         self.measured_s: float | None = None  # what the shares of ``top`` are of
         self.errors: list[str] = []
-        self.status = experiment.STATUS_OK  # the worst so far (experiment.ENDED_STATUSES order)
+        self.status = mf.STATUS_OK  # the worst so far (manifest.ENDED_STATUSES order)
         self.finished = False
         # the latest cell: its index in the run and its own run time (for the bundle)
         self.last_cell_index = 0
@@ -247,7 +248,7 @@ class RunBase(abc.ABC):
 
     def running_bundle(self) -> dict[str, Any]:
         """The bundle a cell of a run that stays open shows."""
-        return self.bundle(self.last_cell_index, experiment.STATUS_RUNNING, self.last_cell_wall)
+        return self.bundle(self.last_cell_index, mf.STATUS_RUNNING, self.last_cell_wall)
 
     # --- the overhead's parts --------------------------------------------------------
 
@@ -305,7 +306,7 @@ class RunBase(abc.ABC):
             if self.backend == "builtin" and self.binding.not_applicable
             else None
         )
-        manifest = experiment.new_manifest(
+        manifest = mf.new_manifest(
             self.exp_id,
             backend=self.backend,
             isolation=self.isolation,
@@ -324,7 +325,7 @@ class RunBase(abc.ABC):
                 + " ".join(self.binding.not_applicable)
                 + "."
             )
-        experiment.write_manifest(self.exp_dir, manifest)
+        mf.write_manifest(self.exp_dir, manifest)
 
     def note_cell_start(self, index: int, epoch_ns: int) -> None:
         """When the cell's own region began (epoch ns): where a trace that carries no wall
@@ -334,32 +335,32 @@ class RunBase(abc.ABC):
     def add_cell(self, cell_id: str | None, execution_count: int, code: str) -> int:
         if self.cells:  # what begin() noted belongs to the first cell
             self.cell_notes = []
-        self.cells.append(experiment.cell_record(cell_id, execution_count, code))
+        self.cells.append(mf.cell_record(cell_id, execution_count, code))
         assert self.exp_dir is not None  # begin() made it before any cell
         with self.timed("manifest"):
-            experiment.update_manifest(self.exp_dir, cells=list(self.cells))
+            mf.update_manifest(self.exp_dir, cells=list(self.cells))
         return len(self.cells) - 1
 
     def note_status(self, status: str) -> None:
-        self.status = experiment.worse_status(self.status, status)
+        self.status = mf.worse_status(self.status, status)
 
-    def cell_time(self, notes: Mapping[str, object] | None) -> experiment.CellTimeRecord | None:
-        """The measured cells' time from the measurement's notes (experiment.cell_time_record);
+    def cell_time(self, notes: Mapping[str, object] | None) -> mf.CellTimeRecord | None:
+        """The measured cells' time from the measurement's notes (manifest.cell_time_record);
         the last cell's time becomes the one the display shows."""
         ct = (notes or {}).get("cell_time")
         if not isinstance(ct, dict) or not isinstance(ct.get("time_s"), (int, float)):
             return None
         if ct.get("cells"):
             self.last_cell_wall = float(ct["cells"][-1])
-        return cast(experiment.CellTimeRecord, ct)  # cell_time_record's, through the worker
+        return cast(mf.CellTimeRecord, ct)  # cell_time_record's, through the worker
 
-    def finish_manifest(self, extra: experiment.ManifestChanges | None = None) -> None:
+    def finish_manifest(self, extra: mf.ManifestChanges | None = None) -> None:
         elapsed = round(time.perf_counter() - self.t0, 6)
         cell_time = self.cell_time((extra or {}).get("measurement"))
-        changes: experiment.ManifestChanges = {
+        changes: mf.ManifestChanges = {
             "status": self.status,
             "end_ns": time.time_ns(),
-            # one definition of the cells' time (experiment.py); the run's own beside it
+            # one definition of the cells' time (manifest.py); the run's own beside it
             "wall_s": cell_time["time_s"] if cell_time else elapsed,
             "run_s": elapsed,
             "errors": list(self.errors),
@@ -374,37 +375,33 @@ class RunBase(abc.ABC):
                 "wait_s": cell_time.get("wait_s"),
             }
         if not self.measured:
-            changes["files_status"] = experiment.FILES_UNAVAILABLE
+            changes["files_status"] = mf.FILES_UNAVAILABLE
             changes["measurement"] = {
                 "note": "No measurement: the cells ran without being measured (the errors say why)."
             }
         changes.update(extra or {})
         assert self.exp_dir is not None  # only runs whose experiment was made get here
-        experiment.update_manifest(self.exp_dir, **changes)
+        mf.update_manifest(self.exp_dir, **changes)
         self.errors = []
 
     def finish_manifest_without_files(self) -> None:
         """The run ended with no files to come (aborted, or its process died)."""
         self.finish_manifest(
-            {
-                "files_status": experiment.FILES_FAILED
-                if self.measured
-                else experiment.FILES_UNAVAILABLE
-            }
+            {"files_status": mf.FILES_FAILED if self.measured else mf.FILES_UNAVAILABLE}
         )
 
     def fail_to_start(self, message: str) -> None:
         """``begin`` could not set the run up: record why in the manifest, raise RunFailed."""
         self.finished = True
-        self.note_status(experiment.STATUS_ERROR)
+        self.note_status(mf.STATUS_ERROR)
         self.errors.append(message)
         if self.exp_dir is not None:
-            self.finish_manifest({"files_status": experiment.FILES_UNAVAILABLE})
+            self.finish_manifest({"files_status": mf.FILES_UNAVAILABLE})
         raise RunFailed(message)
 
     def mark_aborted(self) -> None:
         self.finished = True
-        self.note_status(experiment.STATUS_INTERRUPTED)
+        self.note_status(mf.STATUS_INTERRUPTED)
         self.errors.append("The multi-cell run was aborted (%%abort_multicellmode).")
 
     def bundle(self, cell_index: int, status: str, wall_s: float | None, note: str | None = None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs.display_text import Gist, html_text, plain_text, shown_path, top_functions
 
 MIME_TYPE = "application/vnd.scorep.experiment+json"
@@ -13,11 +13,11 @@ MIME_TYPE = "application/vnd.scorep.experiment+json"
 _BACKEND_WORDS = {"builtin": "the builtin tracer", "scorep": "Score-P"}
 _ISOLATION_WORDS = {"subprocess": "in a subprocess", "inprocess": "in the kernel"}
 _STATUS_WORDS = {
-    experiment.STATUS_OK: "",
-    experiment.STATUS_ERROR: " The cell raised an exception.",
-    experiment.STATUS_INTERRUPTED: " The cell was interrupted.",
-    experiment.STATUS_CRASHED: " The profiling process died.",
-    experiment.STATUS_RUNNING: " Still running.",
+    mf.STATUS_OK: "",
+    mf.STATUS_ERROR: " The cell raised an exception.",
+    mf.STATUS_INTERRUPTED: " The cell was interrupted.",
+    mf.STATUS_CRASHED: " The profiling process died.",
+    mf.STATUS_RUNNING: " Still running.",
 }
 
 

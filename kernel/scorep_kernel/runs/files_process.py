@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import Recording
 
 log = logging.getLogger("scorep_kernel")
@@ -70,7 +70,7 @@ def _reap(pid: int, exp_dir: Path, on_done: Callable[[], None] | None) -> None:
     except ChildProcessError:  # reaped by someone else: the manifest says how it went
         code = 0
     if code != 0:
-        experiment.settle(
+        mf.settle(
             exp_dir,
             f"The process writing this run's files ended with status {code}: they are "
             "missing or incomplete. Run the cell again.",

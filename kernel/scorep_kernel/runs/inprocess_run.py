@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
 from scorep_kernel.measure.session import Measurement
@@ -28,7 +28,7 @@ async def _until_written(exp_dir: Path, written: asyncio.Event) -> None:
     try:
         await written.wait()
     except asyncio.CancelledError:
-        experiment.settle(
+        mf.settle(
             exp_dir,
             "The kernel was shut down while this run's files were being written: they are "
             "missing or incomplete. Run the cell again.",
@@ -81,9 +81,9 @@ class InprocessRun(RunBase):
         self.last_cell_index = index
         if reply.get("status") == "error":
             self.note_status(
-                experiment.STATUS_INTERRUPTED
+                mf.STATUS_INTERRUPTED
                 if reply.get("ename") == "KeyboardInterrupt"
-                else experiment.STATUS_ERROR
+                else mf.STATUS_ERROR
             )
         return reply
 
@@ -91,7 +91,7 @@ class InprocessRun(RunBase):
         if self.finished:
             return
         self.finished = True
-        extra: experiment.ManifestChanges = {}
+        extra: mf.ManifestChanges = {}
         recording = None
         if self.measurement is not None:
             try:
@@ -106,7 +106,7 @@ class InprocessRun(RunBase):
             except Exception as e:
                 self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
                 recording = None
-                extra["files_status"] = experiment.FILES_FAILED
+                extra["files_status"] = mf.FILES_FAILED
         self.finish_manifest(extra)
         if recording is not None:
             # Written after the reply (runs.files_process), so as not to delay it.
@@ -132,9 +132,9 @@ class InprocessRun(RunBase):
             if files_process.write_in_child(self.exp_dir, recording, done) is None:
                 self.measurement.write_files(recording, background=True, on_done=done)
         except Exception as e:
-            experiment.update_manifest(
+            mf.update_manifest(
                 self.exp_dir,
-                files_status=experiment.FILES_FAILED,
+                files_status=mf.FILES_FAILED,
                 errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
             )
             return

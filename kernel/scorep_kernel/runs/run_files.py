@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs import scorep_backend, scorep_threads
 from scorep_kernel.runs.faults import describe_exit
 from scorep_kernel.worker import protocol as msg
@@ -51,11 +52,11 @@ async def await_files(exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun | 
 
 def _files_unknown(exp_dir: Path, why: str) -> None:
     try:
-        manifest = experiment.read_manifest(exp_dir)
-        if manifest.get("files_status") == experiment.FILES_PENDING:
-            experiment.update_manifest(
+        manifest = mf.read_manifest(exp_dir)
+        if manifest.get("files_status") == mf.FILES_PENDING:
+            mf.update_manifest(
                 exp_dir,
-                files_status=experiment.FILES_FAILED,
+                files_status=mf.FILES_FAILED,
                 errors=[f"the kernel stopped waiting for the experiment files ({why})"],
             )
     except experiment.ExperimentError:
@@ -63,7 +64,7 @@ def _files_unknown(exp_dir: Path, why: str) -> None:
 
 
 async def _note_files(exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun | None) -> None:
-    status, errors = experiment.FILES_FAILED, []
+    status, errors = mf.FILES_FAILED, []
     try:
         done = await worker.recv_until(msg.FilesDone, None)
         status, errors = done.status, list(done.errors)
@@ -74,25 +75,20 @@ async def _note_files(exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun | 
     if scorep is not None:  # Score-P writes its files when the process exits
         names = await asyncio.to_thread(scorep_threads.name_threads, exp_dir, scorep.python_threads)
         if names:
-            experiment.update_manifest(exp_dir, thread_names=names)
+            mf.update_manifest(exp_dir, thread_names=names)
         _note_scorep_files(exp_dir, worker, scorep, code, errors)
     elif status != "exit":  # "exit": nothing was measured, finish_manifest said so
-        manifest = experiment.read_manifest(exp_dir)
-        if (
-            status == experiment.FILES_FAILED
-            or manifest.get("files_status") == experiment.FILES_PENDING
-        ):
-            experiment.update_manifest(exp_dir, files_status=status, errors=errors)
+        manifest = mf.read_manifest(exp_dir)
+        if status == mf.FILES_FAILED or manifest.get("files_status") == mf.FILES_PENDING:
+            mf.update_manifest(exp_dir, files_status=status, errors=errors)
 
 
 def _note_scorep_files(
     exp_dir: Path, worker: WorkerProcess, scorep: ScorePRun, code: int | None, errors: list[str]
 ) -> None:
     files = scorep_backend.written_files(exp_dir)
-    status = (
-        experiment.FILES_READY if "otf2" in files or "cubex" in files else experiment.FILES_FAILED
-    )
-    if status == experiment.FILES_FAILED:
+    status = mf.FILES_READY if "otf2" in files or "cubex" in files else mf.FILES_FAILED
+    if status == mf.FILES_FAILED:
         errors.append(f"Score-P wrote neither a trace nor a profile (exit status {code})")
     elif "otf2" not in files:
         errors.append(
@@ -107,6 +103,6 @@ def _note_scorep_files(
     }
     if scorep.cuda is not None:  # Score-P's CUDA adapter: on, or why not (accel.scorep_cuda)
         measurement["cuda"] = scorep.cuda
-    experiment.update_manifest(
+    mf.update_manifest(
         exp_dir, files=files, files_status=status, errors=errors, measurement=measurement
     )

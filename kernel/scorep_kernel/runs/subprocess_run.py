@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs import scorep_backend
 from scorep_kernel.runs.base import (
     CellRequest,
@@ -266,7 +266,7 @@ class SubprocessRun(RunBase):
         if self.interrupt_requested:  # the user interrupted while the worker was starting
             packet.release()
             self.interrupt_requested = False
-            self.note_status(experiment.STATUS_INTERRUPTED)
+            self.note_status(mf.STATUS_INTERRUPTED)
             text = "KeyboardInterrupt: interrupted before the profiled cell started"
             output.error("KeyboardInterrupt", "", [text])
             return error_reply("KeyboardInterrupt", "", [text], count), None
@@ -303,7 +303,7 @@ class SubprocessRun(RunBase):
         # The cell ended in the worker (ok, error or interrupt): its state comes back, as
         # IPython keeps state as of the point a cell stopped.
         if done.state is None:  # the cell never ran: nothing to bring back
-            self.note_status(experiment.STATUS_ERROR)
+            self.note_status(mf.STATUS_ERROR)
             return error_reply(done.ename, done.evalue, done.traceback, count), None
         try:
             with self.timed("unpack"):
@@ -326,15 +326,15 @@ class SubprocessRun(RunBase):
         if said:  # in words, once, in this cell's bundle (its summary message)
             self.cell_notes.append(said)
         if done.interrupted:
-            status = experiment.STATUS_INTERRUPTED
+            status = mf.STATUS_INTERRUPTED
         elif done.status == "error":  # the worker's CellDone word, not the manifest's
-            status = experiment.STATUS_ERROR
+            status = mf.STATUS_ERROR
         else:
-            status = experiment.STATUS_OK
+            status = mf.STATUS_OK
         self.note_status(status)
         # The cell's own run time as the worker measured it (without the transfers).
         self.last_cell_wall = float(done.wall_s or (time.perf_counter() - cell_start))
-        if status == experiment.STATUS_OK:
+        if status == mf.STATUS_OK:
             ok = {
                 "status": "ok",
                 "execution_count": count,
@@ -342,7 +342,7 @@ class SubprocessRun(RunBase):
                 "payload": list(done.payload),  # the pager's text, as a plain cell's reply
             }
             return ok, result
-        interrupted = status == experiment.STATUS_INTERRUPTED
+        interrupted = status == mf.STATUS_INTERRUPTED
         ename = "KeyboardInterrupt" if interrupted else (done.ename or "Error")
         return error_reply(ename, done.evalue, done.traceback, count), result
 
@@ -354,14 +354,14 @@ class SubprocessRun(RunBase):
                 f"The profiled cell did not stop within {INTERRUPT_GRACE_S:.0f} s of the "
                 f"interrupt, so its process was killed. {message}"
             )
-        self.note_status(experiment.STATUS_CRASHED)
+        self.note_status(mf.STATUS_CRASHED)
         self.errors.append(message)
         self.last_cell_wall = time.perf_counter() - cell_start
         self.finished = True
         self._write_metrics()  # what the run did until it died
         self.finish_manifest_without_files()
         output = self.side.output
-        output.display(self.bundle(index, experiment.STATUS_CRASHED, self.last_cell_wall))
+        output.display(self.bundle(index, mf.STATUS_CRASHED, self.last_cell_wall))
         output.error(WorkerDied.ename, message, [message])
         if self.worker is not None:
             await self.worker.close(graceful=False)
@@ -377,7 +377,7 @@ class SubprocessRun(RunBase):
         self.finished = True
         worker = self.worker
         assert worker is not None
-        extra: experiment.ManifestChanges = {}
+        extra: mf.ManifestChanges = {}
         try:
             sent = time.monotonic()
             await worker.send(msg.FinishRun())
@@ -404,11 +404,11 @@ class SubprocessRun(RunBase):
                 extra["measurement"] = notes
         except (ChannelClosed, WorkerDied) as e:
             message = e.message if isinstance(e, WorkerDied) else str(e)
-            self.note_status(experiment.STATUS_CRASHED)
+            self.note_status(mf.STATUS_CRASHED)
             self.errors.append(
                 f"The profiling process died while stopping the measurement: {message}"
             )
-            extra = {"files_status": experiment.FILES_FAILED}
+            extra = {"files_status": mf.FILES_FAILED}
         self._write_metrics()
         self.finish_manifest(extra)
         self.side.output.display(
@@ -428,7 +428,7 @@ class SubprocessRun(RunBase):
             return
         try:
             files = self.metrics.stop_and_write(self.exp_dir)
-            experiment.update_manifest(self.exp_dir, files=files)
+            mf.update_manifest(self.exp_dir, files=files)
         except Exception as e:  # the run's result stands without its charts
             self.errors.append(f"writing the metric samples failed: {type(e).__name__}: {e}")
 

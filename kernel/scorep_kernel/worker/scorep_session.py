@@ -34,7 +34,7 @@ from typing import Any
 
 from IPython.core.compilerop import CachingCompiler
 
-from scorep_kernel import experiment
+from scorep_kernel import region_words as rw
 
 ON_NAME = "__scorep_kernel_on__"
 OFF_NAME = "__scorep_kernel_off__"
@@ -113,7 +113,7 @@ class ScorePSession:
         self._open_user.clear()
         self._region_end(CELL_MODULE, label)
         if left_open:
-            sys.stderr.write(experiment.unclosed_regions_note(left_open))
+            sys.stderr.write(rw.unclosed_regions_note(left_open))
 
     def _user_begin(self, module_name, function_name, *args, **kwargs):
         if module_name == USER_MODULE and threading.get_ident() == self._main_ident:

@@ -20,7 +20,7 @@ How names are matched: ``compare_names``; when a difference is noise: ``compare_
 **What is compared.** Per function: exclusive time, inclusive time (only outermost calls,
 so recursion is not counted twice) and visits, each summed over call paths and locations
 (threads). Per call path: inclusive and exclusive time and visits. The run's total is the
-cells' time: their regions on the thread that ran them (experiment.py's one definition),
+cells' time: their regions on the thread that ran them (manifest.py's one definition),
 which reads the same under either backend and isolation.
 
 **Running and waiting.** Where the trees carry the time split (``CallTree.cpu_s``, builtin

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 
 from ..trace.calltree import CallTree
 
@@ -39,13 +39,13 @@ def cell_key(ordinal: int) -> str:
 
 
 def _display(name: str) -> str:
-    count = ex.cell_region_count(name)
+    count = rw.cell_region_count(name)
     return f"cell [{count}]" if count is not None else name
 
 
 def short_name(name: str) -> str:
     """``step`` for ``__main__:step``, ``Model.fit`` for ``m.Model:fit``: for sentences."""
-    if ex.cell_region_count(name) is not None:
+    if rw.cell_region_count(name) is not None:
         return _display(name)
     module, sep, function = name.rpartition(":")
     if not sep:
@@ -61,9 +61,9 @@ _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 def module_of(name: str, group: str = "") -> str:
     """The module a function is grouped under: ``cell`` for cells, else the name's module
     part (experiment.region_module), else the region's group."""
-    if ex.cell_region_count(name) is not None:
+    if rw.cell_region_count(name) is not None:
         return "cell"
-    module = ex.region_module(name)
+    module = rw.region_module(name)
     if module is not None and not _DOTTED.fullmatch(module):
         module = None  # a C++ name's "void at::native::..." is no module (CUDA kernels)
     return module or group or name
@@ -140,13 +140,13 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         rank = per_dict
         dict_names = [node["name"] for node in tree.nodes]
     # cells by their place among the run's cells (execution counts in order)
-    counts = sorted({c for c in map(ex.cell_region_count, set(dict_names)) if c is not None})
+    counts = sorted({c for c in map(rw.cell_region_count, set(dict_names)) if c is not None})
     ordinal = {c: i + 1 for i, c in enumerate(counts)}
     name_ids: dict[str, int] = {}
     for name in dict_names:
         if name in name_ids:
             continue
-        count = ex.cell_region_count(name)
+        count = rw.cell_region_count(name)
         if count is not None:
             name_ids[name] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
         else:
@@ -156,7 +156,7 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
     run_root = np.zeros(n, bool)
     for i in np.flatnonzero(parent0 < 0).tolist():
         name = tree.nodes[i]["name"]
-        run_root[i] = ":" not in name and ex.cell_region_count(name) is None
+        run_root[i] = ":" not in name and rw.cell_region_count(name) is None
     frame = getattr(tree, "frame", None)  # the measurement's frame, as the reader marked it
     if frame is not None:
         run_root |= np.asarray(frame, bool).reshape(n)
@@ -226,12 +226,12 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
 
 def _cell_regions(tree: CallTree, dict_names, rank, per_dict, n: int) -> np.ndarray:
     """bool [N]: the nodes that are a cell's own region."""
-    is_cell = np.asarray([ex.cell_region_count(nm) is not None for nm in dict_names], bool)
+    is_cell = np.asarray([rw.cell_region_count(nm) is not None for nm in dict_names], bool)
     return is_cell[rank[per_dict]] if n else np.zeros(0, bool)
 
 
 def keyed_total(k: KeyedTree) -> float:
-    """The run's time: its cells' regions on the thread that ran them (experiment.py's one
+    """The run's time: its cells' regions on the thread that ran them (manifest.py's one
     definition); a tree without cell regions: its top-level paths over all locations."""
     if k.cell_top is not None and k.cell_top.any() and k.incl_cell is not None:
         return float(k.incl_cell[k.cell_top].sum())

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 DEFAULT_REL = 0.10
 RUN_FLOOR_S = 0.002
@@ -68,7 +68,7 @@ class Noise:
 DEFAULT_NOISE = Noise()
 
 
-def judged_time(manifest: ex.Manifest) -> float | None:
+def judged_time(manifest: mf.Manifest) -> float | None:
     """A run's time as the verdict compares it (compare.py's basis): where the manifest's
     ``cell_time`` has the split, the running time of a CPU-bound cell, else the cells' time
     less what they were queued for a CPU; else its ``wall_s``. The material

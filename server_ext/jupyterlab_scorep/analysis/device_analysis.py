@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 
 from .device_idle import CAUSES, INPUT_PIPELINE, SYNC_CALLS, DeviceWork, Intervals, classify
 
 TOP = 10
 IDLE_WARN_PCT = 50.0
-DEVICE_ROLES = (ex.ROLE_KERNEL, ex.ROLE_MEMCPY, ex.ROLE_MEMSET)
+DEVICE_ROLES = (rw.ROLE_KERNEL, rw.ROLE_MEMCPY, rw.ROLE_MEMSET)
 CAUSE_WORDS = {
     "input": "waiting for the input pipeline",
     "sync": "synchronisation (the host waited for the device, then left it without work)",
@@ -125,23 +125,23 @@ def analyze(index: Any, records: dict[str, Any]) -> dict[str, Any] | None:
         info = _roles(index, r)
         role = np.array([info[int(x)]["role"] for x in r.tolist()], dtype=object)
         name = np.array([info[int(x)]["name"] for x in r.tolist()], dtype=object)
-        is_cell = role == ex.ROLE_CELL
+        is_cell = role == rw.ROLE_CELL
         cell_s.append(s[is_cell])
         cell_e.append(e[is_cell])
         is_input = np.array([bool(INPUT_PIPELINE.search(str(n))) for n in name], bool)
         inp_s.append(s[is_input])
         inp_e.append(e[is_input])
-        is_sync = (role == ex.ROLE_RUNTIME) & np.isin(name, list(SYNC_CALLS))
+        is_sync = (role == rw.ROLE_RUNTIME) & np.isin(name, list(SYNC_CALLS))
         sync_s.append(s[is_sync])
         sync_e.append(e[is_sync])
-        is_op = role == ex.ROLE_OPERATOR
+        is_op = role == rw.ROLE_OPERATOR
         op_loc += [loc] * int(is_op.sum())
         op_s.append(s[is_op])
         op_e.append(e[is_op])
         op_name += name[is_op].tolist()
         rec = per_loc.get(loc) or per_loc.get(str(loc))
         if rec and rec["callsite_ids"]:
-            is_launch = role == ex.ROLE_RUNTIME
+            is_launch = role == rw.ROLE_RUNTIME
             corr = _match(
                 s[is_launch],
                 _ticks_to_ns(index, rec["callsite_times"]),
@@ -206,7 +206,7 @@ def analyze(index: Any, records: dict[str, Any]) -> dict[str, Any] | None:
     idle_ns = cell_ns - busy_ns
 
     # top kernels and the operators that launched them
-    is_kernel = roles == ex.ROLE_KERNEL
+    is_kernel = roles == rw.ROLE_KERNEL
     device_total = int(dur.sum()) or 1
     top_kernels = []
     if is_kernel.any():
@@ -255,7 +255,7 @@ def analyze(index: Any, records: dict[str, Any]) -> dict[str, Any] | None:
                 _ticks_to_ns(index, [c["end"]])[0] - _ticks_to_ns(index, [c["start"]])[0]
             )
     else:
-        for j in np.flatnonzero(roles == ex.ROLE_MEMCPY).tolist():
+        for j in np.flatnonzero(roles == rw.ROLE_MEMCPY).tolist():
             direction = next((k for k in ("HtoD", "DtoH", "DtoD") if k in str(names[j])), "other")
             d = copies.setdefault(direction, {"count": 0, "bytes": 0, "ns": 0})
             d["count"] += 1
@@ -265,7 +265,7 @@ def analyze(index: Any, records: dict[str, Any]) -> dict[str, Any] | None:
             "rate_gb_s": _rate(v["bytes"], v["ns"])}
         for k, v in sorted(copies.items())
     }  # fmt: skip
-    is_set = roles == ex.ROLE_MEMSET
+    is_set = roles == rw.ROLE_MEMSET
     memset = {"count": int(is_set.sum()), "seconds": float(dur[is_set].sum()) / 1e9}
 
     not_waiting = syncs.gaps(*window)

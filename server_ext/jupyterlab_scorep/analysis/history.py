@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 from ..domain_errors import BadParameter, Conflict, OutsideRoots, ScorePError, Unprocessable
 from ..paths import Roots, list_experiments
@@ -22,7 +24,7 @@ from ..trace.index_store import LoadedIndex
 from . import compare_noise
 
 
-def cell_ids(manifest: ex.Manifest) -> list[str]:
+def cell_ids(manifest: mf.Manifest) -> list[str]:
     """The JupyterLab cellIds of a run's cells (those the frontend sent)."""
     out = []
     for cell in manifest.get("cells") or []:
@@ -32,14 +34,14 @@ def cell_ids(manifest: ex.Manifest) -> list[str]:
     return out
 
 
-def cell_record(manifest: ex.Manifest, cell: str) -> ex.CellRecord | None:
+def cell_record(manifest: mf.Manifest, cell: str) -> mf.CellRecord | None:
     for rec in manifest.get("cells") or []:
         if rec.get("cell_id") == cell:
             return rec
     return None
 
 
-def of_notebook(manifest: ex.Manifest, notebook: str | None) -> bool:
+def of_notebook(manifest: mf.Manifest, notebook: str | None) -> bool:
     """Whether a run came from ``notebook`` (None or "": any notebook)."""
     return not notebook or manifest.get("notebook") == notebook
 
@@ -123,7 +125,7 @@ def runs(
 
 
 def same_source_walls(
-    roots: Roots, exp: Path, manifest: ex.Manifest, limit: int = 20
+    roots: Roots, exp: Path, manifest: mf.Manifest, limit: int = 20
 ) -> list[float]:
     """Wall times of the runs beside ``exp`` (same folder) of the same cells, source,
     backend and isolation that ended ok, newest first: the material for the noise."""
@@ -138,7 +140,7 @@ def same_source_walls(
             other == key
             and m.get("backend") == manifest.get("backend")
             and m.get("isolation") == manifest.get("isolation")
-            and m.get("status") == ex.STATUS_OK
+            and m.get("status") == mf.STATUS_OK
             and compare_noise.judged_time(m) is not None
         ):
             walls.append(float(compare_noise.judged_time(m) or 0.0))
@@ -154,8 +156,8 @@ def cell_span(index: LoadedIndex) -> list[int] | None:
     cells = [
         int(ref)
         for ref, info in index.regions.items()
-        if info.get("role") == ex.ROLE_CELL
-        or ex.cell_region_count(str(info.get("name"))) is not None
+        if info.get("role") == rw.ROLE_CELL
+        or rw.cell_region_count(str(info.get("name"))) is not None
     ]
     if not cells:
         return None
@@ -196,7 +198,7 @@ _EXPERIMENT_NAMES = {
 _EXPERIMENT_PREFIXES = (".manifest-",)
 
 
-def deletable(roots: Roots, exp: Path, manifest: ex.Manifest, expected_id: str | None) -> None:
+def deletable(roots: Roots, exp: Path, manifest: mf.Manifest, expected_id: str | None) -> None:
     """Raise unless ``exp`` (already resolved inside the roots, with a manifest) may be
     deleted: the request names its manifest's id, the run has ended, it is not a root,
     and it holds nothing but experiment files (an explicit SCOREP_EXPERIMENT_DIRECTORY
@@ -213,8 +215,8 @@ def deletable(roots: Roots, exp: Path, manifest: ex.Manifest, expected_id: str |
             "Not that experiment",
         )
     if (
-        manifest.get("status") == ex.STATUS_RUNNING
-        or manifest.get("files_status") == ex.FILES_PENDING
+        manifest.get("status") == mf.STATUS_RUNNING
+        or manifest.get("files_status") == mf.FILES_PENDING
     ):
         raise Conflict(
             "this run is still being measured or written; delete it once it has ended",

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 
 IMBALANCE_PCT = 20.0
 COMMUNICATION_SHARE = 0.2
@@ -80,7 +80,7 @@ def location_times(index: Any, loc: int) -> tuple[int, int]:
     regions = index.regions
     role = {int(r): (regions.get(str(int(r))) or {}).get("role") for r in refs}
     paradigm = {int(r): (regions.get(str(int(r))) or {}).get("paradigm") for r in refs}
-    is_cell = np.isin(region, [r for r, v in role.items() if v == ex.ROLE_CELL])
+    is_cell = np.isin(region, [r for r, v in role.items() if v == rw.ROLE_CELL])
     is_mpi = np.isin(region, [r for r, v in paradigm.items() if v == "mpi"])
     if is_cell.any():
         cells = _union(start[is_cell], end[is_cell])

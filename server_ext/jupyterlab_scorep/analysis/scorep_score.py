@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 GENERATED = "initial_scorep.filter"  # what scorep-score -g writes, in its working directory
 HEURISTICS = "bufferpercent=1,timepervisit=1"  # scorep-score's defaults, passed explicitly
@@ -216,7 +217,7 @@ def filter_dir(exp: Path) -> Path:
 
 
 def filter_text(
-    manifest: ex.Manifest,
+    manifest: mf.Manifest,
     suggested: str,
     previous: tuple[str, str] | None,
     heuristics: str = HEURISTICS,

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from . import compare
 
@@ -85,7 +85,7 @@ def _bytes_moved(rate: np.ndarray, interval_s: float) -> float:
     return float(rate.sum() * interval_s)
 
 
-def resource_verdicts(manifest: ex.Manifest, metrics) -> list[dict[str, Any]]:
+def resource_verdicts(manifest: mf.Manifest, metrics) -> list[dict[str, Any]]:
     verdicts: list[dict[str, Any]] = []
 
     def add(kind, level, text, **numbers):
@@ -213,7 +213,7 @@ FILTER_DROPS = {
 }
 
 
-def trace_verdicts(manifest: ex.Manifest, notes: Sequence[str] = ()) -> list[dict[str, Any]]:
+def trace_verdicts(manifest: mf.Manifest, notes: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What the measurement says about itself (the builtin tracer's manifest
     ``measurement``: cap_reached, event_cap, dropped {reason: calls}, messages)."""
     out = []
@@ -258,7 +258,7 @@ def trace_verdicts(manifest: ex.Manifest, notes: Sequence[str] = ()) -> list[dic
         if isinstance(note, str) and note.strip():
             out.append({"kind": "scorep", "level": "warning", "text": note, "numbers": {}})
     status = manifest.get("status")
-    if status not in (None, ex.STATUS_OK, ex.STATUS_RUNNING):
+    if status not in (None, mf.STATUS_OK, mf.STATUS_RUNNING):
         out.append(
             {
                 "kind": "trace",
@@ -274,7 +274,7 @@ def trace_verdicts(manifest: ex.Manifest, notes: Sequence[str] = ()) -> list[dic
 
 
 def summarize(
-    manifest: ex.Manifest,
+    manifest: mf.Manifest,
     tree=None,
     metrics=None,
     *,

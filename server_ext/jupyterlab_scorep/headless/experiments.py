@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import summary
 from ..trace import calltree, index_store
@@ -38,22 +39,22 @@ def wait_for_files(
     paths: Iterable[Path],
     timeout: float,
     stop: Callable[[], bool] = lambda: False,
-) -> dict[Path, ex.Manifest | None]:
+) -> dict[Path, mf.Manifest | None]:
     """Wait until no experiment's ``files_status`` is "pending" (the kernel writes trace
     and profile after the cell's reply), at most ``timeout`` seconds or until ``stop()``.
     Returns each experiment's last manifest (None where none can be read)."""
     deadline = time.monotonic() + timeout
-    manifests: dict[Path, ex.Manifest | None] = {}
+    manifests: dict[Path, mf.Manifest | None] = {}
     waiting = list(dict.fromkeys(Path(p) for p in paths))
     while True:
         still = []
         for path in waiting:
             try:
-                manifest = manifests[path] = ex.read_manifest(path)
+                manifest = manifests[path] = mf.read_manifest(path)
             except ex.ExperimentError:
                 manifests[path] = None
                 continue
-            if manifest.get("files_status") == ex.FILES_PENDING:
+            if manifest.get("files_status") == mf.FILES_PENDING:
                 still.append(path)
         waiting = still
         if not waiting or time.monotonic() >= deadline or stop():
@@ -73,12 +74,12 @@ class NoCallTree(Exception):
     """An experiment with no readable profile or trace; the message says why."""
 
 
-def load_tree(exp: str | os.PathLike, manifest: ex.Manifest | None = None) -> CallTree:
+def load_tree(exp: str | os.PathLike, manifest: mf.Manifest | None = None) -> CallTree:
     """The call tree of an experiment: from profile.cubex, else from the trace's index
     (built into ``<experiment>/.index/`` as the server builds it)."""
     exp = Path(exp)
-    manifest = manifest if manifest is not None else ex.read_manifest(exp)
-    if manifest.get("files_status") == ex.FILES_PENDING:
+    manifest = manifest if manifest is not None else mf.read_manifest(exp)
+    if manifest.get("files_status") == mf.FILES_PENDING:
         raise NoCallTree(
             f"{exp} is still being written (files_status 'pending'): wait for the kernel to "
             "finish the run's files"
@@ -110,7 +111,7 @@ class Experiment:
     summary of it (wall time, top regions, verdicts)."""
 
     path: Path
-    manifest: ex.Manifest
+    manifest: mf.Manifest
     tree: CallTree | None
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
@@ -120,7 +121,7 @@ def read_experiment(exp: str | os.PathLike, top: int = 10) -> Experiment:
     """Everything ``report`` and the summary need; raises ExperimentError for a directory
     that is no experiment."""
     path = Path(exp).absolute()
-    manifest = ex.read_manifest(path)
+    manifest = mf.read_manifest(path)
     notes: list[str] = []
     tree: CallTree | None = None
     try:

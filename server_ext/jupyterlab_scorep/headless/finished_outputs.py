@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 from scorep_kernel.runs.display import MIME_TYPE, gist_rows
 from scorep_kernel.runs.display_text import (
     TOP_SHOWN,
@@ -86,7 +86,7 @@ def finish_outputs(nb: Any, base: Path) -> int:
 
 def _read(path: Path) -> exps.Experiment | None:
     try:
-        if ex.read_manifest(path).get("files_status") != ex.FILES_READY:
+        if mf.read_manifest(path).get("files_status") != mf.FILES_READY:
             return None
         return exps.read_experiment(path, top=TOP_SHOWN)
     except Exception:  # an experiment that cannot be read: the kernel's text stays

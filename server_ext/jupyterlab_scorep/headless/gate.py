@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import compare, compare_noise, compare_verdict
 from . import run_summary as hs
@@ -94,7 +95,7 @@ class Baseline:
     @classmethod
     def from_summary(cls, path: Path, data: dict[str, Any]) -> Baseline:
         # earlier runs kept beside the summary's (a baseline folder that accumulates them)
-        history = _histories(ex.list_experiments(path.parent))
+        history = _histories(mf.list_experiments(path.parent))
         cells = []
         for c in data["cells"]:
             e = c.get("experiment")
@@ -114,7 +115,7 @@ class Baseline:
 
     @classmethod
     def from_directory(cls, path: Path, notebook: str | None) -> Baseline:
-        found = ex.list_experiments(path)  # newest first
+        found = mf.list_experiments(path)  # newest first
         if not found:
             return cls(
                 path,
@@ -134,7 +135,7 @@ class Baseline:
         # on the verdict's basis is the baseline; their spread measures the noise
         found = sorted(found, key=lambda pm: _best_first(pm[1]))
         for exp, m in found:
-            if m.get("status") == ex.STATUS_RUNNING:
+            if m.get("status") == mf.STATUS_RUNNING:
                 continue
             for rec in m.get("cells") or []:
                 key = (rec.get("cell_id"), rec.get("source_sha256"))
@@ -165,22 +166,22 @@ class Baseline:
         return None, None
 
 
-def _best_first(m: ex.Manifest) -> tuple[int, float]:
+def _best_first(m: mf.Manifest) -> tuple[int, float]:
     """Sort key: single-cell runs that ended ok by their time on the verdict's basis first,
     the rest after them (newest first, as listed)."""
     t = compare_noise.judged_time(m)
-    ok = m.get("status") == ex.STATUS_OK and len(m.get("cells") or []) == 1 and t is not None
+    ok = m.get("status") == mf.STATUS_OK and len(m.get("cells") or []) == 1 and t is not None
     return (0, float(t or 0.0)) if ok else (1, 0.0)
 
 
-def _histories(found: list[tuple[Path, ex.Manifest]]) -> dict[tuple, list[float]]:
+def _histories(found: list[tuple[Path, mf.Manifest]]) -> dict[tuple, list[float]]:
     """(cell id, source hash) -> the times of its single-cell runs that ended well, on the
     verdict's basis (compare_noise.judged_time), newest first: what measures its noise."""
     out: dict[tuple, list[float]] = {}
     for _exp, m in found:
         cells = m.get("cells") or []
         wall = compare_noise.judged_time(m)
-        if len(cells) == 1 and m.get("status") == ex.STATUS_OK and wall is not None:
+        if len(cells) == 1 and m.get("status") == mf.STATUS_OK and wall is not None:
             key = (cells[0].get("cell_id"), cells[0].get("source_sha256"))
             out.setdefault(key, []).append(float(wall))
     return out

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..trace import calltree
 from . import run_summary as hs
@@ -247,7 +248,7 @@ def report(target: Path, fmt: str = "text", depth: int = 4, top: int = 10) -> st
     try:
         exp = read_experiment(target, top)
     except ex.ExperimentError as err:
-        found = ex.list_experiments(target)
+        found = mf.list_experiments(target)
         hint = ""
         if found:
             names = ", ".join(p.name for p, _ in found[:3])

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import compare_noise
 from . import cells as cellsel
@@ -67,7 +67,7 @@ class RunResults:
             "lab_settings": self.profiling.lab_settings,
         }
 
-    def collect_files(self, start_ns: int) -> dict[Path, ex.Manifest | None]:
+    def collect_files(self, start_ns: int) -> dict[Path, mf.Manifest | None]:
         """The manifests of the cells' experiments (those of cells stopped before they
         showed one found among the runs since ``start_ns``)."""
         self.find_unshown(start_ns)
@@ -93,7 +93,7 @@ class RunResults:
         found = [
             (path, m)
             for parent in parents
-            for path, m in ex.list_experiments(parent)
+            for path, m in mf.list_experiments(parent)
             if (m.get("start_ns") or 0) >= start_ns
         ]
         for c in lost:
@@ -102,7 +102,7 @@ class RunResults:
                     c.experiment_paths = [str(path)]
                     break
 
-    def experiment_record(self, path: Path, manifest: ex.Manifest | None) -> dict[str, Any] | None:
+    def experiment_record(self, path: Path, manifest: mf.Manifest | None) -> dict[str, Any] | None:
         if not manifest:
             return None
         rec: dict[str, Any] = {
@@ -136,7 +136,7 @@ class RunResults:
         wall_s: float,
         status: str,
         message: str,
-        manifests: dict[Path, ex.Manifest | None],
+        manifests: dict[Path, mf.Manifest | None],
     ) -> dict[str, Any]:
         records: dict[str, dict[str, Any] | None] = {}
         cells = []
@@ -162,7 +162,7 @@ class RunResults:
                     "number": c.code.number,
                     "index": c.code.index,
                     "cell_id": c.code.cell.get("id"),
-                    "source_sha256": ex.source_hash(c.code.cell.source),
+                    "source_sha256": mf.source_hash(c.code.cell.source),
                     "first_line": cellsel.first_line(c.code.cell.source, 200),
                     "toggled": c.toggled,
                     "profiled": exp is not None,
@@ -195,6 +195,6 @@ class RunResults:
         return data
 
 
-def _judged_time(manifest: ex.Manifest | None) -> float | None:
+def _judged_time(manifest: mf.Manifest | None) -> float | None:
     """``compare_noise.judged_time``, None for a run whose manifest could not be read."""
     return compare_noise.judged_time(manifest) if manifest is not None else None

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 SUMMARY_NAME = "scorep-summary.json"
 SCHEMA_ID = "jupyterlab-scorep/headless-summary"
@@ -86,10 +86,10 @@ _EXPERIMENT = {
     "properties": {
         "id": {"type": "string"},
         "path": {"type": "string"},
-        "backend": {"enum": list(ex.BACKENDS)},
-        "isolation": {"enum": list(ex.ISOLATIONS)},
-        "status": {"enum": list(ex.RUN_STATUSES)},
-        "files_status": {"enum": [*ex.FILES_STATUSES, None]},
+        "backend": {"enum": list(mf.BACKENDS)},
+        "isolation": {"enum": list(mf.ISOLATIONS)},
+        "status": {"enum": list(mf.RUN_STATUSES)},
+        "files_status": {"enum": [*mf.FILES_STATUSES, None]},
         "wall_s": _OPT_NUMBER,
         "run_s": _OPT_NUMBER,
         "cell_time": {"type": ["object", "null"]},
@@ -297,7 +297,7 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for c in data["cells"]:
         e = c.get("experiment")
         how = f"{e['backend']}/{e['isolation']}" if e else ""
-        if e and e.get("status") not in (None, ex.STATUS_OK):
+        if e and e.get("status") not in (None, mf.STATUS_OK):
             how += f" ({e['status']})"
         top = top_text(e)
         if e and e.get("run"):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import device_analysis
 from ..domain_errors import BadParameter, NotFound, Unreadable
@@ -23,7 +24,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 async def analysis_of(
-    reads: ExperimentReads, exp: Path, manifest: ex.Manifest
+    reads: ExperimentReads, exp: Path, manifest: mf.Manifest
 ) -> dict[str, Any] | None:
     """``device_analysis.analyze`` of the experiment's trace, once per index build."""
     from ..trace import device_read
@@ -72,12 +73,12 @@ async def link(
     return {"links": device_analysis.links_of(analysis, location, start, host)}
 
 
-def _note(manifest: ex.Manifest, key: str) -> Mapping[str, object]:
+def _note(manifest: mf.Manifest, key: str) -> Mapping[str, object]:
     """The measurement's note ``key`` (an object, {} when there is none)."""
     return cast("Mapping[str, object]", (manifest.get("measurement") or {}).get(key) or {})
 
 
-def device_absent_message(manifest: ex.Manifest) -> str:
+def device_absent_message(manifest: mf.Manifest) -> str:
     """Why a run has no device lanes, in words, with what to do."""
     accel = _note(manifest, "accelerator")
     cuda = _note(manifest, "cuda")
@@ -93,7 +94,7 @@ def device_absent_message(manifest: ex.Manifest) -> str:
 
 
 async def summary_part(
-    reads: ExperimentReads, exp: Path, manifest: ex.Manifest
+    reads: ExperimentReads, exp: Path, manifest: mf.Manifest
 ) -> tuple[dict | None, list[dict]]:
     """The ``device`` section and verdict of GET summary, or the panel's word that Score-P
     could not record the device; never fails the summary."""
@@ -138,4 +139,4 @@ def import_trace(roots: Roots, trace: str | None) -> dict[str, Any]:
         message = (done.stderr.strip().splitlines() or ["the converter failed"])[-1]
         raise Unreadable(message)
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"path": result["path"], "manifest": ex.read_manifest(result["path"])}
+    return {"path": result["path"], "manifest": mf.read_manifest(result["path"])}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import metric_series
 from ..domain_errors import NoTrace, NotReady, ScorePError, Unprocessable, Unreadable
@@ -152,7 +153,7 @@ class ExperimentReads:
 
     # -- experiment parts ------------------------------------------------------------
 
-    async def open(self, path: str | None) -> tuple[Path, ex.Manifest]:
+    async def open(self, path: str | None) -> tuple[Path, mf.Manifest]:
         """The experiment a ``path`` parameter names, if it may be served, and its
         manifest (one trip to a thread: both touch the file system). The manifest is read
         again on every request, each timeline window included: it is small, and a run
@@ -160,9 +161,9 @@ class ExperimentReads:
         exp = await self.in_thread(self.roots.experiment, path)
         return exp, await self.manifest(exp)
 
-    async def manifest(self, exp: Path) -> ex.Manifest:
+    async def manifest(self, exp: Path) -> mf.Manifest:
         try:
-            return await self.in_thread(ex.read_manifest, exp)
+            return await self.in_thread(mf.read_manifest, exp)
         except ex.ExperimentError as e:
             raise Unreadable(
                 f"{e}. The kernel writes manifest.json; re-run the cell or remove the directory.",
@@ -180,10 +181,10 @@ class ExperimentReads:
         }
         return available, tools.tool_paths()
 
-    def trace_status(self, exp: Path, manifest: ex.Manifest) -> None:
+    def trace_status(self, exp: Path, manifest: mf.Manifest) -> None:
         """Raise unless the trace can be read now (touches the file system)."""
         anchor = experiment_file(exp, ex.OTF2_ANCHOR)  # may refuse a symlink (403) first
-        if manifest.get("files_status") == ex.FILES_PENDING:
+        if manifest.get("files_status") == mf.FILES_PENDING:
             raise NotReady("the trace is still being written; try again in a moment", "Not ready")
         if anchor is None:
             raise NoTrace(
@@ -191,7 +192,7 @@ class ExperimentReads:
                 "No trace",
             )
 
-    def _lookup(self, exp: Path, manifest: ex.Manifest):
+    def _lookup(self, exp: Path, manifest: mf.Manifest):
         """``(signature, loaded index or None)``, in one trip to a thread: whether the trace
         may be read, the archive's files' identity, and the index if one as fresh as them
         is loaded or on disk."""
@@ -208,7 +209,7 @@ class ExperimentReads:
             return signature, self.indexes.get(directory)
         return signature, None
 
-    async def index(self, exp: Path, manifest: ex.Manifest) -> LoadedIndex:
+    async def index(self, exp: Path, manifest: mf.Manifest) -> LoadedIndex:
         try:
             signature, loaded = await self.in_thread(self._lookup, exp, manifest)
             if loaded is not None:
@@ -277,10 +278,10 @@ class ExperimentReads:
         for key in [k for k in self._profiles if str(k[1]).startswith(f"{exp}{os.sep}")]:
             del self._profiles[key]
 
-    async def profile(self, exp: Path, manifest: ex.Manifest) -> CallTree:
+    async def profile(self, exp: Path, manifest: mf.Manifest) -> CallTree:
         """The call tree from profile.cubex, else from the trace."""
         found = await self.in_thread(self.cubex_identity, exp)
-        if found is None or manifest.get("files_status") == ex.FILES_PENDING:
+        if found is None or manifest.get("files_status") == mf.FILES_PENDING:
             index = await self.index(exp, manifest)
             return await self.in_thread(index.cached, "calltree", calltree.from_index)
         cubex, signature = found
@@ -317,7 +318,7 @@ class ExperimentReads:
         none."""
         return await self.in_thread(self._read_metric_samples, exp)
 
-    async def trace_metric_samples(self, exp: Path, manifest: ex.Manifest) -> Samples | None:
+    async def trace_metric_samples(self, exp: Path, manifest: mf.Manifest) -> Samples | None:
         """The trace's metric events as samples (times already relative to the run's
         start), or None without a trace or without metric events in it."""
         if await self.in_thread(experiment_file, exp, ex.OTF2_ANCHOR) is None:
@@ -327,7 +328,7 @@ class ExperimentReads:
             "reading the trace's metric events", index.cached, "metrics", metric_series.from_trace
         )
 
-    async def origin(self, exp: Path, manifest: ex.Manifest) -> int:
+    async def origin(self, exp: Path, manifest: mf.Manifest) -> int:
         """The epoch ns that response times count from: the trace's start (OTF2 global
         offset) when there is a readable trace that carries the wall clock; for one that
         does not (Score-P's: it starts at the first cell's region), when the kernel saw

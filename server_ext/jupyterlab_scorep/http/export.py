@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..domain_errors import BadParameter, NotFound
 from ..paths import archive_files
@@ -28,7 +29,7 @@ CHUNK = 1 << 20
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def file_stem(manifest: ex.Manifest) -> str:
+def file_stem(manifest: mf.Manifest) -> str:
     """The run's id as a file name: a download's, a suggested filter's."""
     return _SAFE_NAME.sub("_", manifest["id"]) or "experiment"
 

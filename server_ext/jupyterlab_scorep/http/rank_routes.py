@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import ranks
 from ..trace.index_store import LoadedIndex
@@ -39,7 +40,7 @@ async def traffic_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> d
     return index.cached(key, lambda _index: traffic)
 
 
-async def summary_verdicts(reads: ExperimentReads, exp: Path, manifest: ex.Manifest) -> list[dict]:
+async def summary_verdicts(reads: ExperimentReads, exp: Path, manifest: mf.Manifest) -> list[dict]:
     """The MPI verdicts of GET summary: only for runs of several processes (the manifest's
     ``mpi``, or a trace of several process groups); never fails the summary."""
     try:

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import scorep_score
 from ..domain_errors import NotFound, NotReady, OutsideRoots, Refused, Unprocessable
@@ -20,7 +20,7 @@ from .export import file_stem
 log = logging.getLogger(__name__)
 
 
-def _scorep_config(manifest: ex.Manifest) -> dict[str, str]:
+def _scorep_config(manifest: mf.Manifest) -> dict[str, str]:
     """The SCOREP_* settings of a run: Score-P's own record (scorep.cfg, in the manifest's
     measurement) over the environment the kernel gave it."""
     measurement = manifest.get("measurement")
@@ -89,8 +89,8 @@ class Scores:
             )
         return await self.reads.in_thread(self._write_filter, target, manifest, suggestion)
 
-    async def _score_report(self, exp: Path, manifest: ex.Manifest) -> dict[str, Any]:
-        if manifest.get("files_status") == ex.FILES_PENDING:
+    async def _score_report(self, exp: Path, manifest: mf.Manifest) -> dict[str, Any]:
+        if manifest.get("files_status") == mf.FILES_PENDING:
             raise NotReady("the profile is still being written; try again in a moment")
         found = await self.reads.in_thread(self.reads.cubex_identity, exp)
         if found is None:
@@ -117,7 +117,7 @@ class Scores:
 
         return await self.reads.once_kept(self._reports, ("score", str(cubex)), signature, run)
 
-    def _filter_target(self, exp: Path, manifest: ex.Manifest, check: bool) -> Path | None:
+    def _filter_target(self, exp: Path, manifest: mf.Manifest, check: bool) -> Path | None:
         """``scorep-filters/<id>.filter`` beside the experiments (else beside the
         experiment) where that lies inside the roots; None (or 403 with ``check``)
         when neither does."""
@@ -134,7 +134,7 @@ class Scores:
         return None
 
     def _write_filter(
-        self, target: Path, manifest: ex.Manifest, suggestion: dict[str, Any]
+        self, target: Path, manifest: mf.Manifest, suggestion: dict[str, Any]
     ) -> dict[str, Any]:
         previous = self._previous_filter(manifest)
         text = scorep_score.filter_text(
@@ -157,7 +157,7 @@ class Scores:
             "merged": previous[0] if previous is not None else None,
         }
 
-    def _previous_filter(self, manifest: ex.Manifest) -> tuple[str, str] | None:
+    def _previous_filter(self, manifest: mf.Manifest) -> tuple[str, str] | None:
         """The filter file the run used, when it lies inside the roots and reads as one."""
         used = _scorep_config(manifest).get("SCOREP_FILTERING_FILE")
         if not used:

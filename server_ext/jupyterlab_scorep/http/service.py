@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 from ..analysis import (
     compare,
@@ -119,7 +120,7 @@ class Service:
             self.reads.open(a), self.reads.open(b)
         )
         for man in (man_a, man_b):
-            if man.get("files_status") == ex.FILES_PENDING:
+            if man.get("files_status") == mf.FILES_PENDING:
                 raise NotReady(
                     f"{man['id']} is still being written; try again in a moment", "Not ready"
                 )
@@ -150,7 +151,7 @@ class Service:
         ]
         return {"a": facts_a, "b": facts_b, "same_source": same, **body}
 
-    async def _compare_sides(self, *sides: tuple[Path, ex.Manifest]):
+    async def _compare_sides(self, *sides: tuple[Path, mf.Manifest]):
         """Each run's call tree and facts, both runs at once. Both trees come from the
         trace indexes when both runs have a trace (built once, memory-mapped: fast, and one
         source for both), else each from its profile (profile.cubex, else the trace)."""
@@ -165,7 +166,7 @@ class Service:
             split and all(av.get("cubex") for av, _tools in available)
         )
 
-        async def side(exp: Path, manifest: ex.Manifest, av: dict[str, bool]):
+        async def side(exp: Path, manifest: mf.Manifest, av: dict[str, bool]):
             index = None
             if av["otf2"]:
                 try:
@@ -222,7 +223,7 @@ class Service:
         self.reads.forget(exp)
         return {"deleted": str(exp), "id": manifest["id"], "freed_bytes": freed}
 
-    def _list(self, directory: str | None) -> list[tuple[str, ex.Manifest]]:
+    def _list(self, directory: str | None) -> list[tuple[str, mf.Manifest]]:
         roots = self.reads.roots
         parents: list[str | Path]
         if directory:
@@ -243,7 +244,7 @@ class Service:
             "tools": {k: v is not None for k, v in tool_paths.items()},
             "trace": None,
         }
-        if not available["otf2"] or manifest.get("files_status") == ex.FILES_PENDING:
+        if not available["otf2"] or manifest.get("files_status") == mf.FILES_PENDING:
             return body
         try:
             index = await self.reads.index(exp, manifest)

@@ -22,7 +22,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 
 from .otf2_definitions import FLUSH_REGION_NAME, OFF_REGION_NAME, region_group, region_label
 
@@ -92,7 +92,7 @@ def _from_cubex(path: Path) -> CallTree:
         for root in cube.get_root_cnodes():
             every += root.get_all_children()  # depth-first pre-order
         regions = [c.region or cube.get_region(c) for c in every]
-        roles = [ex.decode_region_role(r.description, r.role or "", r.name or "") for r in regions]
+        roles = [rw.decode_region_role(r.description, r.role or "", r.name or "") for r in regions]
         # the artificial top: artificial roots and artificial children of those (parents
         # come first in pre-order), but never the flush and recording-off markers
         position = {c.id: i for i, c in enumerate(every)}
@@ -100,7 +100,7 @@ def _from_cubex(path: Path) -> CallTree:
         for i, c in enumerate(every):
             p = position.get(c.parent.id, -1) if c.parent else -1
             top[i] = (
-                roles[i] == ex.ROLE_ARTIFICIAL
+                roles[i] == rw.ROLE_ARTIFICIAL
                 and regions[i].name not in (FLUSH_REGION_NAME, OFF_REGION_NAME)
                 and (p < 0 or top[p])
             )

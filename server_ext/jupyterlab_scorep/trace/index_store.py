@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 
 from .index_build import INDEX_NAME, build_index, source_files
 
@@ -113,7 +114,7 @@ class LoadedIndex:
                 "group": "",
                 "file": "",
                 "line": 0,
-                "role": ex.ROLE_FUNCTION,
+                "role": rw.ROLE_FUNCTION,
             }
         return {k: info.get(k) for k in REGION_KEYS}
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 # Score-P's names for its artificial regions (SCOREP_Definitions ... "MEASUREMENT OFF")
 FLUSH_REGION_NAME = "TRACE BUFFER FLUSH"
@@ -38,26 +40,26 @@ def region_group(name: str, role: str, group: str | None, source_file: str = "")
     """The group a viewer colours a region by (the contract's naming rule): "cell" for a
     cell, the imported top-level package for an import, else the region's group as
     recorded, else the module part of its name, else its source file."""
-    if role == ex.ROLE_CELL:
+    if role == rw.ROLE_CELL:
         return "cell"
-    module = ex.region_module(name)
-    if role == ex.ROLE_IMPORT and module == ex.IMPORT_MODULE:
-        return name.split(":", 1)[1].split(".", 1)[0] or ex.IMPORT_MODULE
+    module = rw.region_module(name)
+    if role == rw.ROLE_IMPORT and module == rw.IMPORT_MODULE:
+        return name.split(":", 1)[1].split(".", 1)[0] or rw.IMPORT_MODULE
     return group or module or source_file or ""
 
 
 def region_label(name: str, role: str) -> str:
     """The name shown: a cell's region reads "cell [n]" under either backend (Score-P's
     bindings write ":cell [n]"); other names as recorded."""
-    if role == ex.ROLE_CELL:
-        return ex.cell_region_label(name) or name
+    if role == rw.ROLE_CELL:
+        return rw.cell_region_label(name) or name
     return name
 
 
 def _region_info(region: Any, group: str | None) -> dict[str, Any]:
     name = region.name or ""
     paradigm, otf2_role = _enum_name(region.paradigm), _enum_name(region.region_role)
-    role = ex.decode_region_role(region.description, otf2_role, name)
+    role = rw.decode_region_role(region.description, otf2_role, name)
     return {
         "name": region_label(name, role),
         "group": region_group(name, role, group, region.source_file or ""),
@@ -79,7 +81,7 @@ def _metric_scale(member: Any) -> float:
 
 def _artificial_region(regions: dict[int, dict[str, Any]], name: str) -> int | None:
     for ref, info in regions.items():
-        if info["name"] == name and info["role"] == ex.ROLE_ARTIFICIAL:
+        if info["name"] == name and info["role"] == rw.ROLE_ARTIFICIAL:
             return ref
     return None
 
@@ -153,7 +155,7 @@ def thread_names_of(anchor: str) -> dict[str, str]:
     """The manifest's ``thread_names`` beside the archive at ``anchor`` ({Score-P's
     location name: the Python thread's, as the builtin tracer names it}; {} when none)."""
     try:
-        manifest = ex.read_manifest(Path(anchor).parent)
+        manifest = mf.read_manifest(Path(anchor).parent)
     except ex.ExperimentError:
         return {}
     names = manifest.get("thread_names")

@@ -14,6 +14,7 @@ from experiment_factory import EPOCH_BASE, thread_from_calls, write_experiment
 
 from jupyterlab_scorep.analysis import history
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region
 
 pytestmark = pytest.mark.timeout(120)
@@ -84,17 +85,17 @@ def make_run(
         metrics=None,
         **kw,
     )
-    manifest = ex.read_manifest(exp)
+    manifest = mf.read_manifest(exp)
     manifest.update(
         notebook=notebook,
-        cells=[ex.cell_record(cell_id, count, source)],
+        cells=[mf.cell_record(cell_id, count, source)],
         start_ns=EPOCH_BASE + start_s * 10**9,
         backend=backend,
         isolation="subprocess" if backend == "scorep" else "inprocess",
     )
     if wall_s is not None:
         manifest["wall_s"] = wall_s
-    ex.write_manifest(exp, manifest)
+    mf.write_manifest(exp, manifest)
     return exp
 
 
@@ -111,7 +112,7 @@ async def test_runs_of_a_cell_newest_first_with_disk_use(api, jp_root_dir):
     assert code == 200
     assert [e["path"] for e in body["experiments"]] == [str(r3), str(r2), str(r1)]
     first = body["experiments"][2]
-    assert first["manifest"]["cells"][0]["source_sha256"] == ex.source_hash(SOURCE_A)
+    assert first["manifest"]["cells"][0]["source_sha256"] == mf.source_hash(SOURCE_A)
     # what du counts (allocated blocks, the directory itself included)
     du = await asyncio.to_thread(
         subprocess.run, ["du", "-sB1", str(r1)], capture_output=True, text=True, check=True
@@ -328,7 +329,7 @@ async def test_delete_refusals_leave_everything_in_place(api, jp_root_dir, tmp_p
         "experiment", method="DELETE", path="work/../work/scorep-experiments/e", id="e"
     )
     assert code == 403
-    ex.write_manifest(root, {**ex.read_manifest(exp), "id": "rootexp"})
+    mf.write_manifest(root, {**mf.read_manifest(exp), "id": "rootexp"})
     code, body = await api("experiment", method="DELETE", path=".", id="rootexp")
     assert code == 403
     os.unlink(root / ex.MANIFEST)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region, ThreadEvents
 from scorep_kernel.measure import mpi_calls
 from scorep_kernel.mpi.otf2_ranks import MpiEvents, RankLocation, write_otf2_ranks
@@ -57,10 +57,10 @@ def events(before, time, kind, peer, tag, nbytes) -> MpiEvents:
 
 def write_mpi_run(exp: Path) -> Path:
     exp.mkdir(parents=True)
-    manifest = ex.new_manifest("mpi-run", backend="builtin", isolation="subprocess", cells=[])
+    manifest = mf.new_manifest("mpi-run", backend="builtin", isolation="subprocess", cells=[])
     manifest.update(status="ok", files_status="ready", wall_s=0.01,
                     mpi={"ranks": 2, "hosts": {"a": [0, 1]}})  # fmt: skip
-    ex.write_manifest(exp, manifest)
+    mf.write_manifest(exp, manifest)
     # after the cell, a Barrier as MPI_Finalize would be: no communication of the cell's
     r0 = thread([(1, 1, 2), (3, 8, 10)], after=[(3, 11, 15)])
     r1 = thread([(2, 0.5, 2.5), (3, 4, 10)])

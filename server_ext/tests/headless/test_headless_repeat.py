@@ -9,7 +9,7 @@ from headless_helpers import experiment_dirs, notebook, run, summary
 
 from jupyterlab_scorep.analysis import compare_noise
 from jupyterlab_scorep.headless import run_summary as hs
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -31,7 +31,7 @@ def test_repeat_runs_a_profiled_cell_n_times_and_keeps_the_best(tmp_path):
     assert len(judged) == 3 and all(j is not None for j in judged.values())
     assert hot["experiment"]["path"] == min(judged, key=lambda p: judged[p])
     for path, j in judged.items():
-        assert j == compare_noise.judged_time(ex.read_manifest(tmp_path / "base" / path))
+        assert j == compare_noise.judged_time(mf.read_manifest(tmp_path / "base" / path))
 
     # a gate against it: the baseline is the best of the three, the noise their spread
     out = run(

@@ -43,9 +43,9 @@ async def test_version_reports_scorep_and_tools(api, monkeypatch, tmp_path):
 async def test_experiments_lists_newest_first(api, experiments):
     older = experiments("a-older")
     newer = experiments("b-newer")
-    from scorep_kernel import experiment as ex
+    from scorep_kernel import manifest as mf
 
-    ex.update_manifest(newer, start_ns=EPOCH_BASE + 10**12)
+    mf.update_manifest(newer, start_ns=EPOCH_BASE + 10**12)
     code, body = await api("experiments")
     assert code == 200
     assert [e["path"] for e in body["experiments"]] == [str(newer), str(older)]

@@ -27,6 +27,7 @@ from jupyterlab_scorep.trace import calltree, index_store, timeline
 from jupyterlab_scorep.trace.index_store import IndexCache
 from jupyterlab_scorep.trace.parse_worker import ParseWorker
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -125,7 +126,7 @@ def on_which_thread(monkeypatch):
         monkeypatch.setattr(owner, attr, wrapper)
 
     for owner, attr, name in (
-        (ex, "read_manifest", "experiment.read_manifest"),
+        (mf, "read_manifest", "manifest.read_manifest"),
         (ex, "read_metrics", "experiment.read_metrics"),
         (Roots, "experiment", "Roots.experiment"),
         (Roots, "resolve", "Roots.resolve"),

@@ -27,6 +27,8 @@ from tornado.simple_httpclient import SimpleAsyncHTTPClient
 
 from jupyterlab_scorep.trace import calltree
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -126,7 +128,7 @@ def check_timeline(body: dict, width: int) -> None:
             used.update(row["region"])
     assert {str(r) for r in used} == set(body["regions"])
     for info in body["regions"].values():
-        assert info["role"] in ex.REGION_ROLES and isinstance(info["name"], str)
+        assert info["role"] in rw.REGION_ROLES and isinstance(info["name"], str)
 
 
 def check_calltree(body: dict) -> None:
@@ -178,7 +180,7 @@ async def test_concurrent_clients_get_well_formed_answers_in_bounded_memory(
         name = Path(params["path"]).name
         results.append((r, route, response.code, len(response.body or b""), seconds, problem, name))
 
-    wall_s = {exp: ex.read_manifest(exp)["wall_s"] for exp in experiments}
+    wall_s = {exp: mf.read_manifest(exp)["wall_s"] for exp in experiments}
 
     async def one_client(k: int, r: int) -> None:
         rng = np.random.default_rng([k, r])

@@ -15,11 +15,12 @@ pytestmark = pytest.mark.timeout(180)
 RECORD = textwrap.dedent('''
     import sys
     from scorep_kernel import experiment as ex
+    from scorep_kernel import manifest as mf
     from scorep_kernel.measure.measure_config import MeasureConfig
     from scorep_kernel.measure.session import Measurement
 
     exp_id, exp_dir = ex.create_experiment_dir(cwd=sys.argv[1])
-    ex.write_manifest(exp_dir, ex.new_manifest(exp_id, backend="builtin",
+    mf.write_manifest(exp_dir, mf.new_manifest(exp_id, backend="builtin",
                                                isolation="inprocess"))
     m = Measurement(str(exp_dir), MeasureConfig.from_mapping({}))
     m.start()
@@ -32,7 +33,7 @@ RECORD = textwrap.dedent('''
     with m.cell("cell [1]", code_filename="<cell 1>"):
         exec(compile(code, "<cell 1>", "exec"), {"__name__": "__main__"})
     rec = m.stop()
-    ex.update_manifest(exp_dir, status="ok", measurement=dict(rec.notes),
+    mf.update_manifest(exp_dir, status="ok", measurement=dict(rec.notes),
                        wall_s=(rec.end_ns - rec.start_ns) / 1e9)
     m.write_files(rec, background=False)
     print(exp_dir)

@@ -16,7 +16,7 @@ from scorep_cells import (
     run_cell,
 )
 
-from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +48,7 @@ def runs(kernel):
         out["rusage"] = run_cell(kernel, RUSAGE)
         assert kernel.run("%%scorep_env\nSCOREP_METRIC_RUSAGE=").status == "ok"
     for name in ("scorep", "threads", "off", "flush", "rusage"):
-        assert ex.read_manifest(out[name])["backend"] == "scorep", name
+        assert mf.read_manifest(out[name])["backend"] == "scorep", name
     return root, out
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from jupyterlab_scorep.trace import calltree
-from scorep_kernel import experiment as ex
+from scorep_kernel import region_words as rw
 from scorep_kernel.measure.detect import detect_scorep
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "kernel" / "tests"))
@@ -153,7 +153,7 @@ def visits_by_path(root, *, cells_as="cell") -> dict[tuple[str, ...], int]:
     for path, node in nodes(root):
         if len(path) > skip:
             names = path[skip:]
-            key = tuple(cells_as if ex.cell_region_count(n) is not None else n for n in names)
+            key = tuple(cells_as if rw.cell_region_count(n) is not None else n for n in names)
             out[key] = node["visits"]
     return out
 

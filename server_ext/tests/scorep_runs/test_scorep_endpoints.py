@@ -28,6 +28,8 @@ from scorep_cells import (
 
 from jupyterlab_scorep.trace import calltree, index_store
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
+from scorep_kernel import region_words as rw
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -39,7 +41,7 @@ async def test_a_scorep_run_through_every_endpoint(api, runs):
     _, exps = runs
     exp = exps["threads"]
     path = str(exp)
-    manifest = ex.read_manifest(exp)
+    manifest = mf.read_manifest(exp)
     count = manifest["cells"][0]["execution_count"]
 
     code, version = await api("version")
@@ -69,11 +71,11 @@ async def test_a_scorep_run_through_every_endpoint(api, runs):
     master = tl["locations"][0]
     top = next(row for row in master["rows"] if row["depth"] == 0)
     cell_ref, cell = by_name[f"cell [{count}]"]
-    assert cell["role"] == ex.ROLE_CELL and cell["group"] == "cell"
+    assert cell["role"] == rw.ROLE_CELL and cell["group"] == "cell"
     assert top["region"] == [cell_ref] and top["start"] == [0]
     assert top["end"] == [tl["range"][1]]  # the range ends with the cell
-    assert by_name["user:setup"][1]["role"] == ex.ROLE_USER
-    assert by_name["import:xml.dom.minidom"][1]["role"] == ex.ROLE_IMPORT
+    assert by_name["user:setup"][1]["role"] == rw.ROLE_USER
+    assert by_name["import:xml.dom.minidom"][1]["role"] == rw.ROLE_IMPORT
     assert by_name["import:xml.dom.minidom"][1]["group"] == "xml"
     assert by_name["__main__:work"][1]["group"] == "__main__"
     assert not {":cell [1]", "python3.11", "THREADS"} & set(by_name)
@@ -147,7 +149,7 @@ async def test_ticks_are_the_cpu_clocks_not_nanoseconds(api, runs):
     top = next(row for row in tl["locations"][0]["rows"] if row["depth"] == 0)
     cell_ns = top["end"][0] - top["start"][0]
     code, tree = await api("calltree", path=str(exp))
-    cell_s = next(n for p, n in nodes(tree["root"]) if ex.cell_region_count(n["name"]))["incl_s"]
+    cell_s = next(n for p, n in nodes(tree["root"]) if rw.cell_region_count(n["name"]))["incl_s"]
     assert cell_ns == pytest.approx(cell_s * 1e9, rel=1e-3)
 
 
@@ -187,7 +189,7 @@ def test_the_trace_reads_as_scorep_profiles_it(runs, name):
         flushes = from_trace[("cell", "TRACE BUFFER FLUSH")]
         assert flushes >= 1
         regions = {r["name"]: r for r in index.regions.values()}
-        assert regions["TRACE BUFFER FLUSH"]["role"] == ex.ROLE_ARTIFICIAL
+        assert regions["TRACE BUFFER FLUSH"]["role"] == rw.ROLE_ARTIFICIAL
 
 
 async def test_a_flush_is_drawn_and_explained(api, runs):

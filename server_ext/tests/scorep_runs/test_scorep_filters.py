@@ -22,6 +22,7 @@ from scorep_cells import (
 )
 
 from scorep_kernel import experiment as ex
+from scorep_kernel import manifest as mf
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -63,14 +64,14 @@ async def test_the_applied_filter_leaves_its_regions_out_of_the_next_run(api, ke
     assert code == 200, applied
     written = Path(applied["path"])
     assert written.parent == root / "scorep-filters"  # survives deleting the experiment
-    assert written.name == f"{ex.read_manifest(first)['id']}.filter"
+    assert written.name == f"{mf.read_manifest(first)['id']}.filter"
     assert "__main__:tiny" in applied["regions"] and applied["merged"] is None
     assert "MANGLED __main__:tiny" in await asyncio.to_thread(written.read_text)
     code, score = await api("score", path=str(first))
     assert score["applied"] == str(written)
 
     second = run_cell(kernel, TINY, {"scorep": {"profile": True, "filter_file": str(written)}})
-    config = ex.read_manifest(second)["measurement"]["scorep_config"]
+    config = mf.read_manifest(second)["measurement"]["scorep_config"]
     assert config["SCOREP_FILTERING_FILE"] == str(written)
     code, tree = await api("calltree", path=str(second))
     names = {path[-1] for path in visits_by_path(tree["root"])}

@@ -98,8 +98,8 @@ FILES_STATUSES = (FILES_PENDING, FILES_READY, FILES_FAILED, FILES_UNAVAILABLE)
 # TypedDicts, not dataclasses: the manifest is JSON that changes additively (readers keep
 # and pass on keys they do not know, the server answers it as it is), so its type is the
 # JSON object itself. Only ``format_version``, ``id``, ``backend`` and ``status`` are
-# certain; every other key may be missing from an older run's directory. src/api.ts spells
-# the same types (IManifest ...), and server_ext/tests/test_contract.py checks that the
+# certain; every other key may be missing from an older run's directory.
+# src/api/experimentTypes.ts spells the same types (IManifest ...), and server_ext/tests/test_contract.py checks that the
 # field names and their optionality agree. ``read_manifest`` checks every key it knows
 # against these types (``typed_json.check``), so a reader may rely on them.
 

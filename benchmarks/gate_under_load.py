@@ -127,7 +127,8 @@ def main() -> None:
     ct = base_cell["experiment"]["cell_time"] or {}
     print(
         f"baseline (no hogs, load {load_before[0]:.1f}): cell {ct.get('time_s', 0) * 1e3:.0f} ms, "
-        f"running {(ct.get('cpu_s') or 0) * 1e3:.0f} ms, queued {(ct.get('queue_s') or 0) * 1e3:.0f} ms"
+        f"running {(ct.get('cpu_s') or 0) * 1e3:.0f} ms, queued {(ct.get('queue_s') or 0) * 1e3:.0f} ms, "
+        f"reference workload {(ct.get('ref_cpu_s') or 0) * 1e3:.2f} ms"
     )
     procs = hogs(os.cpu_count() or 1)
     false_alarms = catches = wall_false = wall_catches = 0
@@ -156,7 +157,9 @@ def main() -> None:
                 print(
                     f"trial {trial} {kind:6}: exit {code}, cells {cell['a_s'] * 1e3:.0f} → "
                     f"{cell['b_s'] * 1e3:.0f} ms, judged {cell['judged_a_s'] * 1e3:.0f} → "
-                    f"{cell['judged_b_s'] * 1e3:.0f} ms ({cell['basis']}); wall rule "
+                    f"{cell['judged_b_s'] * 1e3:.0f} ms ({cell['basis']}"
+                    f"{'' if cell.get('speed') is None else ', machine x{:.2f}'.format(cell['speed'])}"
+                    f"); wall rule "
                     f"{'flags' if wall else 'passes'}; load {loads[-1]:.1f}",
                     flush=True,
                 )

@@ -22,7 +22,9 @@ GET summary, ``jupyter scorep run``): the cell regions on the threads that ran t
 over the run's cells. Where the builtin tracer measured it, ``cell_time`` holds it
 (``cell_time_record``: ``time_s``; ``cpu_s`` running on a CPU, ``queue_s`` runnable but
 queued for a CPU (the machine's load), ``wait_s`` the rest: sleep, lock, I/O, device, MPI;
-``cells``: each cell's ``time_s``), ``wall_s`` is its ``time_s``, and ``run_s`` is the
+``cells``: each cell's ``time_s``; ``ref_cpu_s``: the CPU seconds of a fixed reference
+workload on the cells' thread around the run, the machine's speed then, see
+measure/machine_speed.py), ``wall_s`` is its ``time_s``, and ``run_s`` is the
 run's elapsed time in the kernel, so ``run_s - wall_s`` is what the measurement itself cost
 (worker, namespace transfer, tracer stop, building the recording; for a multi-cell run also
 the time between its cells). Without ``cell_time`` (Score-P runs) ``wall_s`` is the run's
@@ -123,13 +125,18 @@ class WriterRecord(TypedDict, total=False):
     start: int | None  # clock ticks since boot
 
 
-class CellTime(TypedDict):
-    """The manifest's ``cell_time``: the cells' time and its split (see the module doc)."""
-
+class _CellTimeSplit(TypedDict):
     time_s: float
     cpu_s: float | None
     queue_s: float | None
     wait_s: float | None
+
+
+class CellTime(_CellTimeSplit, total=False):
+    """The manifest's ``cell_time``: the cells' time and its split (see the module doc), and
+    the machine's speed around the run (``ref_cpu_s``, measure/machine_speed.py)."""
+
+    ref_cpu_s: float | None
 
 
 class CellTimeRecord(CellTime, total=False):
@@ -296,11 +303,18 @@ def new_manifest(
 
 
 def cell_time_record(
-    time_ns: int, cpu_ns: int | None, queue_ns: int | None, cells_ns: list[int] | None = None
+    time_ns: int,
+    cpu_ns: int | None,
+    queue_ns: int | None,
+    cells_ns: list[int] | None = None,
+    ref_cpu_s: float | None = None,
 ) -> CellTimeRecord:
-    """The manifest's ``cell_time`` with each cell's (see the module doc); cpu/queue/wait None when the
-    threads' clocks were not read."""
+    """The manifest's ``cell_time`` with each cell's (see the module doc); cpu/queue/wait
+    None when the threads' clocks were not read; ``ref_cpu_s`` the reference workload's CPU
+    seconds on the cells' thread around the run (measure.machine_speed), None when not
+    measured."""
     cells = [round(t / 1e9, 9) for t in cells_ns or []]
+    ref = round(ref_cpu_s, 9) if ref_cpu_s else None
     if cpu_ns is None or queue_ns is None:
         return {
             "time_s": round(time_ns / 1e9, 9),
@@ -308,6 +322,7 @@ def cell_time_record(
             "queue_s": None,
             "wait_s": None,
             "cells": cells,
+            "ref_cpu_s": ref,
         }
     return {
         "time_s": round(time_ns / 1e9, 9),
@@ -315,6 +330,7 @@ def cell_time_record(
         "queue_s": round(queue_ns / 1e9, 9),
         "wait_s": round(max(0, time_ns - cpu_ns - queue_ns) / 1e9, 9),
         "cells": cells,
+        "ref_cpu_s": ref,
     }
 
 

@@ -214,9 +214,14 @@ export interface IRunVerdict {
   threshold_s: number;
   noise: INoise;
   function: string | null;
-  /** what a_s / b_s are: the cells' time ('time') or the cells' time less what they were
-   * queued for a CPU ('time_less_queued', where both runs carry the split) */
-  basis?: 'time' | 'time_less_queued';
+  /** what a_s / b_s are: the cells' time ('time'), the cells' time less what they were
+   * queued for a CPU ('time_less_queued', where both runs carry the split), their running
+   * time when CPU-bound ('running'), or that with run B's machine speed taken out
+   * ('running_normalised': b_s = B's running time × speed) */
+  basis?: 'time' | 'time_less_queued' | 'running' | 'running_normalised';
+  /** run B's machine speed as a share of run A's (reference workload), with
+   * 'running_normalised' */
+  speed?: number | null;
   /** the cells' time in A and B, whatever the basis */
   cells_a_s?: number;
   cells_b_s?: number;

@@ -186,6 +186,9 @@ export interface ICellTime {
   cpu_s: number | null;
   queue_s: number | null;
   wait_s: number | null;
+  /** the CPU seconds of a fixed reference workload around the run: the machine's speed
+   * (measure/machine_speed.py); null or absent where not measured */
+  ref_cpu_s?: number | null;
 }
 
 /** The kernel's display_data payload for a profiled cell. */

@@ -23,7 +23,7 @@ from scorep_kernel import region_words as rw
 
 from ..accel.torch_session import TorchProfiling
 from ..formats.recording import ROLE_IMPORT, Recording, Region
-from . import engine, imports
+from . import engine, imports, machine_speed
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .io_recorder import IoRecorder
 from .measure_config import MeasureConfig
@@ -116,6 +116,7 @@ class Measurement:
         self.stop_timings: dict[str, float] = {}
         self._torch = TorchProfiling(self.exp_dir, self.config.accelerators)
         self._io: IoRecorder | None = None  # the setting io: posix
+        self._speed_chunks: list[float] = []  # measure.machine_speed, around the run
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -137,6 +138,8 @@ class Measurement:
             exclude_files=engine.IMPORT_MACHINERY,
         )
         self._clocks = ThreadClocks()
+        # the machine's speed now, before anything of the run (measure.machine_speed)
+        self._speed_chunks = machine_speed.chunks()
         # The sampler thread starts before the tracer, so it is not traced.
         self._sampler = MetricSampler(self.config.metric_interval_s, on_tick=self._tick)
         self._sampler.start()
@@ -203,6 +206,7 @@ class Measurement:
         self._notes += self._tracer.stop()
         self._clocks.unwatch_thread_ends()
         end_perf = time.perf_counter_ns()
+        self._speed_chunks += machine_speed.chunks()  # and after it (the same thread)
         if self._io is not None:
             self._io.uninstall()
         kineto = self._torch.stop()
@@ -340,7 +344,11 @@ class Measurement:
             cpu_ns += int(run[1] - run[0])
             queue_ns += int(queue[1] - queue[0])
         return mf.cell_time_record(
-            time_ns, cpu_ns if split else None, queue_ns if split else None, cells_ns
+            time_ns,
+            cpu_ns if split else None,
+            queue_ns if split else None,
+            cells_ns,
+            machine_speed.reference_cpu_s(self._speed_chunks),
         )
 
     def _split_time(self, recording: Recording) -> None:

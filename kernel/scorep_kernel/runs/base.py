@@ -373,6 +373,7 @@ class RunBase(abc.ABC):
                 "cpu_s": cell_time.get("cpu_s"),
                 "queue_s": cell_time.get("queue_s"),
                 "wait_s": cell_time.get("wait_s"),
+                "ref_cpu_s": cell_time.get("ref_cpu_s"),
             }
         if not self.measured:
             changes["files_status"] = mf.FILES_UNAVAILABLE

@@ -38,6 +38,14 @@ interpreter lock, measured: a 0.2 s cell's waiting varied 0-330 ms under one CPU
 core while its running time stayed within +-15 %); else the cells' time less what they
 were queued for a CPU (``time_less_queued``: a loaded machine stretches the wall time, not
 this). Without the split: the cells' time (``time``). ``Comparison.basis`` says which.
+
+**Machine speed.** CPU time itself varies on a shared machine (a VM's physical core,
+caches and clock shared with others: +-35 % over minutes at load 5-7 here). Where both
+runs measured the reference workload (manifest ``cell_time.ref_cpu_s``,
+kernel measure/machine_speed.py; given to ``compare_trees`` as ``ref_s``), a CPU-bound
+comparison is ``running_normalised``: B's running time at the baseline's machine speed,
+``cpu_b * ref_a / ref_b`` (``Comparison.speed`` = ``ref_a / ref_b``: 0.71 means B's
+machine ran the reference at 0.71 of A's speed, so B's 200 ms are A's 142 ms).
 """
 
 from __future__ import annotations
@@ -317,6 +325,7 @@ class CallPaths:
 BASIS_TIME = "time"
 BASIS_TIME_LESS_QUEUED = "time_less_queued"
 BASIS_RUNNING = "running"
+BASIS_RUNNING_NORMALISED = "running_normalised"
 # a cell that ran at least this share of its unqueued time is judged by its running time
 CPU_BOUND_SHARE = 0.5
 
@@ -330,6 +339,15 @@ class Comparison:
     noise: Noise = field(default_factory=Noise)
     cells_a: CellTime = CellTime(0.0)
     cells_b: CellTime = CellTime(0.0)
+    # the reference workload's CPU seconds in each run (module doc: machine speed)
+    ref_s: tuple[float | None, float | None] = (None, None)
+
+    @property
+    def speed(self) -> float | None:
+        """Run B's machine speed as a share of run A's (``ref_a / ref_b``); None unless both
+        runs measured it."""
+        ra, rb = self.ref_s
+        return ra / rb if ra and rb and ra > 0 and rb > 0 else None
 
     @property
     def basis(self) -> str:
@@ -338,14 +356,18 @@ class Comparison:
         if a.queue_s is None or b.queue_s is None or a.cpu_s is None or b.cpu_s is None:
             return BASIS_TIME
         if cpu_bound(a) and cpu_bound(b):
-            return BASIS_RUNNING
+            return BASIS_RUNNING if self.speed is None else BASIS_RUNNING_NORMALISED
         return BASIS_TIME_LESS_QUEUED
 
     @property
     def judged(self) -> Delta:
         """The run's time on the basis the verdict compares."""
         a, b = self.cells_a, self.cells_b
-        if self.basis == BASIS_RUNNING:
+        basis = self.basis
+        if basis == BASIS_RUNNING_NORMALISED:
+            assert self.speed is not None
+            return Delta(a.cpu_s or 0.0, (b.cpu_s or 0.0) * self.speed)
+        if basis == BASIS_RUNNING:
             return Delta(a.cpu_s or 0.0, b.cpu_s or 0.0)
         if self.basis == BASIS_TIME_LESS_QUEUED:
             return Delta(self.total.a - (a.queue_s or 0.0), self.total.b - (b.queue_s or 0.0))
@@ -359,9 +381,15 @@ class Comparison:
         return None
 
 
-def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Comparison:
+def compare_trees(
+    a: CallTree,
+    b: CallTree,
+    noise: Noise = DEFAULT_NOISE,
+    ref_s: tuple[float | None, float | None] = (None, None),
+) -> Comparison:
     """Compare run ``a`` (the baseline) with run ``b``: functions and call paths matched by
-    name path (see the module doc); ``noise`` decides each function's ``time_changed``."""
+    name path (see the module doc); ``noise`` decides each function's ``time_changed``;
+    ``ref_s``: each run's ``cell_time.ref_cpu_s`` (module doc: machine speed)."""
     vocab = Vocabulary()
     ka = key_tree(a, vocab)
     kb = key_tree(b, vocab)  # second, so run B's spelling is the one shown
@@ -410,6 +438,7 @@ def compare_trees(a: CallTree, b: CallTree, noise: Noise = DEFAULT_NOISE) -> Com
         noise=noise,
         cells_a=cell_time(ka),
         cells_b=cell_time(kb),
+        ref_s=ref_s,
     )
 
 

@@ -68,18 +68,29 @@ class Noise:
 DEFAULT_NOISE = Noise()
 
 
+def ref_cpu_s(manifest: mf.Manifest) -> float | None:
+    """The run's reference workload CPU seconds (``cell_time.ref_cpu_s``: the machine's
+    speed around the run, compare.py's module doc); None where it was not measured."""
+    ct = manifest.get("cell_time")
+    ref = ct.get("ref_cpu_s") if isinstance(ct, dict) else None
+    return float(ref) if isinstance(ref, (int, float)) and ref > 0 else None
+
+
 def judged_time(manifest: mf.Manifest) -> float | None:
     """A run's time as the verdict compares it (compare.py's basis): where the manifest's
-    ``cell_time`` has the split, the running time of a CPU-bound cell, else the cells' time
-    less what they were queued for a CPU; else its ``wall_s``. The material
-    ``noise_from_runs`` measures the spread of."""
+    ``cell_time`` has the split, the running time of a CPU-bound cell (in units of the
+    reference workload where the run measured it: ``cpu_s / ref_cpu_s``, the machine's
+    speed taken out), else the cells' time less what they were queued for a CPU; else its
+    ``wall_s``. What picks the best of repeated runs and what ``noise_from_runs`` measures
+    the spread of: compare runs that all measured the reference, or none."""
     wall = manifest.get("wall_s")
     ct = manifest.get("cell_time")
     if isinstance(ct, dict) and isinstance(ct.get("time_s"), (int, float)):
         queue, cpu = ct.get("queue_s"), ct.get("cpu_s")
         unqueued = float(ct["time_s"]) - (float(queue) if isinstance(queue, (int, float)) else 0.0)
         if isinstance(cpu, (int, float)) and cpu > 0 and cpu >= 0.5 * unqueued:
-            return float(cpu)  # CPU-bound: its running time (compare.py's basis)
+            ref = ref_cpu_s(manifest)  # CPU-bound: its running time (compare.py's basis)
+            return float(cpu) / ref if ref else float(cpu)
         return unqueued
     return float(wall) if isinstance(wall, (int, float)) else None
 

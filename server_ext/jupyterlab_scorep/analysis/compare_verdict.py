@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .compare import BASIS_RUNNING, BASIS_TIME_LESS_QUEUED, Comparison, Delta, FunctionDelta
+from .compare import (
+    BASIS_RUNNING,
+    BASIS_RUNNING_NORMALISED,
+    BASIS_TIME_LESS_QUEUED,
+    Comparison,
+    Delta,
+    FunctionDelta,
+)
 from .compare_names import short_name, visit_count
 from .compare_noise import Noise
 
@@ -29,6 +36,7 @@ class Verdict:
     sentence: str
     basis: str = "time"  # Comparison.basis: what ``total`` is
     cells: Delta | None = None  # the cells' time (as shown), when ``total`` is another basis
+    speed: float | None = None  # Comparison.speed where the basis is running_normalised
 
     @property
     def slower(self) -> bool:
@@ -64,6 +72,7 @@ class Verdict:
             "basis": self.basis,
             "cells_a_s": (self.cells or self.total).a,
             "cells_b_s": (self.cells or self.total).b,
+            "speed": self.speed,
         }
 
 
@@ -130,6 +139,11 @@ def verdict(
             sentence += " (not counting time queued for a CPU)"
         elif basis == BASIS_RUNNING:
             sentence += " (running time: the cell is CPU-bound)"
+        elif basis == BASIS_RUNNING_NORMALISED:
+            sentence += (
+                f" (running time, the machine's speed taken out: "
+                f"{speed_words(comparison, baseline)})"
+            )
         if culprit is not None:
             sentence += (
                 f": `{short_name(culprit.name)}` {format_seconds(culprit.effective.delta, True)}"
@@ -141,7 +155,14 @@ def verdict(
                 sentence += f", {_visits(culprit.visits)}"
         sentence += "."
     cells = comparison.total if basis != "time" else None
-    return Verdict(kind, total, threshold, noise, culprit, sentence, basis, cells)
+    speed = comparison.speed if basis == BASIS_RUNNING_NORMALISED else None
+    return Verdict(kind, total, threshold, noise, culprit, sentence, basis, cells, speed)
+
+
+def speed_words(comparison: Comparison, baseline: str = "the baseline") -> str:
+    """``machine ×0.71 of the baseline's speed`` (Comparison.speed), "" without it."""  # noqa: RUF002
+    s = comparison.speed
+    return f"machine ×{s:.2f} of {baseline}'s speed" if s is not None else ""  # noqa: RUF001
 
 
 def _how(f: FunctionDelta) -> str:

@@ -22,7 +22,7 @@ gate with its own exit status (``run_summary.EXIT_NO_BASELINE``) and says why, u
 ``--allow-missing-baseline`` (the first run of a new notebook): then the run passes and the
 report says that nothing was compared.
 
-**The rule.** A cell regressed when ``compare_verdict.verdict`` calls it slower (its measured time
+**The rule.** A cell regressed when ``compare_verdict.verdict`` calls it slower (its judged time
 grew by more than the noise: 10 % or the measured spread, at least 2 ms) *and* by more
 than PCT of the baseline's time. The functions named are those whose exclusive time grew
 beyond the noise (``FunctionDelta.time_changed``), largest first, with their visits.
@@ -62,6 +62,8 @@ class BaselineCell:
     experiment: Path
     # wall times of the runs of the same source (for the noise), newest first
     history_s: list[float] = field(default_factory=list)
+    # the machine's speed around the baseline run (compare_noise.ref_cpu_s)
+    ref_cpu_s: float | None = None
 
 
 @dataclass
@@ -109,6 +111,7 @@ class Baseline:
                     first_line=c.get("first_line", ""),
                     experiment=hs.resolve_ref(e["path"], path.parent),
                     history_s=history.get((c.get("cell_id"), c.get("source_sha256")), []),
+                    ref_cpu_s=compare_noise.ref_cpu_s(e),
                 )
             )
         return cls(path, cells)
@@ -148,6 +151,7 @@ class Baseline:
                         first_line=code.strip().splitlines()[0] if code.strip() else "",
                         experiment=exp,
                         history_s=history.get(key, []),
+                        ref_cpu_s=compare_noise.ref_cpu_s(m),
                     )
         return cls(path, list(by_key.values()), note)
 
@@ -271,7 +275,9 @@ def gate(
             continue
         noise = compare_noise.noise_from_runs(base.history_s)
         noise_words = noise_words or noise.basis
-        c = compare.compare_trees(tree_a, tree_b, noise)
+        c = compare.compare_trees(
+            tree_a, tree_b, noise, ref_s=(base.ref_cpu_s, compare_noise.ref_cpu_s(exp))
+        )
         v = compare_verdict.verdict(c, baseline="the baseline")
         pct = v.total.pct  # on the verdict's basis, as the panel judges it
         bad = (
@@ -288,6 +294,12 @@ def gate(
             text += f" without time queued for a CPU (cells {fmt(c.total.a)} → {fmt(c.total.b)})"
         elif v.basis == compare.BASIS_RUNNING:
             text += f" running, CPU-bound (cells {fmt(c.total.a)} → {fmt(c.total.b)})"
+        elif v.basis == compare.BASIS_RUNNING_NORMALISED:
+            text += (
+                f" running at the baseline's machine speed, CPU-bound ("
+                f"{compare_verdict.speed_words(c)}; running {fmt(c.cells_b.cpu_s or 0.0)} as "
+                f"measured; cells {fmt(c.total.a)} → {fmt(c.total.b)})"
+            )
         if v.within_noise:
             text += " within noise"
         if named:
@@ -301,6 +313,7 @@ def gate(
             b_s=c.total.b,
             judged_a_s=v.total.a,
             judged_b_s=v.total.b,
+            speed=c.speed,
             noise=noise.to_json(),
             functions=[f.to_json() for f in named],
         )

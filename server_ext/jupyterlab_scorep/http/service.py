@@ -131,7 +131,9 @@ class Service:
             history.same_source_walls, self.reads.roots, exp_a, man_a
         )
         noise = compare_noise.noise_from_runs(walls)
-        key = (id(tree_a), id(tree_b), noise)
+        # the machine's speed around each run: the verdict takes it out (compare.py)
+        refs = (compare_noise.ref_cpu_s(man_a), compare_noise.ref_cpu_s(man_b))
+        key = (id(tree_a), id(tree_b), noise, refs)
         cached = self._comparisons.get(key)
         if cached is not None:
             self._comparisons.move_to_end(key)
@@ -139,7 +141,7 @@ class Service:
         else:
 
             def run() -> dict[str, Any]:
-                c = compare.compare_trees(tree_a, tree_b, noise)
+                c = compare.compare_trees(tree_a, tree_b, noise, ref_s=refs)
                 return compare_json.comparison_json(c, compare_verdict.verdict(c))
 
             body = await self.reads.compute("comparing the runs", run)

@@ -156,8 +156,10 @@ _GATE_CELL = {
         "baseline": _OPT_STRING,
         "verdict": {"enum": ["regressed", "ok", "unmatched", "unreadable"]},
         "text": {"type": "string"},
-        "basis": {"enum": ["time", "time_less_queued", "running"]},
+        "basis": {"enum": ["time", "time_less_queued", "running", "running_normalised"]},
         "delta_pct": _OPT_NUMBER,
+        # with running_normalised: this run's machine speed as a share of the baseline's
+        "speed": _OPT_NUMBER,
         "functions": {"type": "array"},
     },
 }

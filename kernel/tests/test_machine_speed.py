@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scorep_kernel import experiment
+from scorep_kernel import manifest as mf
 from scorep_kernel.measure import machine_speed
 from scorep_kernel.measure.session import Measurement
 
@@ -18,9 +19,7 @@ def test_chunks_are_cpu_seconds_and_the_reference_is_their_median():
 
 def test_a_measurement_records_the_machine_speed_in_its_cell_time(tmp_path):
     _id, path = experiment.create_experiment_dir(explicit=tmp_path / "exp")
-    experiment.write_manifest(
-        path, experiment.new_manifest(_id, backend="builtin", isolation="inprocess")
-    )
+    mf.write_manifest(path, mf.new_manifest(_id, backend="builtin", isolation="inprocess"))
     m = Measurement(path)
     m.start()
     with m.cell("cell [1]"):

@@ -91,7 +91,9 @@ async def test_heartbeat_cell_verdict_names_score_and_the_times_agree(api, jp_ro
     assert v["kind"] == "slower", v
     assert v["function"] == "__main__:score", v
     assert "`score`" in v["sentence"] and "heartbeat" not in v["sentence"]
-    assert v["basis"] == "running"  # score is CPU-bound
+    # score is CPU-bound, and both runs measured the machine's speed (cell_time.ref_cpu_s)
+    assert v["basis"] == "running_normalised", v
+    assert v["speed"] is not None and v["speed"] > 0, v
     rows = {f["name"]: f for f in cmp["functions"]}
     beat, score = rows["__main__:heartbeat"], rows["__main__:score"]
     # heartbeat's own time grew with the cell, but it waited: it ran a small part of it

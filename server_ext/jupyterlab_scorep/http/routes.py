@@ -24,6 +24,7 @@ from .service import Service
 
 AUTH_RESOURCE = "scorep"
 MAX_WIDTH = 20_000
+MAX_ROWS = 100_000  # GET timeline: locations drawn one per row at most
 
 
 class ScorePHandler(APIHandler):
@@ -121,7 +122,8 @@ class CompareHandler(JsonGetHandler):
 class TimelineHandler(JsonGetHandler):
     async def make(self):
         t0, t1, width = self.int_arg("t0"), self.int_arg("t1"), self.width_arg()
-        return await self.service.timeline(self.path_arg, t0, t1, width)
+        rows = self.int_arg("rows", 1, MAX_ROWS)
+        return await self.service.timeline(self.path_arg, t0, t1, width, rows)
 
 
 class CalltreeHandler(JsonGetHandler):

@@ -267,12 +267,14 @@ class Service:
         return body
 
     async def timeline(
-        self, path: str | None, t0: int | None, t1: int | None, width: int
+        self, path: str | None, t0: int | None, t1: int | None, width: int, rows: int | None = None
     ) -> dict[str, Any]:
         exp, manifest = await self.reads.open(path)
         index = await self.reads.index(exp, manifest)
         t0, t1 = resolve_window(index.meta["range"], t0, t1)
-        return await self.reads.compute("the timeline query", timeline.query, index, t0, t1, width)
+        return await self.reads.compute(
+            "the timeline query", timeline.query, index, t0, t1, width, rows
+        )
 
     async def calltree(self, path: str | None, location: int | None) -> dict[str, Any]:
         exp, manifest = await self.reads.open(path)

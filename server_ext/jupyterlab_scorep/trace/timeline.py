@@ -1,8 +1,17 @@
-"""GET timeline: a window of the trace at a pixel width, from a loaded index."""
+"""GET timeline: a window of the trace at a pixel width, from a loaded index.
+
+Up to ``rows`` locations (default DEFAULT_ROWS) the answer is their spans, one location per
+row (``query``); with more locations than rows it is a summary instead (``heatmap``): the
+locations in buckets of consecutive ones, one row per bucket, and per bucket and time
+column the share of its time spent in calls and in MPI calls, as Vampir's master timeline
+draws a large run in summary mode.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import math
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -11,6 +20,24 @@ from .index_store import LoadedIndex
 
 # Responses stay under ~1 MB: spans are budgeted by their JSON size (4 numbers each).
 MAX_BYTES = 900_000
+# Locations drawn one per row up to this many unless the request says ``rows``.
+DEFAULT_ROWS = 256
+# A summary column is this many pixels wide.
+HEAT_PX = 2
+
+
+class HeatRow(TypedDict):
+    locations: list[int]  # index ids of the row's locations, consecutive in the index
+    groups: list[str]  # their location groups (ranks: "MPI Rank 3"), in order, once each
+
+
+class Heatmap(TypedDict):
+    rows: list[HeatRow]
+    columns: int  # time columns; column j covers t0 + j * column_ns .. + column_ns
+    column_ns: float
+    encoding: str  # "base64-uint8": rows x columns bytes, row-major, 255 = 100 %
+    active: str  # share of the row's location-time inside any call (depth 0)
+    mpi: str  # share of the row's location-time inside MPI calls (regions of paradigm mpi)
 
 
 def _window_items(index: LoadedIndex, loc: int, t0: int, t1: int, px: float):
@@ -34,44 +61,71 @@ def _window_items(index: LoadedIndex, loc: int, t0: int, t1: int, px: float):
     if not slices:
         e = np.zeros(0, np.int64)
         return e, e, np.zeros(0, np.int32), np.zeros(0, np.int32), e
+    if len(slices) == 1:
+        lo, hi = slices[0]
+        seg = np.full(hi - lo, depths[0], np.int64)
+        return start[lo:hi], end[lo:hi], region[lo:hi], count[lo:hi], seg
     idx = np.concatenate([np.arange(lo, hi) for lo, hi in slices])
     seg = np.repeat(np.asarray(depths, np.int64), [hi - lo for lo, hi in slices])
     return start[idx], end[idx], region[idx], count[idx], seg
 
 
-def query(index: LoadedIndex, t0: int, t1: int, width: int) -> dict[str, Any]:
-    px = max((t1 - t0) / width, 1.0)
+def shown_locations(index: LoadedIndex) -> list[dict[str, Any]]:
     # Metric locations (system metrics recorded into the trace) have no calls to draw.
-    shown = [loc for loc in index.locations if loc["kind"] != "metric" or loc["calls"]]
+    return [loc for loc in index.locations if loc["kind"] != "metric" or loc["calls"]]
+
+
+def query(
+    index: LoadedIndex, t0: int, t1: int, width: int, rows: int | None = None
+) -> dict[str, Any]:
+    shown = shown_locations(index)
+    if len(shown) > (DEFAULT_ROWS if rows is None else rows):
+        return heatmap(index, shown, t0, t1, width, rows or DEFAULT_ROWS)
+    px = max((t1 - t0) / width, 1.0)
     raw = [_window_items(index, loc["id"], t0, t1, px) for loc in shown]
-    merged = [lod.merge(s, e, r, c, g, px, t0) for s, e, r, c, g in raw]
+    # One merge over all locations: a location's depth d is segment pos * stride + d (the
+    # merge never joins across segments, so this is the per-location merge, in one pass).
+    stride = max((loc["max_depth"] for loc in shown), default=0) + 2
+    n_items = [r[0].shape[0] for r in raw]
+    pos = np.repeat(np.arange(len(shown), dtype=np.int64), n_items)
+    if raw:
+        cols = [np.concatenate([r[k] for r in raw]) for k in range(5)]
+    else:
+        cols = [np.zeros(0, np.int64)] * 5
+    spans = lod.merge(cols[0], cols[1], cols[2], cols[3], pos * stride + cols[4], px, t0)
     # Per span: start and end (as many digits as t1), region, count, 4 separators.
     max_items = MAX_BYTES // (2 * len(str(abs(t1))) + 14)
-    while sum(len(m) for m in merged) > max_items:
+    while len(spans) > max_items:
         # Coarser than a pixel rather than a response the browser chokes on; merged spans
         # merge again like calls, so each round works on the previous round's output.
         px *= 2
-        merged = [lod.merge(m.start, m.end, m.region, m.count, m.segment, px, t0) for m in merged]
-    used: set[int] = set()
-    locations = []
-    for loc, spans in zip(shown, merged):
-        rows = []
-        if len(spans):
-            bounds = np.flatnonzero(np.r_[True, spans.segment[1:] != spans.segment[:-1]])
-            for a, b in zip(bounds, np.r_[bounds[1:], len(spans)]):
-                rows.append(
-                    {
-                        "depth": int(spans.segment[a]),
-                        "start": spans.start[a:b].tolist(),
-                        "end": spans.end[a:b].tolist(),
-                        "region": spans.region[a:b].tolist(),
-                        "count": spans.count[a:b].tolist(),
-                    }
-                )
-            used.update(np.unique(spans.region).tolist())
-        locations.append(
-            {"id": loc["id"], "name": loc["name"], "max_depth": loc["max_depth"], "rows": rows}
+        spans = lod.merge(spans.start, spans.end, spans.region, spans.count, spans.segment, px, t0)
+    starts, ends = spans.start.tolist(), spans.end.tolist()
+    regions, counts = spans.region.tolist(), spans.count.tolist()
+    seg = spans.segment
+    bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]]) if len(spans) else np.zeros(0, int)
+    by_pos: dict[int, list[dict[str, Any]]] = {}
+    for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(spans)].tolist()):
+        p, depth = divmod(int(seg[a]), stride)
+        by_pos.setdefault(p, []).append(
+            {
+                "depth": depth,
+                "start": starts[a:b],
+                "end": ends[a:b],
+                "region": regions[a:b],
+                "count": counts[a:b],
+            }
         )
+    used = np.unique(spans.region).tolist() if len(spans) else []
+    locations = [
+        {
+            "id": loc["id"],
+            "name": loc["name"],
+            "max_depth": loc["max_depth"],
+            "rows": by_pos.get(p, []),
+        }
+        for p, loc in enumerate(shown)
+    ]
     return {
         "window": [t0, t1],
         "width": width,
@@ -79,4 +133,129 @@ def query(index: LoadedIndex, t0: int, t1: int, width: int) -> dict[str, Any]:
         "range": index.meta["range"],
         "regions": {str(r): index.region_info(r) for r in sorted(used)},
         "locations": locations,
+    }
+
+
+class _Busy:
+    """Disjoint busy intervals of many locations, for sums over buckets of consecutive
+    locations: ``covered(per_row, edges)`` is per bucket the busy ns between consecutive
+    edges, from the intervals' starts and ends sorted per bucket (cached per bucket size):
+    the busy time before x is sum(x - s) over starts s < x less sum(x - e) over ends e < x,
+    so one searchsorted per (bucket, edge) answers it, however many intervals there are."""
+
+    def __init__(self, starts: list[np.ndarray], ends: list[np.ndarray], span: int):
+        self.span = span
+        self.pos = np.repeat(np.arange(len(starts), dtype=np.int64), [s.size for s in starts])
+        self.starts = np.concatenate(starts or [np.zeros(0, np.int64)]).astype(np.int64)
+        self.ends = np.concatenate(ends or [np.zeros(0, np.int64)]).astype(np.int64)
+        self._sorted: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def _by_bucket(self, per_row: int) -> tuple[np.ndarray, ...]:
+        found = self._sorted.get(per_row)
+        if found is None:
+            base = (self.pos // per_row) * self.span
+            found = ()
+            for t in (self.starts, self.ends):
+                key = np.sort(base + t)
+                found += (key, np.r_[0.0, np.cumsum(key - (key // self.span) * self.span, dtype=np.float64)])
+            self._sorted[per_row] = found
+        return found
+
+    def covered(self, per_row: int, n_rows: int, edges: np.ndarray) -> np.ndarray:
+        """[n_rows, edges.size - 1] busy ns; ``edges`` within [0, span)."""
+        ks, cs, ke, ce = self._by_bucket(per_row)
+        base = (np.arange(n_rows, dtype=np.int64) * self.span)[:, None]
+        x = edges[None, :].astype(np.float64)
+        total = np.zeros((n_rows, edges.size), np.float64)
+        for key, cum, sign in ((ks, cs, 1.0), (ke, ce, -1.0)):
+            first = np.searchsorted(key, base[:, 0], side="left")[:, None]
+            idx = np.searchsorted(key, base + edges[None, :], side="left")
+            total += sign * ((idx - first) * x - (cum[idx] - cum[first]))
+        return np.diff(total, axis=1)
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not start.size:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > reach[:-1]]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(reach, idx)
+
+
+def _busy_tables(index: LoadedIndex) -> tuple[_Busy, _Busy]:
+    """Per shown location its top-level calls and its MPI calls (raw level), once per
+    loaded index."""
+    mpi_refs = np.asarray(
+        [int(k) for k, v in index.regions.items() if (v or {}).get("paradigm") == "mpi"],
+        np.int64,
+    )
+    active_s, active_e, mpi_s, mpi_e = [], [], [], []
+    for loc in shown_locations(index):
+        n = int(loc.get("calls") or 0)
+        i = loc["id"]
+        if not n:
+            for lst in (active_s, active_e, mpi_s, mpi_e):
+                lst.append(np.zeros(0, np.int64))
+            continue
+        ptr = index.array(f"L{i}.ptr")[0]
+        start = np.asarray(index.array(f"L{i}.start")[:n], np.int64)
+        end = np.asarray(index.array(f"L{i}.end")[:n], np.int64)
+        top = slice(int(ptr[0]), int(ptr[1]))
+        active_s.append(start[top])  # one depth: disjoint and sorted already
+        active_e.append(end[top])
+        if mpi_refs.size:
+            is_mpi = np.isin(index.array(f"L{i}.region")[:n], mpi_refs)
+            s, e = _union(start[is_mpi], end[is_mpi])
+        else:
+            s = e = np.zeros(0, np.int64)
+        mpi_s.append(s)
+        mpi_e.append(e)
+    span = int(index.meta["range"][1]) + 2
+    return _Busy(active_s, active_e, span), _Busy(mpi_s, mpi_e, span)
+
+
+def heatmap(
+    index: LoadedIndex, shown: list[dict[str, Any]], t0: int, t1: int, width: int, rows: int
+) -> dict[str, Any]:
+    """The summary answer: ``locations`` empty, ``heatmap`` (docs/API.md)."""
+    active, mpi = index.cached("timeline_busy", _busy_tables)
+    n = len(shown)
+    per_row = math.ceil(n / rows)
+    n_rows = math.ceil(n / per_row)
+    columns = max(1, math.ceil(width / HEAT_PX))
+    edges = np.linspace(t0, t1, columns + 1).round().astype(np.int64)
+    # outside [0, range] nothing is busy; clipped, a time never reaches the next bucket
+    inside = np.clip(edges, 0, active.span - 1)
+    starts = np.arange(0, n, per_row)
+    sizes = np.diff(np.r_[starts, n]).astype(np.float64)
+    widths = np.maximum(np.diff(edges), 1).astype(np.float64)
+    share = []
+    for table in (active, mpi):
+        frac = table.covered(per_row, n_rows, inside) / sizes[:, None] / widths[None, :]
+        cells = np.clip(np.round(frac * 255), 0, 255).astype(np.uint8)
+        share.append(base64.b64encode(cells.tobytes()).decode("ascii"))
+    heat_rows: list[HeatRow] = []
+    for r in range(n_rows):
+        bucket = shown[r * per_row : (r + 1) * per_row]
+        groups = list(dict.fromkeys(str(loc.get("group") or "") for loc in bucket))
+        heat_rows.append({"locations": [loc["id"] for loc in bucket], "groups": groups})
+    heat: Heatmap = {
+        "rows": heat_rows,
+        "columns": columns,
+        "column_ns": (t1 - t0) / columns,
+        "encoding": "base64-uint8",
+        "active": share[0],
+        "mpi": share[1],
+    }
+    return {
+        "window": [t0, t1],
+        "width": width,
+        "px_ns": max((t1 - t0) / width, 1.0),
+        "range": index.meta["range"],
+        "regions": {},
+        "locations": [],
+        "heatmap": heat,
     }

@@ -125,3 +125,28 @@ async def test_a_single_process_run_has_one_rank_and_no_mpi_verdicts(api, experi
     assert len(body["ranks"]) == 1 and body["matrix"]["bytes"] == [[0]]
     code, summary = await api("summary", path=str(exp))
     assert not [v for v in summary["verdicts"] if v["kind"] == "mpi"]
+
+
+async def test_the_timeline_summarises_ranks_that_do_not_fit_its_rows(api, mpi_run):
+    """rows=1 puts both ranks in one bucket: per 1 ms column, the share of their time in
+    calls (the cell: all of it) and in MPI calls (rank 0: 1-2, 8-10 ms; rank 1: 0.5-2.5,
+    4-10 ms), 255 = 100 %."""
+    import base64
+
+    window = {"t0": 0, "t1": 10 * MS, "width": 20}
+    code, body = await api("timeline", path=str(mpi_run), rows=1, **window)
+    assert code == 200, body
+    assert body["locations"] == [] and body["regions"] == {}
+    heat = body["heatmap"]
+    assert heat["rows"] == [{"locations": [0, 1], "groups": ["MPI Rank 0", "MPI Rank 1"]}]
+    assert heat["columns"] == 10 and heat["column_ns"] == MS
+    assert heat["encoding"] == "base64-uint8"
+    assert list(base64.b64decode(heat["active"])) == [255] * 10
+    mpi = [0.25, 1, 0.25, 0, 0.5, 0.5, 0.5, 0.5, 1, 1]
+    assert list(base64.b64decode(heat["mpi"])) == [round(255 * v) for v in mpi]
+    # rows enough for every rank (and the default): one row per rank, as before
+    for rows in ({"rows": 2}, {}):
+        code, body = await api("timeline", path=str(mpi_run), **rows, **window)
+        assert "heatmap" not in body and [loc["id"] for loc in body["locations"]] == [0, 1]
+    code, body = await api("timeline", path=str(mpi_run), rows=0)
+    assert code == 400 and "out of range" in body["message"]

@@ -23,7 +23,7 @@ index and the MPI records for it are http/rank_routes.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -32,6 +32,39 @@ from scorep_kernel import region_words as rw
 IMBALANCE_PCT = 20.0
 COMMUNICATION_SHARE = 0.2
 MIN_CELL_S = 0.001  # a run shorter than this per rank says nothing about balance
+# Above this many ranks the matrix is sent as its non-zero pairs (1,024 ranks densely:
+# 2 x 1M numbers, 6.5 MB of JSON, 116 ms to encode).
+DENSE_MATRIX_MAX = 64
+SLOWEST_NAMED = 5  # ranks the imbalance verdict names
+
+
+class MatrixPairs(TypedDict):
+    """The non-zero cells of the N x N matrix, row-major: ``sender`` sent to ``receiver``."""
+
+    sender: list[int]
+    receiver: list[int]
+    bytes: list[int]
+    messages: list[int]
+
+
+def matrix_of(traffic: dict[str, Any], dense_max: int = DENSE_MATRIX_MAX) -> dict[str, Any]:
+    """GET ranks' ``matrix``: dense up to ``dense_max`` ranks, else ``size`` and ``pairs``
+    (``bytes`` and ``messages`` then empty)."""
+    dense_bytes = traffic.get("bytes") or []
+    dense_messages = traffic.get("messages") or []
+    n = len(dense_bytes)
+    if n <= dense_max:
+        return {"bytes": dense_bytes, "messages": dense_messages}
+    b = np.asarray(dense_bytes, np.int64)
+    m = np.asarray(dense_messages, np.int64).reshape(b.shape)
+    sender, receiver = np.nonzero((b != 0) | (m != 0))
+    pairs: MatrixPairs = {
+        "sender": sender.tolist(),
+        "receiver": receiver.tolist(),
+        "bytes": b[sender, receiver].tolist(),
+        "messages": m[sender, receiver].tolist(),
+    }
+    return {"bytes": [], "messages": [], "size": n, "pairs": pairs}
 
 
 def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,20 +164,34 @@ def summarize(index: Any, traffic: dict[str, Any]) -> dict[str, Any]:
     mpis = np.asarray([row["mpi_s"] for row in rows], np.float64)
     balance = None
     slowest = None
+    slowest_ranks: list[int] = []
     if compute.size and compute.max() > 0:
         balance = float(compute.mean() / compute.max())
         slowest = int(rows[int(np.argmax(compute))]["rank"])
+        order = np.argsort(-compute, kind="stable")[:SLOWEST_NAMED]
+        slowest_ranks = [int(rows[int(i)]["rank"]) for i in order]
     share = float(mpis.sum() / cells.sum()) if cells.sum() > 0 else None
     return {
         "ranks": rows,
         "load_balance": None if balance is None else round(balance, 4),
         "imbalance_pct": None if balance is None else round(100.0 * (1.0 - balance), 2),
         "slowest_rank": slowest,
+        "slowest_ranks": slowest_ranks,
         "communication_share": None if share is None else round(share, 4),
-        "matrix": {"bytes": traffic.get("bytes") or [], "messages": traffic.get("messages") or []},
+        "matrix": matrix_of(traffic),
         "received": traffic.get("received") or [],
         "unmatched": int(traffic.get("unmatched") or 0),
     }
+
+
+def _slowest_words(rows: list[dict[str, Any]], slowest: list[int], top: float) -> str:
+    """For more than two ranks: the slowest ones by name, and how many are near the
+    slowest (within 5 % of its compute time)."""
+    if len(rows) <= 2 or len(slowest) < 2:
+        return ""
+    near = sum(1 for row in rows if row["compute_s"] >= 0.95 * top)
+    names = ", ".join(str(r) for r in slowest)
+    return f" Slowest: ranks {names} ({near} of {len(rows)} ranks within 5 % of the slowest)."
 
 
 def verdicts(ranks: dict[str, Any]) -> list[dict[str, Any]]:
@@ -163,6 +210,7 @@ def verdicts(ranks: dict[str, Any]) -> list[dict[str, Any]]:
             "imbalance_pct": imbalance,
             "load_balance": ranks.get("load_balance"),
             "slowest_rank": slowest,
+            "slowest_ranks": ranks.get("slowest_ranks") or [],
             "max_compute_s": round(max(compute), 6),
             "mean_compute_s": round(mean, 6),
         }
@@ -172,6 +220,7 @@ def verdicts(ranks: dict[str, Any]) -> list[dict[str, Any]]:
                 f"average {mean:.3g} s ({imbalance:.0f} % imbalance); the others wait for it, "
                 "in MPI calls or at the cell's end. Spread the work more evenly."
             )
+            text += _slowest_words(rows, ranks.get("slowest_ranks") or [], max(compute))
             out.append({"kind": "mpi", "level": "warning", "text": text, "numbers": numbers})
         else:
             text = (

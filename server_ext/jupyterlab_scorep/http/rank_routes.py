@@ -19,10 +19,21 @@ async def answer(reads: ExperimentReads, path: str | None) -> dict[str, Any]:
     """GET ranks (docs/API.md)."""
     exp, manifest = await reads.open(path)
     index = await reads.index(exp, manifest)
-    traffic = await traffic_of(reads, exp, index)
-    body = await reads.compute("the ranks' summary", ranks.summarize, index, traffic)
+    body = dict(await summary_of(reads, exp, index))
     body["mpi"] = manifest.get("mpi")
     return body
+
+
+async def summary_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> dict[str, Any]:
+    """``ranks.summarize`` of the experiment, once per index build (pure over the index and
+    the traffic, both fixed until the trace changes): 1,024 ranks take ~130 ms."""
+    key = "ranks_summary"
+    found = getattr(index, "_derived", {}).get(key)  # (LoadedIndex.cached's store)
+    if found is not None:
+        return found
+    traffic = await traffic_of(reads, exp, index)
+    body = await reads.compute("the ranks' summary", ranks.summarize, index, traffic)
+    return index.cached(key, lambda _index: body)
 
 
 async def traffic_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> dict[str, Any]:
@@ -48,9 +59,6 @@ async def summary_verdicts(reads: ExperimentReads, exp: Path, manifest: mf.Manif
         groups = {loc.get("group") for loc in index.locations if loc.get("kind") != "metric"}
         if not manifest.get("mpi") and len(groups) < 2:
             return []
-        traffic = await traffic_of(reads, exp, index)
-        return ranks.verdicts(
-            await reads.compute("the ranks' summary", ranks.summarize, index, traffic)
-        )
+        return ranks.verdicts(await summary_of(reads, exp, index))
     except Exception:
         return []

@@ -157,7 +157,10 @@ class _Busy:
             found = ()
             for t in (self.starts, self.ends):
                 key = np.sort(base + t)
-                found += (key, np.r_[0.0, np.cumsum(key - (key // self.span) * self.span, dtype=np.float64)])
+                found += (
+                    key,
+                    np.r_[0.0, np.cumsum(key - (key // self.span) * self.span, dtype=np.float64)],
+                )
             self._sorted[per_row] = found
         return found
 
@@ -192,7 +195,10 @@ def _busy_tables(index: LoadedIndex) -> tuple[_Busy, _Busy]:
         [int(k) for k, v in index.regions.items() if (v or {}).get("paradigm") == "mpi"],
         np.int64,
     )
-    active_s, active_e, mpi_s, mpi_e = [], [], [], []
+    active_s: list[np.ndarray] = []
+    active_e: list[np.ndarray] = []
+    mpi_s: list[np.ndarray] = []
+    mpi_e: list[np.ndarray] = []
     for loc in shown_locations(index):
         n = int(loc.get("calls") or 0)
         i = loc["id"]

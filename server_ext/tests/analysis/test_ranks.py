@@ -150,3 +150,30 @@ async def test_the_timeline_summarises_ranks_that_do_not_fit_its_rows(api, mpi_r
         assert "heatmap" not in body and [loc["id"] for loc in body["locations"]] == [0, 1]
     code, body = await api("timeline", path=str(mpi_run), rows=0)
     assert code == 400 and "out of range" in body["message"]
+
+
+def test_many_ranks_send_the_matrix_as_its_non_zero_pairs_and_name_the_slowest():
+    from jupyterlab_scorep.analysis import ranks
+
+    n = ranks.DENSE_MATRIX_MAX + 1
+    dense = [[0] * n for _ in range(n)]
+    dense[3][4], dense[n - 1][0] = 800, 16
+    messages = [[int(v > 0) for v in row] for row in dense]
+    assert ranks.matrix_of({"bytes": dense, "messages": messages}) == {
+        "bytes": [],
+        "messages": [],
+        "size": n,
+        "pairs": {"sender": [3, n - 1], "receiver": [4, 0], "bytes": [800, 16], "messages": [1, 1]},
+    }
+    small = {"bytes": [[0, 800], [0, 0]], "messages": [[0, 1], [0, 0]]}
+    assert ranks.matrix_of(small) == small
+    rows = [{"rank": r, "compute_s": 1.5 if r >= 8 else 1.0, "cell_s": 2.0, "mpi_s": 0.5,
+             "bytes_sent": 0} for r in range(10)]  # fmt: skip
+    body = {"ranks": rows, "imbalance_pct": 27.0, "load_balance": 0.73, "slowest_rank": 8,
+            "slowest_ranks": [8, 9, 0, 1, 2], "communication_share": 0.25}  # fmt: skip
+    imbalance = ranks.verdicts(body)[0]
+    assert imbalance["numbers"]["slowest_ranks"] == [8, 9, 0, 1, 2]
+    assert (
+        "Slowest: ranks 8, 9, 0, 1, 2 (2 of 10 ranks within 5 % of the slowest)"
+        in imbalance["text"]
+    )

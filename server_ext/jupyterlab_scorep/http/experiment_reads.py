@@ -22,7 +22,7 @@ from scorep_kernel import manifest as mf
 
 from ..analysis import metric_series
 from ..domain_errors import NoTrace, NotReady, ScorePError, Unprocessable, Unreadable
-from ..paths import Roots, archive_files, experiment_file
+from ..paths import Roots, experiment_file, refuse_links_out
 from ..trace import calltree, index_store
 from ..trace.calltree import CallTree
 from ..trace.index_build import source_files
@@ -197,7 +197,7 @@ class ExperimentReads:
         may be read, the archive's files' identity, and the index if one as fresh as them
         is loaded or on disk."""
         self.trace_status(exp, manifest)
-        archive_files(exp)  # libotf2 follows symlinks: refuse files linking out (403)
+        refuse_links_out(exp)  # libotf2 follows symlinks: refuse files linking out (403)
         signature = source_files(exp)
         parent = index_store.index_parent(exp)
         directory = str(parent / index_store.INDEX_NAME)

@@ -52,18 +52,27 @@ INDEX_NAME = f"trace-v{INDEX_VERSION}"
 
 def source_files(exp_dir: Path) -> dict[str, list[int]]:
     """``{relative name: [mtime_ns, size]}`` of the archive's files: the index is stale
-    when any of them changes."""
+    when any of them changes. (Checked on every request: one scandir, no Path objects per
+    file; 1,024 ranks' files through pathlib took ~70 ms.)"""
     out = {}
-    candidates = [exp_dir / ex.OTF2_ANCHOR, exp_dir / ex.OTF2_DEFS]
-    events_dir = exp_dir / ex.OTF2_EVENTS_DIR
-    if events_dir.is_dir():
-        candidates += sorted(events_dir.iterdir())
-    for path in candidates:
+    for name in (ex.OTF2_ANCHOR, ex.OTF2_DEFS):
         try:
-            st = path.stat()
+            st = os.stat(os.path.join(exp_dir, name))
         except OSError:
             continue
-        out[str(path.relative_to(exp_dir))] = [st.st_mtime_ns, st.st_size]
+        out[name] = [st.st_mtime_ns, st.st_size]
+    try:
+        entries = sorted(
+            os.scandir(os.path.join(exp_dir, ex.OTF2_EVENTS_DIR)), key=lambda e: e.name
+        )
+    except OSError:  # none, or not a directory
+        entries = []
+    for entry in entries:
+        try:
+            st = entry.stat()  # follows a symlink, as Path.stat did
+        except OSError:
+            continue
+        out[f"{ex.OTF2_EVENTS_DIR}/{entry.name}"] = [st.st_mtime_ns, st.st_size]
     return out
 
 

@@ -133,7 +133,7 @@ def on_which_thread(monkeypatch):
         (service, "experiment_file", "paths.experiment_file"),
         (export, "archive_files", "paths.archive_files"),
         (experiment_reads, "experiment_file", "paths.experiment_file"),
-        (experiment_reads, "archive_files", "paths.archive_files"),
+        (experiment_reads, "refuse_links_out", "paths.refuse_links_out"),
         (service, "list_experiments", "paths.list_experiments"),
         (experiment_reads, "source_files", "index_build.source_files"),
         (index_store, "index_parent", "index_store.index_parent"),

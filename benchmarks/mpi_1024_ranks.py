@@ -9,10 +9,10 @@ compute 1.5x longer, so the imbalance verdict has ranks to name.
 
 Figures, through a real jupyter server on localhost (wall times, on a shared machine):
 the merge's rate (events/s), the first timeline answer (builds the index), timeline p50 /
-p95 over ROUNDS random windows at 1600 px with the ranks aggregated (the default: 1,024
-ranks do not fit 256 rows, so the answer is the ranks x time heat map; target p95 <= 50
+p95 over ROUNDS random windows at 1600 px with the ranks aggregated (``rows=256``: 1,024
+ranks do not fit, so the answer is the ranks x time heat map; target p95 <= 50
 ms), interleaved with the same windows one row per rank (``rows=1024``, the peer); GET
-ranks (the 1,024 x 1,024 communication matrix and the per-rank times; target <= 100 ms
+ranks (``matrix=pairs``: the 1,024 x 1,024 communication matrix and the per-rank times; target <= 100 ms
 warm) over RANKS_ROUNDS requests, median and range; GET summary with the imbalance
 verdict; and, in this process, the OTF2 read's rate in events per CPU-second (target >=
 10M) beside the whole index build's.
@@ -47,6 +47,7 @@ ROUNDS = 60
 RANKS_ROUNDS = 9
 INGEST_ROUNDS = 3
 WIDTH = 1600
+HEAT_ROWS = 256  # the rows the heat map is asked for
 
 
 def make_experiment(exp: Path) -> None:
@@ -164,7 +165,7 @@ def main() -> None:
                 t0 = int(rng.integers(0, max(t_end - span, 1)))
                 window = {**q, "t0": t0, "t1": t0 + span, "width": WIDTH}
                 for kind in ("heat", "rows") if i % 2 == 0 else ("rows", "heat"):
-                    extra = {"rows": RANKS} if kind == "rows" else {}
+                    extra = {"rows": RANKS if kind == "rows" else HEAT_ROWS}
                     ms, body = fetch(
                         server, "timeline?" + urllib.parse.urlencode({**window, **extra})
                     )
@@ -172,10 +173,11 @@ def main() -> None:
                     sizes[kind].append(len(body))
                     if kind == "heat":
                         heat_body = body
-            ranks_first, _ = fetch(server, "ranks?" + urllib.parse.urlencode(q))
+            pairs = {**q, "matrix": "pairs"}
+            ranks_first, _ = fetch(server, "ranks?" + urllib.parse.urlencode(pairs))
             ranks_times = []
             for _ in range(RANKS_ROUNDS):
-                ms, ranks_body = fetch(server, "ranks?" + urllib.parse.urlencode(q))
+                ms, ranks_body = fetch(server, "ranks?" + urllib.parse.urlencode(pairs))
                 ranks_times.append(ms)
             summary_ms, summary_body = fetch(server, "summary?" + urllib.parse.urlencode(q))
         read_rate, build_rate = ingest(exp, events)

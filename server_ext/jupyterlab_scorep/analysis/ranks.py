@@ -32,9 +32,9 @@ from scorep_kernel import region_words as rw
 IMBALANCE_PCT = 20.0
 COMMUNICATION_SHARE = 0.2
 MIN_CELL_S = 0.001  # a run shorter than this per rank says nothing about balance
-# Above this many ranks the matrix is sent as its non-zero pairs (1,024 ranks densely:
-# 2 x 1M numbers, 6.5 MB of JSON, 116 ms to encode).
-DENSE_MATRIX_MAX = 64
+# GET ranks?matrix=pairs sends the matrix as its non-zero pairs (1,024 ranks densely:
+# 2 x 1M numbers, 6.5 MB of JSON, 116 ms to encode); without it the matrix is dense.
+MATRIX_FORMS = ("dense", "pairs")
 SLOWEST_NAMED = 5  # ranks the imbalance verdict names
 
 
@@ -47,13 +47,13 @@ class MatrixPairs(TypedDict):
     messages: list[int]
 
 
-def matrix_of(traffic: dict[str, Any], dense_max: int = DENSE_MATRIX_MAX) -> dict[str, Any]:
-    """GET ranks' ``matrix``: dense up to ``dense_max`` ranks, else ``size`` and ``pairs``
-    (``bytes`` and ``messages`` then empty)."""
+def matrix_of(traffic: dict[str, Any], form: str = "dense") -> dict[str, Any]:
+    """GET ranks' ``matrix``: dense, or (``form`` "pairs") ``size`` and ``pairs`` with
+    ``bytes`` and ``messages`` empty."""
     dense_bytes = traffic.get("bytes") or []
     dense_messages = traffic.get("messages") or []
     n = len(dense_bytes)
-    if n <= dense_max:
+    if form != "pairs":
         return {"bytes": dense_bytes, "messages": dense_messages}
     b = np.asarray(dense_bytes, np.int64)
     m = np.asarray(dense_messages, np.int64).reshape(b.shape)

@@ -11,15 +11,26 @@ from scorep_kernel import experiment as ex
 from scorep_kernel import manifest as mf
 
 from ..analysis import ranks
+from ..domain_errors import BadParameter
 from ..trace.index_store import LoadedIndex
 from .experiment_reads import ExperimentReads
 
 
-async def answer(reads: ExperimentReads, path: str | None) -> dict[str, Any]:
-    """GET ranks (docs/API.md)."""
+async def answer(
+    reads: ExperimentReads, path: str | None, matrix: str | None = None
+) -> dict[str, Any]:
+    """GET ranks (docs/API.md); ``matrix`` "pairs": the matrix as its non-zero cells."""
+    if matrix is not None and matrix not in ranks.MATRIX_FORMS:
+        raise BadParameter(
+            f"matrix={matrix!r} is not a matrix form: use {' or '.join(ranks.MATRIX_FORMS)}"
+        )
     exp, manifest = await reads.open(path)
     index = await reads.index(exp, manifest)
     body = dict(await summary_of(reads, exp, index))
+    if matrix == "pairs":
+        body["matrix"] = await reads.compute(
+            "the matrix's pairs", ranks.matrix_of, body["matrix"], "pairs"
+        )
     body["mpi"] = manifest.get("mpi")
     return body
 

@@ -145,7 +145,7 @@ class SummaryHandler(JsonGetHandler):
 
 class RanksHandler(JsonGetHandler):
     async def make(self):
-        return await self.service.ranks(self.path_arg)
+        return await self.service.ranks(self.path_arg, self.get_argument("matrix", None))
 
 
 class DeviceHandler(JsonGetHandler):

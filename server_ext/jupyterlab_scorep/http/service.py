@@ -384,9 +384,9 @@ class Service:
         """POST import: a torch.profiler trace as an experiment."""
         return await self.reads.in_thread(device_routes.import_trace, self.reads.roots, trace)
 
-    async def ranks(self, path: str | None) -> dict[str, Any]:
+    async def ranks(self, path: str | None, matrix: str | None = None) -> dict[str, Any]:
         """GET ranks: an MPI run's processes and their communication (rank_routes)."""
-        return await rank_routes.answer(self.reads, path)
+        return await rank_routes.answer(self.reads, path, matrix)
 
     async def download(self, path: str | None, what: str | None) -> export.Download:
         """What to stream for ``what`` = otf2 (a .zip), cubex or perfetto."""

@@ -1,7 +1,8 @@
 """GET timeline: a window of the trace at a pixel width, from a loaded index.
 
-Up to ``rows`` locations (default DEFAULT_ROWS) the answer is their spans, one location per
-row (``query``); with more locations than rows it is a summary instead (``heatmap``): the
+The answer is the locations' spans, one location per row (``query``); a client that says
+how many rows it draws (``rows``) and has more locations than that gets a summary instead
+(``heatmap``; without ``rows`` every location comes as a row, as the panel reads today): the
 locations in buckets of consecutive ones, one row per bucket, and per bucket and time
 column the share of its time spent in calls and in MPI calls, as Vampir's master timeline
 draws a large run in summary mode.
@@ -20,8 +21,6 @@ from .index_store import LoadedIndex
 
 # Responses stay under ~1 MB: spans are budgeted by their JSON size (4 numbers each).
 MAX_BYTES = 900_000
-# Locations drawn one per row up to this many unless the request says ``rows``.
-DEFAULT_ROWS = 256
 # A summary column is this many pixels wide.
 HEAT_PX = 2
 
@@ -79,8 +78,8 @@ def query(
     index: LoadedIndex, t0: int, t1: int, width: int, rows: int | None = None
 ) -> dict[str, Any]:
     shown = shown_locations(index)
-    if len(shown) > (DEFAULT_ROWS if rows is None else rows):
-        return heatmap(index, shown, t0, t1, width, rows or DEFAULT_ROWS)
+    if rows is not None and len(shown) > rows:
+        return heatmap(index, shown, t0, t1, width, rows)
     px = max((t1 - t0) / width, 1.0)
     raw = [_window_items(index, loc["id"], t0, t1, px) for loc in shown]
     # One merge over all locations: a location's depth d is segment pos * stride + d (the

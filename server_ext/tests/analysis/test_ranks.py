@@ -144,7 +144,7 @@ async def test_the_timeline_summarises_ranks_that_do_not_fit_its_rows(api, mpi_r
     assert list(base64.b64decode(heat["active"])) == [255] * 10
     mpi = [0.25, 1, 0.25, 0, 0.5, 0.5, 0.5, 0.5, 1, 1]
     assert list(base64.b64decode(heat["mpi"])) == [round(255 * v) for v in mpi]
-    # rows enough for every rank (and the default): one row per rank, as before
+    # rows enough for every rank (and without rows, as the panel asks): one row per rank
     for rows in ({"rows": 2}, {}):
         code, body = await api("timeline", path=str(mpi_run), **rows, **window)
         assert "heatmap" not in body and [loc["id"] for loc in body["locations"]] == [0, 1]
@@ -155,11 +155,15 @@ async def test_the_timeline_summarises_ranks_that_do_not_fit_its_rows(api, mpi_r
 def test_many_ranks_send_the_matrix_as_its_non_zero_pairs_and_name_the_slowest():
     from jupyterlab_scorep.analysis import ranks
 
-    n = ranks.DENSE_MATRIX_MAX + 1
+    n = 65
     dense = [[0] * n for _ in range(n)]
     dense[3][4], dense[n - 1][0] = 800, 16
     messages = [[int(v > 0) for v in row] for row in dense]
     assert ranks.matrix_of({"bytes": dense, "messages": messages}) == {
+        "bytes": dense,
+        "messages": messages,
+    }  # dense unless asked: the panel reads the dense form
+    assert ranks.matrix_of({"bytes": dense, "messages": messages}, "pairs") == {
         "bytes": [],
         "messages": [],
         "size": n,
@@ -177,3 +181,18 @@ def test_many_ranks_send_the_matrix_as_its_non_zero_pairs_and_name_the_slowest()
         "Slowest: ranks 8, 9, 0, 1, 2 (2 of 10 ranks within 5 % of the slowest)"
         in imbalance["text"]
     )
+
+
+async def test_get_ranks_sends_the_matrix_as_pairs_only_when_asked(api, mpi_run):
+    code, dense = await api("ranks", path=str(mpi_run))
+    assert code == 200 and "pairs" not in dense["matrix"], dense["matrix"]
+    code, pairs = await api("ranks", path=str(mpi_run), matrix="pairs")
+    assert code == 200, pairs
+    n = pairs["matrix"]["size"]
+    rebuilt = [[0] * n for _ in range(n)]
+    p = pairs["matrix"]["pairs"]
+    for s, r, b in zip(p["sender"], p["receiver"], p["bytes"], strict=True):
+        rebuilt[s][r] = b
+    assert rebuilt == dense["matrix"]["bytes"] and any(map(any, rebuilt))
+    code, body = await api("ranks", path=str(mpi_run), matrix="sparse")
+    assert code == 400 and "matrix='sparse'" in body["message"] and "pairs" in body["message"]

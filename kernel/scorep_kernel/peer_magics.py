@@ -34,7 +34,7 @@ from scorep_kernel.magics import (
     parse_scorep_env,
 )
 from scorep_kernel.settings import SettingsError
-from scorep_kernel.write_mode.recording import ScriptRecording, base_path
+from scorep_kernel.write_mode.script_files import ScriptRecording, base_path
 
 MARSHALLING, START_WRITEFILE, END_WRITEFILE, ABORT_WRITEFILE, VAMPIR_ON = PEER_MAGICS[:5]
 

@@ -12,7 +12,7 @@ import pytest
 from test_kernel_harness import KernelHandle
 
 from scorep_kernel.write_mode.cell_code import indented, script_cell
-from scorep_kernel.write_mode.recording import ScriptRecording, base_path
+from scorep_kernel.write_mode.script_files import ScriptRecording, base_path
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -202,3 +202,18 @@ def test_the_manifest_on_disk_is_unchanged_by_its_type(tmp_path):
     text = (tmp_path / ex.MANIFEST).read_text()
     assert text == json.dumps(m, indent=1, sort_keys=True, default=str) + "\n"
     assert text.startswith('{\n "backend": "builtin",\n "binding_args": [],\n "cells": []')
+
+
+@pytest.mark.parametrize(
+    "time_ns, cpu_ns, queue_ns, cpu_s, queue_s",
+    [
+        (100, 30, 20, 30e-9, 20e-9),  # readings within the cell's time: as read
+        # a loaded machine: the clocks read ~1 ms on (seen in test_heartbeat_verdict)
+        (63_718_442, 64_404_514, 350_599, 0.063718442, 0.0),
+        (100, 90, 30, 90e-9, 10e-9),  # the excess off the queued time first
+    ],
+)
+def test_the_cells_time_split_adds_up_to_the_cells_time(time_ns, cpu_ns, queue_ns, cpu_s, queue_s):
+    ct = mf.cell_time_record(time_ns, cpu_ns, queue_ns)
+    assert (ct["cpu_s"], ct["queue_s"]) == pytest.approx((cpu_s, queue_s), abs=1e-12)
+    assert ct["cpu_s"] + ct["queue_s"] + ct["wait_s"] == pytest.approx(ct["time_s"], abs=1e-12)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import numpy as np
+
 from scorep_kernel.formats.recording import ENTER, LEAVE
 
 _counter = itertools.count()
@@ -69,3 +71,17 @@ def run_cell(measurement, label: str, source: str, namespace: dict | None = None
     with measurement.cell(label, code_filename=filename if restrict else None):
         exec(code, namespace)
     return namespace, filename
+
+
+def test_a_marker_of_the_same_clock_tick_stays_inside_its_region():
+    """A region begun, marked and ended within one clock tick (the shim's error_region):
+    the marker goes between its enter and leave, never after the leave."""
+    from scorep_kernel.formats.recording import ENTER, LEAVE
+    from scorep_kernel.measure.build import _place
+
+    times = np.array([5, 10, 10, 10, 20], np.int64)
+    kinds = np.array([ENTER, LEAVE, ENTER, LEAVE, ENTER], np.int8)
+    # tick 10: LEAVE a, ENTER er, LEAVE er -> after the ENTER (index 2); tick 7, 25: plain
+    assert _place(times, kinds, np.array([7, 10, 25], np.int64)).tolist() == [0, 2, 4]
+    same = np.array([10, 10], np.int64)
+    assert _place(same, np.array([ENTER, LEAVE], np.int8), np.array([10])).tolist() == [0]

@@ -332,14 +332,15 @@ def build_threads(
             numbered += 1
             label = raw.thread_names.get(tid)
             name = f"Thread {numbered} ({label})" if label else f"Thread {numbered}"
+        ev_kinds = np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8)
         threads.append(
             ThreadEvents(
                 name=name,
                 thread_id=int(tid),
                 times=times.astype(np.int64),
                 regions=R[iv[kept_ev]].astype(np.int32),
-                kinds=np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8),
-                markers=_markers(inp, tid, times, to_perf, cells),
+                kinds=ev_kinds,
+                markers=_markers(inp, tid, times, ev_kinds, to_perf, cells),
             )
         )
     return regions.regions, threads
@@ -349,6 +350,7 @@ def _markers(
     inp: BuildInput,
     tid: int,
     times: np.ndarray,
+    kinds: np.ndarray,
     to_perf: Callable[[np.ndarray], np.ndarray],
     cells: list[CellSpan],
 ) -> Markers | None:
@@ -369,8 +371,22 @@ def _markers(
         return None
     order = sorted(keep, key=lambda i: t[i])
     perf = to_perf(t[order]).astype(np.int64)
-    after = np.searchsorted(times, perf, side="right") - 1
-    return Markers(after.astype(np.int64), perf, [mine[i].marker for i in order])
+    return Markers(_place(times, kinds, perf), perf, [mine[i].marker for i in order])
+
+
+def _place(times: np.ndarray, kinds: np.ndarray, perf: np.ndarray) -> np.ndarray:
+    """The event each marker follows (-1: before the first). Events of the marker's own
+    clock tick may be on either side of it (a region begun, marked and ended within one
+    tick: the shim's ``error_region``); the marker goes where the nesting is deepest among
+    those places, the last of them: inside the region it was recorded in."""
+    lo = np.searchsorted(times, perf, side="left")
+    hi = np.searchsorted(times, perf, side="right")
+    after = hi - 1
+    for k in np.flatnonzero(hi - lo > 1).tolist():
+        steps = np.where(kinds[lo[k] : hi[k]] == ENTER, 1, -1)
+        depth = np.concatenate(([0], np.cumsum(steps)))
+        after[k] = lo[k] - 1 + int(len(depth) - 1 - np.argmax(depth[::-1]))
+    return after.astype(np.int64)
 
 
 def _reuse_function_regions(inp: BuildInput, keys: _Keys, regions: _RegionTable) -> None:

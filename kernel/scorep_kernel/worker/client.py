@@ -236,6 +236,18 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def running(self) -> bool:
+        """alive(), and its process still there: a worker forked by the template and
+        killed is reaped by the template at once, while its exit report may still be on
+        its way to the kernel (``alive()`` says True until then)."""
+        if not self.alive():
+            return False
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
     def interrupt(self) -> None:
         self._signal(signal.SIGINT)
 

@@ -104,7 +104,7 @@ class WorkerPool:
             await asyncio.wait([self._starting])
             self._starting = None
         spare, self.spare = self.spare, None
-        if spare is not None and spare.key == key and spare.alive() and spare.ready is not None:
+        if spare is not None and spare.key == key and spare.running() and spare.ready is not None:
             self.last_take = "spare_starting" if waited else "spare_ready"
             return spare, True
         if spare is not None:

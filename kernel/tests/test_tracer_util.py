@@ -85,3 +85,8 @@ def test_a_marker_of_the_same_clock_tick_stays_inside_its_region():
     assert _place(times, kinds, np.array([7, 10, 25], np.int64)).tolist() == [0, 2, 4]
     same = np.array([10, 10], np.int64)
     assert _place(same, np.array([ENTER, LEAVE], np.int8), np.array([10])).tolist() == [0]
+    # the marker's tick holds only its region's leave (enter one tick before): before it
+    two = np.array([9, 10], np.int64)
+    assert _place(two, np.array([ENTER, LEAVE], np.int8), np.array([10])).tolist() == [0]
+    # the marker's tick holds only an enter: after it
+    assert _place(two, np.array([LEAVE, ENTER], np.int8), np.array([10])).tolist() == [1]

@@ -377,12 +377,14 @@ def _markers(
 def _place(times: np.ndarray, kinds: np.ndarray, perf: np.ndarray) -> np.ndarray:
     """The event each marker follows (-1: before the first). Events of the marker's own
     clock tick may be on either side of it (a region begun, marked and ended within one
-    tick: the shim's ``error_region``); the marker goes where the nesting is deepest among
-    those places, the last of them: inside the region it was recorded in."""
+    or two ticks: the shim's ``error_region``, its times rounded to ticks with a clock
+    slope a little under 1 can put the marker on its leave's tick); the marker goes where
+    the nesting is deepest among those places, the last of them: inside the region it was
+    recorded in, even when the only event of its tick is that region's leave."""
     lo = np.searchsorted(times, perf, side="left")
     hi = np.searchsorted(times, perf, side="right")
     after = hi - 1
-    for k in np.flatnonzero(hi - lo > 1).tolist():
+    for k in np.flatnonzero(hi > lo).tolist():
         steps = np.where(kinds[lo[k] : hi[k]] == ENTER, 1, -1)
         depth = np.concatenate(([0], np.cumsum(steps)))
         after[k] = lo[k] - 1 + int(len(depth) - 1 - np.argmax(depth[::-1]))

@@ -13,7 +13,7 @@ here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadE
     mpi_read.py          MPI records: messages and collectives
     intervals.py         Enter/Leave streams -> interval tables and the call-path profile
     lod.py               timeline level of detail (what to draw per pixel)
-    index_build.py       the columnar trace index under ``.index/trace-v2/``
+    index_build.py       the columnar trace index under ``.index/trace-v3/``
     index_store.py       find, validate, lock and load indexes (memory-mapped, LRU)
     parse_worker.py      the child process the parsers run in (crash and hang isolation)
     calltree.py          the call tree from profile.cubex or from the index

@@ -1,7 +1,7 @@
 """Find, validate, lock and load trace indexes (no server code here).
 
-An index lives in ``<experiment>/.index/trace-v2/``: ``.index`` is the folder the contract
-leaves to the server (``experiment.INDEX_DIR``), ``trace-v2`` the server's own layout,
+An index lives in ``<experiment>/.index/trace-v3/``: ``.index`` is the folder the contract
+leaves to the server (``experiment.INDEX_DIR``), ``trace-v3`` the server's own layout,
 versioned by ``index_build.INDEX_VERSION``. When the experiment directory is not writable
 (a shared, read-only results folder) the index goes to the user's cache directory
 instead, keyed by the experiment's real path.
@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -24,9 +25,16 @@ import numpy as np
 from scorep_kernel import experiment as ex
 from scorep_kernel import region_words as rw
 
-from .index_build import INDEX_NAME, build_index, source_files
+from .index_build import INDEX_NAME, LAYOUT_FIELDS, build_index, source_files
 
 REGION_KEYS = ("name", "group", "file", "line", "role")
+# "L<i>.<column>": location i's part of a column, and which layout.npy fields say where
+_PER_LOCATION = re.compile(r"L(\d+)\.(\w+)")
+_PARTS = {
+    "start": "items", "end": "items", "region": "items", "count": "items",
+    "ptr": "ptr", "px": "px", "mt": "metrics", "mm": "metrics", "mv": "metrics",
+}  # fmt: skip
+_FIELD = {name: i for i, name in enumerate(LAYOUT_FIELDS)}
 
 
 def index_parent(exp_dir: Path) -> Path:
@@ -78,19 +86,44 @@ class LoadedIndex:
         self.meta: dict[str, Any] = json.loads((self.dir / "meta.json").read_text())
         self.regions: dict[str, dict[str, Any]] = self.meta["regions"]
         self._arrays: dict[str, np.ndarray] = {}
+        self._files: dict[str, np.ndarray] = {}  # the memory-mapped files, by name
         self._derived: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def array(self, name: str) -> np.ndarray:
+        """A stored array by name: ``ct.visits``, or ``L<i>.start`` (``.end``, ``.region``,
+        ``.count``, ``.ptr``, ``.px``, ``.mt``, ``.mm``, ``.mv``) for location i's part of
+        a column (see index_build's layout)."""
         arr = self._arrays.get(name)
         if arr is None:
+            per_location = _PER_LOCATION.fullmatch(name)
+            if per_location is None:
+                arr = self._load(name)
+            else:
+                arr = self._part(int(per_location[1]), per_location[2])
             with self._lock:
-                arr = self._arrays.get(name)
-                if arr is None:
-                    path = self.dir / f"{name}.npy"
-                    arr = np.load(path, mmap_mode="r") if path.stat().st_size else np.zeros(0)
-                    self._arrays[name] = arr
+                arr = self._arrays.setdefault(name, arr)
         return arr
+
+    def _load(self, name: str) -> np.ndarray:
+        with self._lock:
+            arr = self._files.get(name)
+            if arr is None:
+                arr = np.load(self.dir / f"{name}.npy", mmap_mode="r")
+                self._files[name] = arr
+            return arr
+
+    def _part(self, loc: int, column: str) -> np.ndarray:
+        part = _PARTS.get(column)
+        layout = self._load("layout")
+        if part is None or not 0 <= loc < len(layout):
+            raise KeyError(f"the index has no array L{loc}.{column}")
+        row = layout[loc]
+        offset = int(row[_FIELD[f"{part}_offset"]])
+        if part == "ptr":
+            rows, cols = int(row[_FIELD["ptr_rows"]]), int(row[_FIELD["ptr_columns"]])
+            return self._load(column)[offset : offset + rows * cols].reshape(rows, cols)
+        return self._load(column)[offset : offset + int(row[_FIELD[f"{part}_length"]])]
 
     def cached(self, key: str, make) -> Any:
         """``make(self)``, computed once per loaded index (e.g. the call tree)."""

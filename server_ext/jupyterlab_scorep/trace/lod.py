@@ -136,25 +136,141 @@ def level_pixels(durations: np.ndarray, full_range: int) -> list[float]:
     return levels
 
 
-def build_levels(raw_start, raw_end, raw_region, depth_ptr, pixels: list[float]):
-    """The level tables, each ``(start, end, region, count, depth_ptr)`` or None where
-    skipped, each built from the previous (finer) one."""
-    seg = np.repeat(np.arange(len(depth_ptr) - 1), np.diff(depth_ptr))
+@dataclass
+class LevelTables:
+    """Every location's level tables, one concatenation per column: location i's items are
+    ``[items[i, 0], items[i, 0] + items[i, 1])`` of ``start``/``end``/``region``/``count``,
+    its raw calls first, then each stored level; ``ptr[ptr_at[i, 0]:][:rows * cols]``
+    reshaped to ``ptr_at[i, 1:]`` is its [levels + 1, depths + 1] table of where level k,
+    depth d begins in its items; ``px[px_at[i, 0]:][:px_at[i, 1]]`` the pixel size of each
+    stored level."""
+
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+    region: np.ndarray  # int32
+    count: np.ndarray  # int32
+    items: np.ndarray  # int64 [L, 2]: offset, length
+    ptr: np.ndarray  # int64, flat
+    ptr_at: np.ndarray  # int64 [L, 3]: offset, rows, columns
+    px: np.ndarray  # float64, flat
+    px_at: np.ndarray  # int64 [L, 2]: offset, length
+
+
+def build_all_levels(
+    raw_start: np.ndarray,
+    raw_end: np.ndarray,
+    raw_region: np.ndarray,
+    depth_ptrs: list[np.ndarray],
+    pixels: list[float],
+) -> LevelTables:
+    """The level tables of every location at once: its calls ``raw_*`` (all locations'
+    concatenated, each location's sorted by (depth, start) as ``depth_ptrs[i]`` says),
+    merged at each pixel size of ``pixels`` (finest first) from the previous level.
+
+    Merging never crosses a segment (a location's depth), so merging all locations'
+    tables as one, with a segment per (location, depth), gives each location's merge
+    exactly; only the choice to skip a level is made per location (KEEP_RATIO, on its own
+    table). A location's numpy calls would cost ~3 ms for a few thousand calls; this
+    costs a few numpy calls per level whatever the number of locations."""
+    n_loc = len(depth_ptrs)
+    n_seg = np.array([len(p) - 1 for p in depth_ptrs], np.int64)
+    seg_base = np.concatenate([[0], np.cumsum(n_seg)]).astype(np.int64)
+    loc_of_seg = np.repeat(np.arange(n_loc), n_seg)
+    per_seg = np.concatenate([np.diff(p) for p in depth_ptrs]) if n_loc else np.zeros(0, np.int64)
+    seg = np.repeat(np.arange(int(seg_base[-1])), per_seg.astype(np.int64))
     cur = Spans(raw_start, raw_end, raw_region, np.ones(raw_start.size, np.int32), seg)
-    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = []
+    tables = [cur]  # the raw calls, then each level's spans of the locations that keep it
+    kept = [np.ones(n_loc, bool)]
     for px in pixels:
+        loc = loc_of_seg[cur.segment]
+        merging = np.ones(n_loc, bool)
         if px != pixels[-1]:
             # A level barely smaller than the table below it is not worth its space:
             # queries at this pixel size read the finer table (at most 1/KEEP_RATIO times
             # more items). Judged by its pixel groups before the joins (a cheap upper
             # bound of its size): the full merge of a level then skipped cost 3/4 of the
             # levels' build time (75 of 100 ms per 250k calls).
-            _narrow, first = _pixel_groups(cur.start, cur.end - cur.start, cur.segment, px, 0)
-            if first.size > KEEP_RATIO * len(cur):
-                out.append(None)
-                continue
-        nxt = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0)
-        cur = nxt
-        ptr = np.searchsorted(cur.segment, np.arange(len(depth_ptr)), side="left")
-        out.append((cur.start, cur.end, cur.region, cur.count, ptr.astype(np.int64)))
-    return out
+            # (A location without calls skips it too: one group of nothing, as numpy counts.)
+            rows_of = np.bincount(loc, minlength=n_loc)
+            groups = np.zeros(n_loc, np.int64)
+            if len(cur):
+                _narrow, first = _pixel_groups(cur.start, cur.end - cur.start, cur.segment, px, 0)
+                groups = np.bincount(loc[first], minlength=n_loc)
+            merging = ~((groups > KEEP_RATIO * rows_of) | (rows_of == 0))
+        if merging.all():
+            cur = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0)
+            tables.append(cur)
+        elif merging.any():
+            rows = merging[loc]
+            done = merge(*(a[rows] for a in _columns(cur)), px, 0)
+            tables.append(done)
+            rest = [a[~rows] for a in _columns(cur)]
+            # a segment's rows come from one side: a stable sort by segment interleaves them
+            order = np.argsort(np.concatenate([done.segment, rest[4]]), kind="stable")
+            cur = Spans(*(np.concatenate([a, b])[order] for a, b in zip(_columns(done), rest)))
+        else:
+            tables.append(Spans(*(a[:0] for a in _columns(cur))))
+        kept.append(merging)
+    return _assemble(tables, np.array(kept).reshape(-1, n_loc), seg_base, pixels)
+
+
+def _columns(s: Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return s.start, s.end, s.region, s.count, s.segment
+
+
+def _assemble(
+    tables: list[Spans],
+    kept: np.ndarray,
+    seg_base: np.ndarray,
+    pixels: list[float],
+) -> LevelTables:
+    """Each location's tables side by side: its raw calls, then its kept levels in order."""
+    n_levels, n_loc = kept.shape  # raw + one per pixel size
+    n_segments = int(seg_base[-1])
+    # rows of each (table, segment) and (table, location), by counts before each segment
+    seg_rows = np.array([np.bincount(t.segment, minlength=n_segments) for t in tables])
+    cum = np.zeros((n_levels, n_segments + 1), np.int64)
+    np.cumsum(seg_rows.reshape(n_levels, n_segments), axis=1, out=cum[:, 1:])
+    loc_rows = cum[:, seg_base[1:]] - cum[:, seg_base[:-1]]
+    # where each (table, location) goes in the location's items, and the location's items
+    within = np.cumsum(loc_rows, axis=0) - loc_rows
+    items_n = loc_rows.sum(axis=0)
+    items_off = np.concatenate([[0], np.cumsum(items_n)[:-1]]).astype(np.int64)
+    total = int(items_n.sum())
+    out = [np.empty(total, np.int64), np.empty(total, np.int64)]
+    out += [np.empty(total, np.int32), np.empty(total, np.int32)]
+    for k, t in enumerate(tables):
+        if not len(t):
+            continue
+        table_first = np.cumsum(loc_rows[k]) - loc_rows[k]  # the location's first row here
+        shift = np.repeat(items_off + within[k] - table_first, loc_rows[k])
+        dest = shift + np.arange(len(t))
+        for o, a in zip(out, (t.start, t.end, t.region, t.count)):
+            o[dest] = a
+    # ptr: per location, a row per kept table, a column per depth boundary
+    loc_i, level_k = np.nonzero(kept.T)  # by location, then level
+    cols = (seg_base[1:] - seg_base[:-1] + 1)[loc_i]
+    first_entry = np.cumsum(cols) - cols
+    pair = np.repeat(np.arange(loc_i.size), cols)
+    depth = np.arange(int(cols.sum())) - first_entry[pair]
+    li, lk = loc_i[pair], level_k[pair]
+    base = seg_base[li]
+    ptr = cum[lk, base + depth] - cum[lk, base] + within[lk, li]
+    rows = kept.sum(axis=0)
+    entries = rows * (seg_base[1:] - seg_base[:-1] + 1)
+    ptr_at = np.stack(
+        [np.cumsum(entries) - entries, rows, seg_base[1:] - seg_base[:-1] + 1], axis=1
+    ).astype(np.int64)
+    # pixel sizes of the stored levels
+    level_px = np.asarray(pixels, np.float64)
+    level_l = np.nonzero(kept[1:].T)[1]
+    px_n = kept[1:].sum(axis=0)
+    px_at = np.stack([np.cumsum(px_n) - px_n, px_n], axis=1).astype(np.int64)
+    return LevelTables(
+        *out,
+        items=np.stack([items_off, items_n], axis=1).astype(np.int64),
+        ptr=ptr.astype(np.int64),
+        ptr_at=ptr_at,
+        px=level_px[level_l],
+        px_at=px_at,
+    )

@@ -131,3 +131,69 @@ def test_deep_zoom_returns_the_raw_calls(big_index):
         zip(depth[sel].tolist(), start[sel].tolist(), end[sel].tolist(), region[sel].tolist())
     )
     assert got == want
+
+
+def random_location(rng, n_calls, depths):
+    """Calls at ``depths`` depths, sorted by (depth, start), and their depth_ptr."""
+    per_depth = [
+        disjoint_calls(rng, int(n))
+        for n in (rng.multinomial(n_calls, [1 / depths] * depths) if depths else [])
+    ]
+    start = np.concatenate([s for s, _ in per_depth]) if per_depth else np.zeros(0, np.int64)
+    end = np.concatenate([e for _, e in per_depth]) if per_depth else np.zeros(0, np.int64)
+    ptr = np.concatenate([[0], np.cumsum([s.size for s, _ in per_depth])]).astype(np.int64)
+    region = rng.integers(0, 6, start.size).astype(np.int32)
+    return start, end, region, ptr
+
+
+def location_tables(t: lod.LevelTables, i: int):
+    """Location i's (start, end, region, count, ptr, px) out of the concatenated tables."""
+    a, n = t.items[i]
+    p, rows, cols = t.ptr_at[i]
+    q, m = t.px_at[i]
+    cols_i = [c[a : a + n] for c in (t.start, t.end, t.region, t.count)]
+    return (*cols_i, t.ptr[p : p + rows * cols].reshape(rows, cols), t.px[q : q + m])
+
+
+def test_all_locations_at_once_are_each_location_alone():
+    rng = np.random.default_rng(11)
+    # calls dense and sparse, deep and flat, one location without calls, one with one call
+    sizes = [(3000, 4), (200, 1), (0, 0), (1, 1), (5000, 7), (40, 2)]
+    locs = [random_location(rng, n, d) for n, d in sizes]
+    pixels = [8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 2000.0]
+    cat = [np.concatenate([loc[k] for loc in locs]) for k in range(3)]
+    together = lod.build_all_levels(*cat, [loc[3] for loc in locs], pixels)
+    for i, loc in enumerate(locs):
+        alone = lod.build_all_levels(*loc[:3], [loc[3]], pixels)
+        for a, b in zip(location_tables(together, i), location_tables(alone, 0)):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
+def test_stored_levels_are_merges_of_the_level_below():
+    rng = np.random.default_rng(5)
+    start, end, region, depth_ptr = random_location(rng, 8000, 3)
+    pixels = [4.0, 8.0, 16.0, 32.0, 64.0, 500.0, 4000.0]
+    t = lod.build_all_levels(start, end, region, [depth_ptr], pixels)
+    s, e, r, c, ptr, px = location_tables(t, 0)
+    assert np.array_equal(ptr[0], depth_ptr) and px[-1] == pixels[-1]
+    seg = np.repeat(np.arange(len(depth_ptr) - 1), np.diff(depth_ptr))
+    cur = lod.Spans(start, end, region, np.ones(start.size, np.int32), seg)
+    stored = iter(range(1, len(ptr)))
+    for level_px in pixels:
+        if level_px not in px:  # skipped: it would keep more than KEEP_RATIO of the table
+            groups = lod._pixel_groups(cur.start, cur.end - cur.start, cur.segment, level_px, 0)
+            assert groups[1].size > lod.KEEP_RATIO * len(cur)
+            continue
+        k = next(stored)
+        want = lod.merge(cur.start, cur.end, cur.region, cur.count, cur.segment, level_px, 0)
+        a, b = ptr[k, 0], ptr[k, -1]
+        for got, expected in zip(
+            (s[a:b], e[a:b], r[a:b], c[a:b]), (want.start, want.end, want.region, want.count)
+        ):
+            np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(
+            ptr[k] - a, np.searchsorted(want.segment, np.arange(len(depth_ptr)))
+        )
+        cur = want
+    assert next(stored, None) is None

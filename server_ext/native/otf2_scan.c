@@ -31,7 +31,7 @@
 #include <string.h>
 
 /* Bump when the interface changes: the Python side refuses a library of another version. */
-#define OTF2_SCAN_ABI 3
+#define OTF2_SCAN_ABI 4
 
 enum {
     SCAN_OK = 0,
@@ -209,6 +209,35 @@ static int read_record(uint8_t type, const uint8_t *body, const uint8_t *body_en
     }
     if (type == PROGRAM_BEGIN && io->program_begin < 0) io->program_begin = now;
     return SCAN_OK;
+}
+
+/* Why otf2_scan_announced refuses a file (otf2_scan.py words each). */
+enum {
+    ANNOUNCED_SHORT = -1,      /* shorter than a chunk header */
+    ANNOUNCED_CUT = -2,        /* cut inside a chunk header */
+    ANNOUNCED_NOT_CHUNKS = -3, /* not chunks of this size (or big endian) */
+    ANNOUNCED_IMPOSSIBLE = -4, /* a header's event numbers cannot be */
+    ANNOUNCED_TOO_MANY = -5,   /* more events than the bytes can hold */
+};
+
+/* The number of events the chunk headers announce (room for every Enter/Leave and mark
+ * the scan can write), or an ANNOUNCED_* code: one look at each chunk's header, so the
+ * caller sizes its arrays without a pass of its own. */
+int64_t otf2_scan_announced(const uint8_t *buf, uint64_t n, uint64_t chunk_size) {
+    if (n < HEADER_SIZE || chunk_size <= HEADER_SIZE) return ANNOUNCED_SHORT;
+    int64_t total = 0;
+    if ((n - 1) / chunk_size * chunk_size + HEADER_SIZE > n) return ANNOUNCED_CUT;
+    for (uint64_t c0 = 0; c0 < n; c0 += chunk_size) {
+        if (buf[c0] != CHUNK_HEADER || buf[c0 + 1] != 0x42) return ANNOUNCED_NOT_CHUNKS;
+    }
+    for (uint64_t c0 = 0; c0 < n; c0 += chunk_size) {
+        /* as int64 with wrap-around, as numpy computes it */
+        int64_t announced = (int64_t)(load_u64(buf + c0 + 10) + 1 - load_u64(buf + c0 + 2));
+        if (announced < 0 || (uint64_t)announced > n) return ANNOUNCED_IMPOSSIBLE;
+        total += announced;
+    }
+    if ((uint64_t)total > n / 2) return ANNOUNCED_TOO_MANY; /* a record is >= 2 bytes */
+    return total;
 }
 
 /* Reads the file into io (see otf2_scan_io). Returns a SCAN_* code. */

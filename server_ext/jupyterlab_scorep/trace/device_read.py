@@ -93,7 +93,7 @@ def read_device_records(anchor: str) -> DeviceRecords:
         if windows and rank_location.get(windows[0]._ref):
             out["host_rank_location"] = rank_location[windows[0]._ref].get(0)
         handle = trace.handle
-        raw = open_event_files(trace)
+        raw = open_event_files(trace, anchor=anchor)
         _bind()
         for loc in defs.locations:
             times: list[int] = []

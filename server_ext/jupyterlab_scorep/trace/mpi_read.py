@@ -103,7 +103,7 @@ def read_traffic(anchor: str) -> dict[str, Any]:
             locs = list(getattr(group, "members", ()) or ())
             members[comm._ref] = [rank_of_location.get(loc._ref, -1) for loc in locs]
         handle = trace.handle
-        raw = open_event_files(trace)
+        raw = open_event_files(trace, anchor=anchor)
         matrix_bytes = [[0] * n for _ in range(n)]
         matrix_msgs = [[0] * n for _ in range(n)]
         received = [[0, 0] for _ in range(n)]

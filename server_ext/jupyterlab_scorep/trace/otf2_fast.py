@@ -20,12 +20,10 @@ import numpy as np
 
 from .otf2_definitions import Definitions
 from .otf2_events import Decoder, LocationEvents, with_artificial_calls
+from .otf2_local_defs import has_no_records
 from .otf2_scan import LocalDefinitions, MetricTables, ScannedEvents
 
 log = logging.getLogger(__name__)
-
-# A local definitions file with no records: an 18-byte chunk header, END_OF_FILE, END_OF_BUFFER.
-_EMPTY_DEFS_SIZE = 20
 
 
 def fast_location(
@@ -35,10 +33,12 @@ def fast_location(
     decoder: Decoder,
     defs: Definitions,
     local: LocalDefinitions | str | None,
+    metrics: MetricTables | None = None,
 ) -> LocationEvents | None:
     """Location ``ref``'s events by the native scanner ("auto", where built) or the numpy
     decoder, with its local definitions ``local`` (from ``otf2_read.open_event_files``; a
-    string: why they cannot be applied here); None where the ctypes reader must read it."""
+    string: why they cannot be applied here); None where the ctypes reader must read it.
+    ``metrics``: ``MetricTables.of(defs)``, made once for all locations (else here)."""
     from . import otf2_scan
     from .otf2_decode import decode
 
@@ -48,7 +48,7 @@ def fast_location(
         if isinstance(local, str):
             _fell_back(ref, local)
             return None
-        if not native and not _empty_local_defs(os.path.join(base, f"{ref}.def")):
+        if not native and not has_no_records(os.path.join(base, f"{ref}.def")):
             return None  # the numpy decoder applies no mappings: Score-P's go to the callbacks
         data = np.fromfile(os.path.join(base, f"{ref}.evt"), np.uint8)
     except OSError as e:
@@ -59,7 +59,7 @@ def fast_location(
         if decoded is None:
             return None  # not the builtin writer's records: the callbacks read it
         return LocationEvents(ref, decoded.times, decoded.signed_regions)
-    scanned = otf2_scan.scan_or_reason(data, chunk_size, local, MetricTables.of(defs))
+    scanned = otf2_scan.scan_or_reason(data, chunk_size, local, metrics or MetricTables.of(defs))
     if isinstance(scanned, str):
         _fell_back(ref, scanned)
         return None
@@ -69,15 +69,6 @@ def fast_location(
 def _fell_back(ref: int, reason: str) -> None:
     log.info("OTF2 location %s: read with libotf2's callbacks (native scanner: %s)", ref, reason)
     return None
-
-
-def _empty_local_defs(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
-        return False
-    return len(head) == _EMPTY_DEFS_SIZE and head[-2:] == b"\x02\x01"
 
 
 def location_events(ref: int, scanned: ScannedEvents, defs: Definitions) -> LocationEvents:

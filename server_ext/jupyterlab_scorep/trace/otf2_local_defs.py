@@ -14,6 +14,7 @@ location while libotf2 reads the same file for its own readers (``otf2_read.open
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,21 @@ _CLOCK = ctypes.CFUNCTYPE(ctypes.c_int, _VP, _U64, ctypes.c_int64, ctypes.c_doub
 # OTF2_IdMap_TraverseCallback(localId, globalId, userData)
 _PAIR = ctypes.CFUNCTYPE(None, _U64, _U64, _VP)
 _lib: Any = None
+# A local definitions file with no records: an 18-byte chunk header, END_OF_FILE, END_OF_BUFFER.
+_EMPTY_SIZE = 20
+
+
+def has_no_records(path: str) -> bool:
+    """Whether the local definitions file at ``path`` holds no record (the builtin
+    writer's): one chunk header (0x03, 0x42, its event numbers), END_OF_FILE, END_OF_BUFFER."""
+    try:
+        if os.stat(path).st_size != _EMPTY_SIZE:
+            return False
+        with open(path, "rb") as f:
+            head = f.read(_EMPTY_SIZE + 1)
+    except OSError:
+        return False
+    return len(head) == _EMPTY_SIZE and head[:2] == b"\x03\x42" and head[-2:] == b"\x02\x01"
 
 
 def _library() -> Any:

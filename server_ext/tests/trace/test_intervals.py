@@ -42,7 +42,10 @@ def walked(times, signed) -> dict[tuple[int, ...], list[int]]:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_call_paths_match_a_walk_of_the_events(seed):
-    streams = [events(seed * 10 + loc, 200 + 50 * loc) for loc in range(3)]
+    streams = [events(seed * 10 + loc, 200 + 50 * loc) for loc in range(4)]
+    # a location without calls among them, and one of a single call at its end
+    streams.insert(1, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    streams.append((np.array([5, 9], np.int64), np.array([3, ~3], np.int64)))
     per_location = [intervals.pair_calls(t, s) for t, s in streams]
     paths = intervals.call_paths(per_location)
     # region path of every path id

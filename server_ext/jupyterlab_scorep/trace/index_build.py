@@ -165,7 +165,8 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         np.concatenate([getattr(iv, name) for iv in per_location] or [np.zeros(0, dtype)])
         for name, dtype in (("start", np.int64), ("end", np.int64), ("region", np.int32))
     ]
-    tables = lod.build_all_levels(*raw, [iv.depth_ptr for iv in per_location], pixels)
+    depth_ptrs = [iv.depth_ptr for iv in per_location]
+    tables = lod.build_all_levels(raw[0], raw[1], raw[2], depth_ptrs, pixels)
     for name in ("start", "end", "region", "count", "ptr", "px"):
         np.save(out / f"{name}.npy", getattr(tables, name))
     n_metric = np.array([ev.metric_times.size for ev in events], np.int64)

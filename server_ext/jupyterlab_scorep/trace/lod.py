@@ -202,16 +202,24 @@ def build_all_levels(
             tables.append(cur)
         elif merging.any():
             rows = merging[loc]
-            done = merge(*(a[rows] for a in _columns(cur)), px, 0)
+            done = merge(
+                cur.start[rows], cur.end[rows], cur.region[rows], cur.count[rows],
+                cur.segment[rows], px, 0,
+            )  # fmt: skip
             tables.append(done)
-            rest = [a[~rows] for a in _columns(cur)]
+            rest = _take(cur, ~rows)
             # a segment's rows come from one side: a stable sort by segment interleaves them
-            order = np.argsort(np.concatenate([done.segment, rest[4]]), kind="stable")
-            cur = Spans(*(np.concatenate([a, b])[order] for a, b in zip(_columns(done), rest)))
+            order = np.argsort(np.concatenate([done.segment, rest.segment]), kind="stable")
+            both = [np.concatenate([a, b])[order] for a, b in zip(_columns(done), _columns(rest))]
+            cur = Spans(both[0], both[1], both[2], both[3], both[4])
         else:
-            tables.append(Spans(*(a[:0] for a in _columns(cur))))
+            tables.append(_take(cur, np.zeros(len(cur), bool)))
         kept.append(merging)
     return _assemble(tables, np.array(kept).reshape(-1, n_loc), seg_base, pixels)
+
+
+def _take(s: Spans, rows: np.ndarray) -> Spans:
+    return Spans(s.start[rows], s.end[rows], s.region[rows], s.count[rows], s.segment[rows])
 
 
 def _columns(s: Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -267,7 +275,10 @@ def _assemble(
     px_n = kept[1:].sum(axis=0)
     px_at = np.stack([np.cumsum(px_n) - px_n, px_n], axis=1).astype(np.int64)
     return LevelTables(
-        *out,
+        start=out[0],
+        end=out[1],
+        region=out[2],
+        count=out[3],
         items=np.stack([items_off, items_n], axis=1).astype(np.int64),
         ptr=ptr.astype(np.int64),
         ptr_at=ptr_at,

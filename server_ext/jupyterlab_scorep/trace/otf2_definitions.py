@@ -1,16 +1,22 @@
-"""An OTF2 archive's definitions, through the public ``otf2`` API: the clock, the regions
-(named and grouped as the experiment contract says), the locations, the metric members
-with the scale of their recorded values, and Score-P's artificial regions."""
+"""An OTF2 archive's definitions: the clock, the regions (named and grouped as the
+experiment contract says), the locations, the metric members with the scale of their
+recorded values, and Score-P's artificial regions. ``definitions_of`` builds them from the
+records otf2_global_defs reads with ctypes callbacks (what read_trace uses);
+``read_definitions`` from the public ``otf2`` API's objects (the reference the tests
+compare it with: the same ``Definitions`` for the same archive)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scorep_kernel import experiment as ex
 from scorep_kernel import manifest as mf
 from scorep_kernel import region_words as rw
+
+if TYPE_CHECKING:
+    from .otf2_global_defs import GlobalRecords
 
 # Score-P's names for its artificial regions (SCOREP_Definitions ... "MEASUREMENT OFF")
 FLUSH_REGION_NAME = "TRACE BUFFER FLUSH"
@@ -57,14 +63,33 @@ def region_label(name: str, role: str) -> str:
 
 
 def _region_info(region: Any, group: str | None) -> dict[str, Any]:
-    name = region.name or ""
-    paradigm, otf2_role = _enum_name(region.paradigm), _enum_name(region.region_role)
-    role = rw.decode_region_role(region.description, otf2_role, name)
+    return _region_fields(
+        region.name,
+        _enum_name(region.paradigm),
+        _enum_name(region.region_role),
+        region.description,
+        region.source_file,
+        region.begin_line_number,
+        group,
+    )
+
+
+def _region_fields(
+    name: str | None,
+    paradigm: str,
+    otf2_role: str,
+    description: str | None,
+    source_file: str | None,
+    line: int | None,
+    group: str | None,
+) -> dict[str, Any]:
+    name = name or ""
+    role = rw.decode_region_role(description, otf2_role, name)
     return {
         "name": region_label(name, role),
-        "group": region_group(name, role, group, region.source_file or ""),
-        "file": region.source_file or "",
-        "line": int(region.begin_line_number or 0),
+        "group": region_group(name, role, group, source_file or ""),
+        "file": source_file or "",
+        "line": int(line or 0),
         "role": role,
         "otf2_role": otf2_role,
         "paradigm": paradigm,
@@ -72,11 +97,22 @@ def _region_info(region: Any, group: str | None) -> dict[str, Any]:
 
 
 def _metric_scale(member: Any) -> float:
-    exponent = int(getattr(member, "exponent", 0) or 0)
+    return _scale(_enum_name(getattr(member, "base", "")), getattr(member, "exponent", 0))
+
+
+def _scale(base_name: str, exponent: int | None) -> float:
+    exponent = int(exponent or 0)
     if not exponent:
         return 1.0
-    base = 2 if _enum_name(getattr(member, "base", "")) == "binary" else 10
-    return float(base) ** exponent
+    return float(2 if base_name == "binary" else 10) ** exponent
+
+
+_LOCATION_KINDS = {
+    "cpu_thread": "thread",
+    "gpu": "gpu",
+    "accelerator_stream": "gpu",
+    "metric": "metric",
+}
 
 
 def _artificial_region(regions: dict[int, dict[str, Any]], name: str) -> int | None:
@@ -111,12 +147,7 @@ def read_definitions(trace: Any) -> Definitions:
                 "ref": i,
                 "name": loc.name or f"Location {i}",
                 "group": getattr(group, "name", "") or "",
-                "kind": {
-                    "cpu_thread": "thread",
-                    "gpu": "gpu",
-                    "accelerator_stream": "gpu",
-                    "metric": "metric",
-                }.get(_enum_name(loc.type), _enum_name(loc.type)),
+                "kind": _LOCATION_KINDS.get(_enum_name(loc.type), _enum_name(loc.type)),
                 "events": int(loc.number_of_events or 0),
             }
         )
@@ -141,6 +172,81 @@ def read_definitions(trace: Any) -> Definitions:
         timer_resolution=int(clock.timer_resolution),
         global_offset=int(clock.global_offset),
         trace_length=int(clock.trace_length),
+        realtime_timestamp=None if realtime >= 2**64 - 1 else int(realtime),
+        regions=regions,
+        locations=locations,
+        metric_members=members,
+        metric_classes=classes,
+        flush_region=_artificial_region(regions, FLUSH_REGION_NAME),
+        off_region=_artificial_region(regions, OFF_REGION_NAME),
+    )
+
+
+def definitions_of(records: GlobalRecords) -> Definitions:
+    """``read_definitions``'s answer from otf2_global_defs' records."""
+    import _otf2  # type: ignore[import-untyped]  # the otf2 package has no types
+
+    if records.clock is None:
+        raise ValueError("the archive defines no clock properties")
+    text = records.strings.get
+    names: dict[tuple[Any, int], str] = {}
+
+    def enum(kind: Any, value: int) -> str:  # as _enum_name(kind(value)), once per value
+        key = (kind, value)
+        if key not in names:
+            names[key] = _enum_name(kind(value))
+        return names[key]
+
+    region_group_of: dict[int, str] = {}
+    for _ref, name, group_type, group_members in records.groups:
+        if enum(_otf2.GroupType, group_type) == "regions":
+            for member in group_members:
+                region_group_of.setdefault(member, text(name))  # type: ignore[arg-type]
+    regions = {
+        i: _region_fields(
+            text(name),
+            enum(_otf2.Paradigm, paradigm),
+            enum(_otf2.RegionRole, role),
+            text(description),
+            text(source),
+            line,
+            region_group_of.get(ref),
+        )
+        for i, (ref, name, description, role, paradigm, source, line) in enumerate(records.regions)
+    }
+    locations = []
+    for i, (_ref, name, location_type, events, group) in enumerate(records.locations):
+        kind = enum(_otf2.LocationType, location_type)
+        group_name = records.location_groups.get(group)
+        locations.append(
+            {
+                "ref": i,
+                "name": text(name) or f"Location {i}",
+                "group": (text(group_name) if group_name is not None else "") or "",
+                "kind": _LOCATION_KINDS.get(kind, kind),
+                "events": int(events or 0),
+            }
+        )
+    members = {
+        i: {
+            "name": text(name),
+            "unit": text(unit) or "",
+            "description": text(description) or "",
+            "scale": _scale(enum(_otf2.Base, base), exponent),
+        }
+        for i, (_ref, name, description, base, exponent, unit) in enumerate(records.metric_members)
+    }
+    member_index = {ref: i for i, (ref, *_rest) in enumerate(records.metric_members)}
+    class_members = {ref: m for ref, m, _cls in records.metrics if m is not None}
+    classes: dict[int, list[int]] = {}
+    for i, (_ref, own, of_class) in enumerate(records.metrics):
+        refs = own if own is not None else class_members.get(of_class, ())
+        classes[i] = [member_index.get(m, -1) for m in refs]
+    resolution, offset, length, realtime = records.clock
+    return Definitions(
+        timer_resolution=int(resolution),
+        global_offset=int(offset),
+        trace_length=int(length),
         realtime_timestamp=None if realtime >= 2**64 - 1 else int(realtime),
         regions=regions,
         locations=locations,

@@ -50,8 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from .otf2_definitions import Definitions, read_definitions, rename_locations, thread_names_of
+from .otf2_definitions import Definitions, definitions_of, rename_locations, thread_names_of
 from .otf2_events import Decoder, LocationEvents, with_artificial_calls
+from .otf2_global_defs import read_global_records
 from .otf2_scan import LocalDefinitions, MetricTables
 
 
@@ -158,24 +159,25 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     native scanner where built, else numpy), "numpy", or "callbacks" (every location
     through libotf2's callbacks); the benchmarks and tests compare them."""
     import _otf2
-    import otf2
 
     from .otf2_fast import fast_location
 
     _check_anchor(anchor)
     try:
-        trace = otf2.reader.Reader(anchor)
-    except Exception as e:  # _otf2.Error, TraceReaderError, ValueError from bad strings ...
-        raise TraceReadError(
-            f"libotf2 cannot open this archive ({type(e).__name__}: {e or 'no details'}); "
-            "it is truncated, damaged or not OTF2."
-        ) from None
+        handle = _otf2.Reader_Open(anchor)
+    except Exception as e:  # _otf2.Error, ValueError from bad strings ...
+        raise _unopenable(e) from None
     try:
-        definitions = read_definitions(trace)
+        try:
+            _otf2.Reader_SetSerialCollectiveCallbacks(handle)
+            records = read_global_records(handle)
+            definitions = definitions_of(records)
+        except Exception as e:
+            raise _unopenable(e) from None
         rename_locations(definitions, thread_names_of(anchor))
-        handle = trace.handle
+        refs = [loc[0] for loc in records.locations]
         local: dict[int, Any] = {}
-        raw = open_event_files(trace, local if decoder != "callbacks" else None, anchor)
+        raw = open_location_files(handle, refs, local if decoder != "callbacks" else None, anchor)
         chunk_size = int(_otf2.Reader_GetChunkSize(handle)[0])
         metrics = MetricTables.of(definitions)
         events = [
@@ -187,9 +189,7 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
                 else None
             )
             or _read_location(raw, ref, info["events"], definitions)
-            for ref, info in zip(
-                (loc._ref for loc in trace.definitions.locations), definitions.locations
-            )
+            for ref, info in zip(refs, definitions.locations)
         ]
         _otf2.Reader_CloseEvtFiles(handle)
     except TraceReadError:
@@ -200,14 +200,29 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
             "it is truncated or damaged."
         ) from None
     finally:
-        trace.close()
+        _otf2.Reader_Close(handle)
     return definitions, events
+
+
+def _unopenable(e: Exception) -> TraceReadError:
+    return TraceReadError(
+        f"libotf2 cannot open this archive ({type(e).__name__}: {e or 'no details'}); "
+        "it is truncated, damaged or not OTF2."
+    )
 
 
 def open_event_files(
     trace: Any, local: dict[int, Any] | None = None, anchor: str | None = None
 ) -> ctypes.c_void_p:
-    """Every location of an open ``otf2.reader.Reader`` selected, its local definitions
+    """``open_location_files`` of an open ``otf2.reader.Reader``'s locations."""
+    refs = [loc._ref for loc in trace.definitions.locations]
+    return open_location_files(trace.handle, refs, local, anchor)
+
+
+def open_location_files(
+    handle: Any, refs: list[int], local: dict[int, Any] | None = None, anchor: str | None = None
+) -> ctypes.c_void_p:
+    """Every location ``refs`` of an open reader ``handle`` selected, its local definitions
     read (they carry each location's id mappings and clock offsets) and its event files
     opened; the raw reader handle for ``read_local_events``. Close with
     ``_otf2.Reader_CloseEvtFiles``. With ``local``, each location's mappings and offsets
@@ -222,10 +237,9 @@ def open_event_files(
 
     from .otf2_local_defs import LocalDefsReader, has_no_records
 
-    handle = trace.handle
     base = os.path.splitext(anchor)[0] if anchor else None
-    for loc in trace.definitions.locations:
-        _otf2.Reader_SelectLocation(handle, loc._ref)
+    for ref in refs:
+        _otf2.Reader_SelectLocation(handle, ref)
     try:
         _otf2.Reader_OpenDefFiles(handle)
         def_files = True
@@ -236,12 +250,12 @@ def open_event_files(
     except _otf2.Error as e:
         raise TraceReadError(f"cannot open the event files: {e}") from None
     if def_files:
-        for loc in trace.definitions.locations:
-            if base is not None and has_no_records(os.path.join(base, f"{loc._ref}.def")):
+        for ref in refs:
+            if base is not None and has_no_records(os.path.join(base, f"{ref}.def")):
                 if local is not None:
-                    local[loc._ref] = LocalDefinitions()
+                    local[ref] = LocalDefinitions()
                 continue
-            def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
+            def_reader = _otf2.Reader_GetDefReader(handle, ref)
             if def_reader:
                 collect = LocalDefsReader() if local is not None else None
                 try:
@@ -251,15 +265,10 @@ def open_event_files(
                 finally:
                     _otf2.Reader_CloseDefReader(handle, def_reader)
                 if local is not None and collect is not None:
-                    local[loc._ref] = collect.refused or collect.result()
+                    local[ref] = collect.refused or collect.result()
         _otf2.Reader_CloseDefFiles(handle)
     elif local is not None:
-        local.update(
-            {
-                loc._ref: "the local definitions cannot be opened"
-                for loc in trace.definitions.locations
-            }
-        )
+        local.update({ref: "the local definitions cannot be opened" for ref in refs})
     return ctypes.cast(handle, _VP)
 
 

@@ -142,6 +142,33 @@ def test_unbalanced_streams_are_closed_at_the_ends():
     assert calls == [(5, 5, 7), (10, 20, 3), (30, 30, 4)]
 
 
+def both_definitions(anchor: str):
+    """The archive's Definitions from the otf2 package's objects (read_definitions) and
+    from the ctypes records read_trace uses (definitions_of)."""
+    import _otf2
+    import otf2
+
+    from jupyterlab_scorep.trace.otf2_definitions import definitions_of, read_definitions
+    from jupyterlab_scorep.trace.otf2_global_defs import read_global_records
+
+    with otf2.reader.open(anchor) as trace:
+        public = read_definitions(trace)
+    handle = _otf2.Reader_Open(anchor)
+    try:
+        _otf2.Reader_SetSerialCollectiveCallbacks(handle)
+        native = definitions_of(read_global_records(handle))
+    finally:
+        _otf2.Reader_Close(handle)
+    return public, native
+
+
+def test_definitions_by_ctypes_are_the_packages(random_experiment, tmp_path):
+    for exp in (random_experiment, write_experiment(tmp_path / "known")):
+        public, native = both_definitions(str(exp / "traces.otf2"))
+        assert public.metric_members and public.metric_classes and public.regions
+        assert native == public
+
+
 def test_missing_and_foreign_archives_raise_trace_read_error(tmp_path):
     with pytest.raises(TraceReadError, match="missing"):
         read_trace(str(tmp_path / "traces.otf2"))

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyterlab_scorep.trace import otf2_read, otf2_scan
-from jupyterlab_scorep.trace.otf2_local_defs import LocalDefsReader
+from jupyterlab_scorep.trace.otf2_local_defs import LocalDefsReader, has_no_records
 
 pytestmark = [
     pytest.mark.skipif(not scorep_traces.available(), reason="Score-P is not installed"),
@@ -105,14 +105,19 @@ def test_the_scanner_reads_what_libotf2_reads(kind, caplog):
         assert len(fast) == 2 and all(e.metric_times.size for e in fast)
 
 
-def local_definitions(exp: Path) -> dict[int, otf2_scan.LocalDefinitions | str]:
+def local_definitions(
+    exp: Path, anchored: bool = False
+) -> dict[int, otf2_scan.LocalDefinitions | str]:
+    """Each location's local definitions as libotf2's definition reader collects them
+    (``anchored``: as read_trace collects them, files without records not opened)."""
     import otf2
 
     local: dict[int, otf2_scan.LocalDefinitions | str] = {}
-    with otf2.reader.open(str(exp / "traces.otf2")) as trace:
+    anchor = str(exp / "traces.otf2")
+    with otf2.reader.open(anchor) as trace:
         import _otf2
 
-        otf2_read.open_event_files(trace, local)
+        otf2_read.open_event_files(trace, local, anchor if anchored else None)
         _otf2.Reader_CloseEvtFiles(trace.handle)
     return local
 
@@ -288,6 +293,46 @@ def test_the_definition_reader_collects_nothing_from_builtin_archives(tmp_path):
     )
     empty = LocalDefsReader().result()
     assert isinstance(empty, otf2_scan.LocalDefinitions) and empty.region_map is None
+    # read_trace does not open them at all, and has the same (nothing) for each location
+    assert all(has_no_records(str(p)) for p in (exp / "traces").glob("*.def"))
+    assert_same_local(local_definitions(exp, anchored=True), local)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scorep_definitions_by_ctypes_are_the_packages(kind):
+    """Score-P's global definitions (groups of regions, metric classes and instances, MPI
+    ranks' location groups) read by read_trace's callbacks: what the otf2 package reads."""
+    from test_otf2_read import both_definitions
+
+    public, native = both_definitions(str(archive(kind) / "traces.otf2"))
+    assert public.regions and public.locations
+    assert native == public
+
+
+def assert_same_local(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for ref in a:
+        x, y = a[ref], b[ref]
+        assert type(x) is type(y), ref
+        if isinstance(x, str):
+            assert x == y
+            continue
+        for name in ("region_map", "metric_map", "clock_times", "clock_offsets"):
+            u, v = getattr(x, name), getattr(y, name)
+            assert (u is None) == (v is None), (ref, name)
+            if u is not None:
+                assert u.dtype == v.dtype, (ref, name)
+                np.testing.assert_array_equal(u, v, err_msg=f"{ref} {name}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scorep_local_definitions_are_all_read(kind):
+    """Score-P's local definitions files hold records (mappings, clock offsets): none is
+    taken for empty, and read_trace's way collects what libotf2's reader collects."""
+    exp = archive(kind)
+    defs = sorted((exp / "traces").glob("*.def"))
+    assert defs and not any(has_no_records(str(p)) for p in defs)
+    assert_same_local(local_definitions(exp, anchored=True), local_definitions(exp))
 
 
 @NEEDS_MPI

@@ -2,7 +2,8 @@
 here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadError``,
 ``calltree.ProfileReadError``) or the domain errors of ``..domain_errors``.
 
-    otf2_definitions.py  the archive's definitions (clock, regions, locations) via ``otf2``
+    otf2_definitions.py  the archive's definitions (clock, regions, locations)
+    otf2_global_defs.py  the global definition records, read with ctypes callbacks
     otf2_read.py         all events of an archive: libotf2 callbacks, after the fast paths
     otf2_events.py       a location's events as every reader gives them (``LocationEvents``)
     otf2_fast.py         the fast paths: the native scanner, else the numpy decoder

@@ -109,6 +109,18 @@ class CallPaths:
     max: np.ndarray  # int64 [P, L]
 
 
+def _unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` of non-negative int64 keys; by counting
+    where they span little more than their number, as a call path's (parent path, region)
+    keys do: no sort of a million keys (0.2 of 0.4 s for 1M calls here)."""
+    top = int(keys.max()) + 1
+    if top > 4 * keys.size + (1 << 16):
+        return np.unique(keys, return_inverse=True)
+    present = np.bincount(keys, minlength=top) > 0
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present).astype(keys.dtype), rank[keys]
+
+
 def call_paths(per_location: list[Intervals]) -> CallPaths:
     """Merge all locations' calls into one call-path tree, depth by depth."""
     n_loc = len(per_location)
@@ -136,7 +148,7 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
         all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
         if all_keys.size == 0:
             break
-        uniq, inverse = np.unique(all_keys, return_inverse=True)
+        uniq, inverse = _unique(all_keys)
         parents.append(uniq // n_regions - 1)
         regions.append((uniq % n_regions).astype(np.int32))
         offset = 0

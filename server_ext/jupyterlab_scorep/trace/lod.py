@@ -80,14 +80,16 @@ def merge(
     segment: np.ndarray,
     px: float,
     origin: int,
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Spans:
     """Merge items narrower than ``px`` (sorted by (segment, start), non-overlapping within
-    a segment). Pixel buckets are counted from ``origin``."""
+    a segment). Pixel buckets are counted from ``origin``. ``groups``: what
+    ``_pixel_groups`` gives for these items, where the caller has it already."""
     n = int(start.shape[0])
     if n == 0 or px <= 1:
         return Spans(start, end, region, count, segment)
     dur = end - start
-    narrow, first = _pixel_groups(start, dur, segment, px, origin)
+    narrow, first = groups or _pixel_groups(start, dur, segment, px, origin)
     n_groups = first.size
     if n_groups == n:
         g_region = region
@@ -184,6 +186,7 @@ def build_all_levels(
     for px in pixels:
         loc = loc_of_seg[cur.segment]
         merging = np.ones(n_loc, bool)
+        pixel_groups = None
         if px != pixels[-1]:
             # A level barely smaller than the table below it is not worth its space:
             # queries at this pixel size read the finer table (at most 1/KEEP_RATIO times
@@ -194,11 +197,12 @@ def build_all_levels(
             rows_of = np.bincount(loc, minlength=n_loc)
             groups = np.zeros(n_loc, np.int64)
             if len(cur):
-                _narrow, first = _pixel_groups(cur.start, cur.end - cur.start, cur.segment, px, 0)
-                groups = np.bincount(loc[first], minlength=n_loc)
+                pixel_groups = _pixel_groups(cur.start, cur.end - cur.start, cur.segment, px, 0)
+                groups = np.bincount(loc[pixel_groups[1]], minlength=n_loc)
             merging = ~((groups > KEEP_RATIO * rows_of) | (rows_of == 0))
         if merging.all():
-            cur = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0)
+            # every location merges: the groups just found are the merge's own
+            cur = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0, pixel_groups)
             tables.append(cur)
         elif merging.any():
             rows = merging[loc]

@@ -59,7 +59,7 @@ DEFAULT_PARENT = "scorep-experiments"
 #
 # ``<experiment>/.index/`` belongs to the server: the kernel never writes or reads it, and
 # tools that copy or clean experiments may drop it (it is rebuilt on demand). What lies
-# inside (today ``trace-v2/``, see jupyterlab_scorep.trace.index_build) is not part of this
+# inside (today ``trace-v3/``, see jupyterlab_scorep.trace.index_build) is not part of this
 # contract: the server versions its own layout (INDEX_VERSION) and rebuilds an index it
 # does not know, so changing it needs no new format version here.
 

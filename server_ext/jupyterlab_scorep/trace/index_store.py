@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ import numpy as np
 from scorep_kernel import experiment as ex
 from scorep_kernel import region_words as rw
 
-from .index_build import INDEX_NAME, LAYOUT_FIELDS, build_index, source_files
+from .index_build import INDEX_NAME, INDEX_VERSION, LAYOUT_FIELDS, build_index, source_files
 
 REGION_KEYS = ("name", "group", "file", "line", "role")
 # "L<i>.<column>": location i's part of a column, and which layout.npy fields say where
@@ -75,7 +76,21 @@ def ensure_index(exp_dir: str) -> str:
     with _build_lock(parent):
         if not is_fresh(read_meta(parent), exp):
             build_index(exp, parent)
+            _remove_older_versions(parent)
     return str(parent / INDEX_NAME)
+
+
+_VERSIONED = re.compile(r"trace-v(\d+)")
+
+
+def _remove_older_versions(parent: Path) -> None:
+    """Indexes an earlier version of the server built beside this one (``trace-v2/`` after
+    an upgrade): nothing reads them any more, and an experiment kept for months would
+    carry each version's copy. Newer versions (a newer server sharing the folder) stay."""
+    for entry in parent.iterdir():
+        m = _VERSIONED.fullmatch(entry.name)
+        if m and int(m[1]) < INDEX_VERSION and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 class LoadedIndex:

@@ -54,6 +54,21 @@ def test_concurrent_first_requests_build_once(tmp_path):
         svc.shutdown()
 
 
+def test_an_earlier_versions_index_is_removed_when_this_one_is_built(tmp_path):
+    from jupyterlab_scorep.trace import index_store
+    from jupyterlab_scorep.trace.index_build import INDEX_VERSION
+
+    exp = write_experiment(tmp_path / "scorep-experiments" / "run")
+    older = exp / ".index" / f"trace-v{INDEX_VERSION - 1}"
+    newer = exp / ".index" / f"trace-v{INDEX_VERSION + 1}"
+    for d in (older, newer):
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text("{}")
+    index_store.ensure_index(str(exp))
+    names = sorted(p.name for p in (exp / ".index").iterdir())
+    assert names == sorted([".lock", INDEX_NAME, newer.name])
+
+
 def test_read_only_experiment_is_indexed_in_the_user_cache(tmp_path, monkeypatch):
     from jupyterlab_scorep.trace import index_store
 

@@ -267,3 +267,28 @@ def test_torch_imported_but_unused_leaves_nothing(tmp_path):
     used = run("y = torch.ones(4) + 1", tmp_path / "b")
     assert used.notes["accelerator"]["operators"] > 0
     assert (tmp_path / "b" / "torch.pt.trace.json").exists()
+
+
+def test_the_profiler_starts_without_loading_inductor(tmp_path):
+    """A run that imports torch starts torch.profiler without torch._inductor and
+    torch._dynamo (hasattr(torch, "_inductor") in the profiler's start loaded 818 modules,
+    2.2 s of CPU, inside the cell); its operators are recorded, and afterwards torch's lazy
+    torch._inductor loads as before. A fresh interpreter: this one may hold them already."""
+    pytest.importorskip("torch")
+    script = f"""
+import sys
+from scorep_kernel.measure.measure_config import MeasureConfig
+from scorep_kernel.measure.session import Measurement
+m = Measurement({str(tmp_path)!r}, MeasureConfig())
+m.start()
+with m.cell("cell [1]"):
+    exec("import torch\\ny = torch.ones(4) + 1", {{}})
+recording = m.stop()
+print(recording.notes["accelerator"]["operators"] > 0)
+print("torch._inductor" in sys.modules, "torch._dynamo" in sys.modules)
+import torch
+print(torch._inductor.__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, check=True).stdout.split("\n")  # fmt: skip
+    assert out[:3] == ["True", "False False", "torch._inductor"], out

@@ -66,19 +66,52 @@ def torch_ready() -> bool:
     return not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
+class _InductorLeftUnloaded:
+    """While torch.profiler starts: ``hasattr(torch, "_inductor")`` in its prepare_trace
+    (torch 2.6 and later) asks torch's lazy module attribute, which imports torch._inductor
+    and torch._dynamo (818 modules, 2.2 s of CPU here, torch 2.13: the whole of what was
+    taken for Kineto's one-time start-up) only to read a CUDA graphs setting of inductor's,
+    which nobody set unless inductor is loaded already (pytorch/pytorch#151829, #151946).
+    The name is taken out of torch's lazy modules for that call and put back after it; a
+    torch already holding torch._inductor (torch.compile ran) has it as a plain attribute,
+    read as before. Another thread that asks for torch._inductor in those milliseconds gets
+    an AttributeError (a torch without that set of names: nothing is changed)."""
+
+    def __enter__(self) -> _InductorLeftUnloaded:
+        torch = sys.modules.get("torch")
+        lazy = getattr(torch, "_lazy_modules", None)
+        self._lazy = lazy if isinstance(lazy, set) and "_inductor" in lazy else None
+        if self._lazy is not None and "torch._inductor" not in sys.modules:
+            self._lazy.discard("_inductor")
+        else:
+            self._lazy = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._lazy is not None:
+            self._lazy.add("_inductor")
+
+
+def _enter(prof: Any) -> None:
+    """Start ``prof`` quietly, without loading inductor (_InductorLeftUnloaded)."""
+    with _QuietStderr(), _InductorLeftUnloaded():
+        prof.__enter__()
+
+
 def warm_up() -> bool:
-    """Kineto's one-time start-up (~1.2 s of the first profiler start in a process), paid
-    ahead by a spare builtin worker whose preload imported torch, so that the cell it takes
-    does not (its forks keep the warm state). CPU activity only: no CUDA context is made for
-    a worker that may never use the GPU. Whether it ran."""
+    """The first profiler start in a process, paid ahead by a spare builtin worker whose
+    preload imported torch, so that the cell it takes does not (its forks keep the warm
+    state; a few ms since torch._inductor stays unloaded, _InductorLeftUnloaded). CPU
+    activity only: no CUDA context is made for a worker that may never use the GPU.
+    Whether it ran."""
     if not torch_ready():
         return False
     try:
         from torch.profiler import ProfilerActivity, profile
 
         prof = profile(activities=[ProfilerActivity.CPU])
+        _enter(prof)
         with _QuietStderr():
-            prof.__enter__()
             prof.__exit__(None, None, None)
     except Exception:
         return False
@@ -120,8 +153,7 @@ class TorchProfiling:
             if cuda:
                 activities.append(ProfilerActivity.CUDA)
             prof = profile(activities=activities, record_shapes=False, with_stack=False)
-            with _QuietStderr():
-                prof.__enter__()
+            _enter(prof)
         except Exception as e:  # an odd torch build: measure the rest as before
             self.notes["error"] = f"torch.profiler did not start: {type(e).__name__}: {e}"
             self.enabled = False

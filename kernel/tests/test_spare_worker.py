@@ -107,3 +107,19 @@ def test_what_the_worker_imports_the_kernel_imports_meanwhile(kernel):
     assert until(lambda: kernel.value("'wave' in __import__('sys').modules") is True)
     # the worker's own machinery is never imported ahead
     assert kernel.value("'scorep_kernel.worker.entry' in __import__('sys').modules") is False
+
+
+def test_only_what_the_cell_itself_imports_is_imported_ahead(kernel, tmp_path):
+    """A package that another package's code imports (torch.optim loading torch._dynamo,
+    sympy, networkx) is not imported ahead: it holds nothing the namespace refers to, and
+    importing it in the kernel and the template beside the cell took the cell's CPU."""
+    (tmp_path / "wa_outer.py").write_text("def load():\n    import wa_inner\n    return 1\n")
+    (tmp_path / "wa_inner.py").write_text("VALUE = 2\n")
+    result = kernel.run("import wa_outer\nv = wa_outer.load()", BUILTIN_SUB)
+    assert result.status == "ok", result.reply
+    # the kernel handles the worker's ImportStarted messages before the cell's reply
+    ahead = "sorted(m for m in get_ipython().kernel.side.imports_ahead if m.startswith('wa_'))"
+    assert kernel.value(ahead) == ["wa_outer"]
+    assert until(lambda: kernel.value("'wa_outer' in __import__('sys').modules") is True)
+    assert kernel.value("'wa_inner' in __import__('sys').modules") is False
+    assert kernel.value("v") == 1

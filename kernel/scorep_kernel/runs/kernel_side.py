@@ -100,7 +100,8 @@ class KernelSideOf:
         self._kernel = kernel
         self._stock_execute = stock_execute
         self.output = KernelCellOutput(kernel)
-        self._importing: set[str] = set()
+        # the packages workers' cells began importing, each imported here once (import_ahead)
+        self.imports_ahead: set[str] = set()
 
     @property
     def shell(self) -> Any:
@@ -136,9 +137,9 @@ class KernelSideOf:
         """The worker's cell began importing ``module``: the kernel imports it meanwhile,
         then the spare template does (one import beside the cell's at a time, on two
         cores: the template's waits for the kernel's)."""
-        if module in self._importing:
+        if module in self.imports_ahead:
             return
-        self._importing.add(module)
+        self.imports_ahead.add(module)
         pool = self.pool
         if module in sys.modules:
             pool.import_started([module])

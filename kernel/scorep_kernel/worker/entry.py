@@ -79,7 +79,9 @@ class Worker:
         self.transport: str | None = None  # "shm" once the kernel's state came that way
         self._open_cell: Any = None  # the builtin tracer's cell region while a cell runs
         self.run_started = False
-        self.imports = ImportWatch(lambda module: channel.send(msg.ImportStarted(module)))
+        self.imports = ImportWatch(
+            lambda module: channel.send(msg.ImportStarted(module)), lambda: self.shell.user_ns
+        )
         self.imports.install()
         # time.monotonic() when the message in hand arrived; the worker's replies carry
         # "stamps" on this clock (CLOCK_MONOTONIC, shared with the kernel on one host) so

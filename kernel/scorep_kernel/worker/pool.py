@@ -21,9 +21,11 @@ When (issue 22, Run All sends cells back to back): the spare and the template ar
 (SIGSTOP) only while a cell runs in the kernel (an unprofiled or in-process cell). Once a
 builtin run's worker has started its cell, the kernel is idle and the next spare is
 forked meanwhile (``while_running``); what the running cell imports is imported by the
-template while the cell goes on (``import_started``, after the kernel's own import ahead:
-one import beside the cell's at a time), and after the reply the spare is forked once
-more from the template if it lacks them (``prepare``), instead of importing them itself.
+template while the cell goes on (``import_started``, at once, beside the kernel's own
+import ahead: a next cell sent back to back waited for the template's import when it came
+after the kernel's; only what the cell's own code imports, worker.import_watch), and after
+the reply the spare is forked once more from the template if it lacks them (``prepare``),
+instead of importing them itself.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ import psutil
 import pytest
 from test_kernel_harness import KernelHandle
 
+from scorep_kernel.measure.detect import detect_scorep
+
 pytestmark = pytest.mark.timeout(180)
 BUILTIN_SUB = {"scorep": {"profile": True, "backend": "builtin", "isolation": "subprocess"}}
 
@@ -123,3 +125,33 @@ def test_only_what_the_cell_itself_imports_is_imported_ahead(kernel, tmp_path):
     assert until(lambda: kernel.value("'wa_outer' in __import__('sys').modules") is True)
     assert kernel.value("'wa_inner' in __import__('sys').modules") is False
     assert kernel.value("v") == 1
+
+
+SCOREP = detect_scorep()
+
+
+@pytest.mark.skipif(not SCOREP["available"], reason=SCOREP["message"])
+def test_a_scorep_spare_starts_while_the_scorep_cell_runs(kernel):
+    """Cells back to back: the next Score-P worker starts while this one's cell runs (the
+    kernel is idle then), not after the reply. The cell itself sees it start (the spare
+    made after the first run's reply is the one this cell runs in)."""
+    scorep = {"scorep": {"profile": True, "backend": "scorep", "isolation": "subprocess"}}
+    # the first run's worker may still be writing its files during the second cell
+    assert kernel.run("import os\nfirst = os.getpid()", scorep, timeout=120).status == "ok"
+    watch = (
+        "import os, time, psutil\n"
+        "mine = {os.getpid(), first}\n"
+        f"kernel_proc = psutil.Process({kernel_process(kernel).pid})\n"
+        "def others():\n"
+        "    return [p.pid for p in kernel_proc.children()\n"
+        "            if p.pid not in mine and 'scorep_kernel' in ' '.join(p.cmdline())]\n"
+        "deadline = time.monotonic() + 60\n"
+        "while not others() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "seen = others()"
+    )
+    result = kernel.run(watch, scorep, timeout=120)
+    assert result.status == "ok", result.reply
+    seen = kernel.value("seen")
+    assert len(seen) == 1, seen
+    assert spare(kernel).pid == seen[0]  # the spare the next cell takes

@@ -19,12 +19,12 @@ forked. Should the template fail, spares start fresh again (logged), and no cell
 
 When (issue 22, Run All sends cells back to back): the spare and the template are paused
 (SIGSTOP) only while a cell runs in the kernel (an unprofiled or in-process cell). Once a
-builtin run's worker has started its cell, the kernel is idle and the next spare is
-forked meanwhile (``while_running``); what the running cell imports is imported by the
-template while the cell goes on (``import_started``, at once, beside the kernel's own
-import ahead: a next cell sent back to back waited for the template's import when it came
-after the kernel's; only what the cell's own code imports, worker.import_watch), and after
-the reply the spare is forked once more from the template if it lacks them (``prepare``),
+run's worker has started its cell, the kernel is idle and the next spare is forked (a
+Score-P one started) meanwhile (``while_running``); what the running cell's own code
+imports is imported by the template (or that Score-P spare) while the cell goes on
+(``import_started``, at once, beside the kernel's own import ahead: a next cell sent back
+to back waited for the template's import when it came after the kernel's), and after the
+reply the spare is forked once more from the template if it lacks them (``prepare``),
 instead of importing them itself.
 """
 
@@ -235,18 +235,31 @@ class WorkerPool:
 
     def while_running(self, recipe: WorkerRecipeLike, cwd: str) -> None:
         """A run took its worker and the cell runs there: the kernel is idle, so the next
-        spare is made now (builtin: forked from the template, started first if need be),
-        ready when the next cell comes back to back (Run All, headless runs). Score-P
-        spares still start after the cell (prepare): they cost an interpreter start and
-        Score-P's own start beside the measured cell."""
+        spare is made now (builtin: forked from the template, started first if need be;
+        Score-P: a fresh interpreter with Score-P's bindings, which imports what the
+        running cell imports as it does, import_started), ready when the next cell comes
+        back to back (Run All, headless runs). Score-P spares started after the cell's
+        reply before: the paper cells back to back waited 1.6-2.1 s for its start and its
+        imports (start_run_wait), +3.2 .. +4.7 s over stock in three interleaved rounds;
+        started here, +1.9 .. +3.1 s (the spare's start beside the measured cell costs
+        less than the next cell's wait for it)."""
         key = recipe.key()
-        if not self.enabled or not self._templated(key):
+        if not self.enabled:
             return
         if self.spare is not None or (self._starting is not None and not self._starting.done()):
             return
         self._starting_key = key
         env = recipe.env(dict(os.environ))
-        self._starting = self.tasks.spawn(self._fork_spare(key, env, cwd), "forking a spare worker")
+        if self._templated(key):
+            self._starting = self.tasks.spawn(
+                self._fork_spare(key, env, cwd), "forking a spare worker"
+            )
+            return
+        if self.template is not None:  # not wanted for these settings (prepare: the same)
+            self.tasks.spawn(self.close_template(), "closing the spare template")
+        self._starting = self.tasks.spawn(
+            self._start(key, env, cwd, recipe.reserve()), "starting a spare worker"
+        )
 
     def import_started(self, modules: list[str]) -> None:
         """The running cell imported ``modules`` (the kernel has them now too): the
@@ -254,8 +267,18 @@ class WorkerPool:
         it after the cell (prepare: one fork however many modules the cell imported; a
         fork per import competed with the cell for the CPU), so that the next cell finds
         them imported without waiting for the imports."""
+        if not self.enabled:
+            return
         template = self.template
-        if not self.enabled or template is None or not template.alive():
+        if template is None or not template.alive():
+            # A fresh spare (Score-P) started while the cell runs: it imports them too, once
+            # up (_start preloads self._wanted) or now.
+            starting = self._starting is not None and not self._starting.done()
+            if self.spare is None and not starting:
+                return
+            self._wanted += [m for m in modules if m not in self._wanted]
+            if self.spare is not None:
+                self.tasks.spawn(self.preload(modules), "preloading the spare worker")
             return
         self._wanted += [m for m in modules if m not in self._wanted]
         self._from_template.update(modules)

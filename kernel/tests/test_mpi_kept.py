@@ -86,6 +86,9 @@ def test_ranks_stay_up_with_their_namespaces(kernel):
     manifest = wait_files(Path(result.bundle()["path"]))
     assert manifest["files_status"] == "ready", manifest["errors"]
     assert manifest["mpi"]["kept"] is True and manifest["mpi"]["cells_on_ranks"] == 2
+    # where a kept cell's round trip goes: no ranks started, the ranks' start and stop
+    assert "ranks_start" not in manifest["timings"]
+    assert {"measure_start", "measure_stop", "manifest"} <= set(manifest["timings"])
     assert location_groups(Path(result.bundle()["path"]) / "traces.otf2") == 2
 
 

@@ -308,11 +308,14 @@ class MpiRun(RunBase):
             if not x.local
         }
         try:
-            for rank in self.ranks.values():
-                await rank.channel.send(msg.FinishRun(keep=self.keep))
-            answers = await self.links.gather_from_all(
-                (msg.RunStopped, msg.FilesDone), STOP_TIMEOUT_S, "while stopping"
-            )
+            # the phase the reply waits for after the cell: every rank stops its
+            # measurement and writes its recording (the merge comes after the reply)
+            with self.timed("measure_stop"):
+                for rank in self.ranks.values():
+                    await rank.channel.send(msg.FinishRun(keep=self.keep))
+                answers = await self.links.gather_from_all(
+                    (msg.RunStopped, msg.FilesDone), STOP_TIMEOUT_S, "while stopping"
+                )
             stopped = answers[msg.RunStopped]
             self.events = sum(int(s.events or 0) for s in stopped.values()) or None
             top: dict[str, float] = {}

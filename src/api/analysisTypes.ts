@@ -87,7 +87,10 @@ export interface IDeviceAnalysis {
 }
 
 export interface IFunctionStat {
+  /** the function's name; an anonymous one's with its place (`__main__:<listcomp> cell [3]:5`) */
   name: string;
+  /** the region's name where `name` adds the place, for finding its calls in the trace */
+  region?: string;
   module: string;
   excl_s: number;
   incl_s: number;

@@ -7,6 +7,7 @@
  * `cell [n]` regions): a function defined in that cell has the same file. IPython's own
  * names hold the execution count. A pseudo-file (`<…>`) in a run of one cell is that cell.
  */
+import type { ICallNode } from '../api/traceTypes';
 
 /** A cell region of the run: its label ("cell [3]") and the file its code ran as. */
 export interface ICellFile {
@@ -14,7 +15,9 @@ export interface ICellFile {
   file?: string | null;
 }
 
-const IPYTHON_INPUT = /^<ipython-input-(\d+)-[0-9a-f]+>$/;
+/** IPython's name of a cell's code; Score-P's bindings write it with the working
+ * directory in front (`/home/me/<ipython-input-3-5f2a…>`) */
+const IPYTHON_INPUT = /(?:^|[/\\])<ipython-input-(\d+)-[0-9a-f]+>$/;
 const IPYKERNEL_FILE = /[/\\]ipykernel_\d+[/\\][^/\\]+\.py$/;
 /** what exec'd code is compiled as (not `<frozen importlib._bootstrap>` and the like) */
 const EXEC_FILE = /^<(dynamic-code|string)>$/;
@@ -42,6 +45,20 @@ export class CellSources {
     return `${file}${line ? `:${line}` : ''}`;
   }
 
+  /**
+   * A function's name as a row shows it: an anonymous function's (`<listcomp>`,
+   * `<lambda>`, ...) with its place, `__main__:<listcomp> cell [3]:5`, since two of one
+   * module are two functions; other names as they are.
+   */
+  label(name: string, file: string | null | undefined, line?: number | null): string {
+    if (!isAnonymous(name) || !file) {
+      return name;
+    }
+    const at = line ? `:${line}` : '';
+    const cell = this.cellOf(file);
+    return `${name} ${cell ?? file.split(/[/\\]/).pop()}${at}`;
+  }
+
   private cellOf(file: string): string | null {
     const known = this.byFile.get(file);
     if (known) {
@@ -63,4 +80,25 @@ export class CellSources {
 
   private readonly cells: ICellFile[];
   private readonly byFile = new Map<string, string>();
+}
+
+/** Python's name for code without one of its own (`m:<listcomp>`, `m:<lambda>`). */
+export function isAnonymous(name: string): boolean {
+  return /^<[a-z]+>$/.test(name.slice(name.lastIndexOf(':') + 1));
+}
+
+/** The cells of a call tree (its nodes of group `cell`, near the root) as sources. */
+export function treeCellSources(root: ICallNode): CellSources {
+  const out: ICellFile[] = [];
+  const visit = (n: ICallNode, depth: number) => {
+    if (n.group === 'cell') {
+      out.push({ label: n.name, file: n.file });
+    }
+    // cells are near the root: no need to walk a deep tree
+    if (depth < 3) {
+      n.children.forEach(c => visit(c, depth + 1));
+    }
+  };
+  visit(root, 0);
+  return new CellSources(out);
 }

@@ -81,9 +81,13 @@ class FunctionStat:
     queue_s: float | None = None
     wait_s: float | None = None
     effective_s: float = 0.0  # what the Summary ranks by (module doc)
+    # the region's name where ``name`` adds the function's place (an anonymous function's
+    # "__main__:<listcomp> cell [3]:5", compare_names), for finding it in the trace
+    region: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"region": self.region} if self.region else {}),
             "name": self.name,
             "module": self.module,
             "excl_s": self.excl_s,
@@ -165,6 +169,7 @@ def function_summary(tree: CallTree) -> tuple[list[FunctionStat], float, float]:
             _at(p.queue, i),
             _at(p.wait, i),
             float(p.effective[i]),
+            vocab.region[i],
         )
         for i in order
     ]

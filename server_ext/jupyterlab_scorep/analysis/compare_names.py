@@ -107,17 +107,61 @@ class Vocabulary:
         self.keys: list[str] = []
         self.display: list[str] = []  # the name shown: the last tree's (b over a)
         self.module: list[str] = []
+        # the region's own name where the shown one adds its place (anonymous functions)
+        self.region: list[str | None] = []
 
-    def id(self, key: str, display: str, module: str) -> int:
+    def id(self, key: str, display: str, module: str, region: str | None = None) -> int:
         i = self.ids.get(key)
         if i is None:
             i = self.ids[key] = len(self.keys)
             self.keys.append(key)
             self.display.append(display)
             self.module.append(module)
+            self.region.append(region)
         else:
             self.display[i] = display
         return i
+
+
+# Python's names for code without a name of its own: two of them in one module are two
+# functions (two list comprehensions of one cell), told apart by file and line.
+_ANONYMOUS = re.compile(r"<[a-z]+>")
+
+
+def anonymous(name: str) -> bool:
+    """``__main__:<listcomp>``, ``m:<lambda>``, ``m.f.<locals>:<genexpr>``, ..."""
+    return bool(_ANONYMOUS.fullmatch(name.rpartition(":")[2]))
+
+
+def _place(
+    node: dict, cell_files: dict[str, int], ordinal: dict[int, int]
+) -> tuple[str, str] | None:
+    """(what runs are matched by, what is shown) of an anonymous function's place: its
+    cell by the cell's place among the run's cells (as cells are matched) and its line
+    (``cell #1:5``, shown ``cell [3]:5``), else its file's name and line; None without a
+    file."""
+    file, line = str(node.get("file") or ""), int(node.get("line") or 0)
+    if not file:
+        return None
+    count = cell_files.get(file)
+    if count is None:
+        count = _input_count(file)
+    at = f":{line}" if line > 0 else ""
+    if count is not None and count in ordinal:
+        return f"{cell_key(ordinal[count])}{at}", f"cell [{count}]{at}"
+    if count is not None:  # IPython's name of a cell not in this run
+        return f"cell [{count}]{at}", f"cell [{count}]{at}"
+    return f"{file}{at}", f"{file.replace(chr(92), '/').rpartition('/')[2]}{at}"
+
+
+# IPython's name for a cell's code under Score-P's bindings ("<ipython-input-3-5f2a…>",
+# which Score-P writes with the working directory in front)
+_IPYTHON_INPUT = re.compile(r"(?:.*[/\\])?<ipython-input-(\d+)-[0-9a-f]+>")
+
+
+def _input_count(file: str) -> int | None:
+    m = _IPYTHON_INPUT.fullmatch(file)
+    return int(m.group(1)) if m else None
 
 
 def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
@@ -134,24 +178,40 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         order = used[np.argsort(first[used], kind="stable")]  # first-seen order
         rank = np.zeros(first.size, np.int64)
         rank[order] = np.arange(order.size)
-        dict_names = [tree.nodes[i]["name"] for i in first[order].tolist()]
+        dict_nodes = [tree.nodes[i] for i in first[order].tolist()]
     else:
         per_dict = np.arange(n)
         rank = per_dict
-        dict_names = [node["name"] for node in tree.nodes]
+        dict_nodes = list(tree.nodes)
+    dict_names = [node["name"] for node in dict_nodes]
     # cells by their place among the run's cells (execution counts in order)
     counts = sorted({c for c in map(rw.cell_region_count, set(dict_names)) if c is not None})
     ordinal = {c: i + 1 for i, c in enumerate(counts)}
-    name_ids: dict[str, int] = {}
-    for name in dict_names:
-        if name in name_ids:
-            continue
+    # the files the run's cells were compiled as: a function defined in a cell has its file
+    cell_files = {
+        str(node.get("file") or ""): c
+        for node in dict_nodes
+        if (c := rw.cell_region_count(node["name"])) is not None and node.get("file")
+    }
+    name_ids: dict[tuple[str, str], int] = {}
+    dict_ids = []
+    for node in dict_nodes:
+        name = node["name"]
         count = rw.cell_region_count(name)
-        if count is not None:
-            name_ids[name] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
-        else:
-            name_ids[name] = vocab.id(name, name, module_of(name))
-    dict_key = np.asarray([name_ids[nm] for nm in dict_names], np.int64)
+        # an anonymous function (<listcomp>, <lambda>, ...) is also told apart by its place
+        place = _place(node, cell_files, ordinal) if count is None and anonymous(name) else None
+        known = (name, place[0] if place else "")
+        if known not in name_ids:
+            if count is not None:
+                name_ids[known] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
+            elif place:
+                name_ids[known] = vocab.id(
+                    f"{name} @{place[0]}", f"{name} {place[1]}", module_of(name), region=name
+                )
+            else:
+                name_ids[known] = vocab.id(name, name, module_of(name))
+        dict_ids.append(name_ids[known])
+    dict_key = np.asarray(dict_ids, np.int64)
     key = dict_key[rank[per_dict]] if n else np.zeros(0, np.int64)
     run_root = np.zeros(n, bool)
     for i in np.flatnonzero(parent0 < 0).tolist():

@@ -57,6 +57,8 @@ def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
             "visits": f.visits,
             "pct": round(100.0 * f.excl_s / total, 1),
         }
+        if f.region:
+            row["region"] = f.region
         if f.cpu_s is not None:
             row.update(cpu_s=round(f.cpu_s, 6), wait_s=round(f.wait_s or 0.0, 6))
         out.append(row)

@@ -6,8 +6,11 @@
  * sends.
  */
 import type { ICallNode } from '../../api/traceTypes';
+import { treeCellSources } from '../cellSources';
 
 export interface IBottomUpNode {
+  /** the function's name, an anonymous one's with its place (`m:<listcomp> cell [3]:5`):
+   * two list comprehensions are two functions */
   name: string;
   group: string;
   /** own (exclusive) time of the function reached through this path, s */
@@ -17,8 +20,19 @@ export interface IBottomUpNode {
   callers: IBottomUpNode[];
 }
 
-/** Functions by own time, each with its callers (paths up to the root, merged by name). */
+/** Functions by own time, each with its callers (paths up to the root, merged by name,
+ * an anonymous function's by name and place). */
 export function bottomUp(root: ICallNode): IBottomUpNode[] {
+  const sources = treeCellSources(root);
+  const labels = new Map<ICallNode, string>();
+  const labelOf = (n: ICallNode): string => {
+    let label = labels.get(n);
+    if (label === undefined) {
+      label = sources.label(n.name, n.file, n.line);
+      labels.set(n, label);
+    }
+    return label;
+  };
   const top = new Map<string, IBottomUpNode>();
   const child = (
     list: IBottomUpNode[],
@@ -30,16 +44,17 @@ export function bottomUp(root: ICallNode): IBottomUpNode[] {
       byName = new Map(list.map(x => [x.name, x]));
       index.set(list, byName);
     }
-    let e = byName.get(n.name);
+    const name = labelOf(n);
+    let e = byName.get(name);
     if (!e) {
       e = {
-        name: n.name,
+        name,
         group: n.group ?? '',
         self_s: 0,
         visits: 0,
         callers: []
       };
-      byName.set(n.name, e);
+      byName.set(name, e);
       list.push(e);
     }
     return e;
@@ -54,16 +69,16 @@ export function bottomUp(root: ICallNode): IBottomUpNode[] {
       let e = child(topList, index, n);
       e.self_s += n.excl_s;
       e.visits += n.visits;
-      const seen = new Set<string>([n.name]);
+      const seen = new Set<string>([labelOf(n)]);
       for (let i = path.length - 1; i >= 0; i--) {
         const caller = path[i];
         e = child(e.callers, index, caller);
         e.self_s += n.excl_s;
         e.visits += n.visits;
-        if (seen.has(caller.name)) {
+        if (seen.has(labelOf(caller))) {
           break;
         }
-        seen.add(caller.name);
+        seen.add(labelOf(caller));
       }
     }
     path.push(n);
@@ -94,6 +109,7 @@ export interface IFlameBox {
  * `minShare` of the root (with their subtrees) are left out. */
 export function flameBoxes(root: ICallNode, minShare = 0.001): IFlameBox[] {
   const total = root.incl_s > 0 ? root.incl_s : 1;
+  const sources = treeCellSources(root);
   const out: IFlameBox[] = [];
   const visit = (n: ICallNode, depth: number, x: number) => {
     const w = n.incl_s / total;
@@ -101,7 +117,7 @@ export function flameBoxes(root: ICallNode, minShare = 0.001): IFlameBox[] {
       return;
     }
     out.push({
-      name: n.name,
+      name: sources.label(n.name, n.file, n.line),
       group: n.group ?? '',
       depth,
       x,

@@ -3,7 +3,7 @@
  * with the keyboard (up/down move, right expands, left collapses, Enter selects); selecting
  * a row highlights that region's calls in the timeline.
  */
-import { CellSources, ICellFile } from '../cellSources';
+import { CellSources, treeCellSources } from '../cellSources';
 import { Widget } from '@lumino/widgets';
 import type { ICallNode, ICallTree } from '../../api/traceTypes';
 import { el } from '../../util/dom';
@@ -38,7 +38,7 @@ export class CallTreeView extends Widget {
     super();
     this.addClass('jp-scorep-calltree');
     this.tree = tree;
-    this.sources = new CellSources(cellNodes(tree.root));
+    this.sources = treeCellSources(tree.root);
     this.expanded.add(ROOT_KEY);
     for (const key of hottestPath(tree.root, 0.5)) {
       this.expanded.add(key);
@@ -209,7 +209,7 @@ export class CallTreeView extends Widget {
       e.stopPropagation();
       this.toggle(row.key);
     });
-    const label = el('span', '', n.name);
+    const label = el('span', '', this.sources.label(n.name, n.file, n.line));
     const where = this.sources.where(n.file, n.line);
     name.title = where ? `${n.name} — ${where}` : n.name;
     name.append(twisty, label);
@@ -331,17 +331,3 @@ export class CallTreeView extends Widget {
 }
 
 /** The tree's cell regions (group "cell") with the files their code ran as. */
-function cellNodes(root: ICallNode): ICellFile[] {
-  const out: ICellFile[] = [];
-  const visit = (n: ICallNode, depth: number) => {
-    if (n.group === 'cell') {
-      out.push({ label: n.name, file: n.file });
-    }
-    // cells are near the root: no need to walk a deep tree
-    if (depth < 3) {
-      n.children.forEach(c => visit(c, depth + 1));
-    }
-  };
-  visit(root, 0);
-  return out;
-}

@@ -137,7 +137,9 @@ export class FunctionSummaryView extends Widget {
   select(name: string | null): void {
     this.selected = name;
     this.render();
-    this.actions.select(name);
+    // an anonymous function's row adds its place to the region's name (GET summary)
+    const row = (this.summary.functions ?? []).find(f => f.name === name);
+    this.actions.select(row?.region ?? name);
     if (name) {
       this.status.textContent = `${name}: calls highlighted in the timeline, call paths opened in the call tree.`;
     } else {

@@ -79,6 +79,10 @@ describe('where a region is, in the notebook', () => {
       'cell [3], line 14'
     );
     expect(one.where('<dynamic-code>', 8)).toBe('cell [5], line 8');
+    // Score-P's bindings write IPython's name with the working directory in front
+    expect(one.where('/home/me/<ipython-input-3-5f2a9c01>', 14)).toBe(
+      'cell [3], line 14'
+    );
     expect(one.where('/tmp/ipykernel_9/123.py', 2)).toBe(
       'an earlier cell, line 2'
     );

@@ -91,6 +91,8 @@ export interface IFunctionStat {
   name: string;
   /** the region's name where `name` adds the place, for finding its calls in the trace */
   region?: string;
+  /** the region's group as the timeline has it (what the views colour by) */
+  group?: string;
   module: string;
   excl_s: number;
   incl_s: number;

@@ -266,6 +266,112 @@ test('selected rows, metric charts and the Runs list, light and dark', async ({
   await page.theme.setLightTheme();
 });
 
+// a cell that calls into many modules (issue 21 saw 17 in near-equal purples) and has two
+// list comprehensions (they merged into one row)
+const MODULES_CODE = `import base64, copy, difflib, fractions, html
+import ipaddress, json, shlex, statistics, string, textwrap, urllib.parse
+
+def squares(n):
+    return [i * i for i in range(n)]
+
+def cubes(n):
+    return [i * i * i for i in range(n)]
+
+for _ in range(30):
+    base64.b64encode(b"abc" * 50); copy.deepcopy({"a": [1, 2, {"b": 3}]})
+    difflib.SequenceMatcher(None, "kitten", "sitting").ratio()
+    fractions.Fraction(3, 7) + fractions.Fraction(1, 3)
+    html.escape("<a & b>"); ipaddress.ip_network("10.0.0.0/24")
+    json.dumps({"x": [1, 2, 3]}, indent=1); shlex.split("a 'b c' d")
+    statistics.mean([1, 2, 3, 4]); string.Template("$x").substitute(x=1)
+    textwrap.wrap("word " * 40, 30); urllib.parse.urlparse("https://example.org/a?b=c")
+a = squares(200_000)
+b = cubes(400_000)`;
+
+test('many modules in distinct colours, two list comprehensions apart', async ({
+  page
+}, testInfo) => {
+  test.setTimeout(180_000);
+  await page.notebook.createNew('modules.ipynb', { kernel: 'scorep-python' });
+  await setCell(page, 0, MODULES_CODE);
+  await page.notebook.runCell(0);
+  const panel = page.locator('.jp-scorep-panel').first();
+  await expect(panel).toHaveAttribute('data-state', 'ready', {
+    timeout: 90_000
+  });
+  await panel.getByRole('tab', { name: 'Summary', exact: true }).click();
+  // two rows, each named by its cell and line
+  for (const line of [5, 8]) {
+    await expect(
+      panel.locator(
+        `.jp-scorep-summary-row[data-name^="__main__:<listcomp> cell ["][data-name$="]:${line}"]`
+      )
+    ).toHaveCount(1);
+  }
+  // every module in a colour of its own, in both themes: the timeline's legend has one
+  // swatch per group; the Summary colours a function by its group too
+  const legend = panel.locator(
+    '.jp-scorep-legend-item .jp-scorep-legend-swatch'
+  );
+  const colourOf = (nodes: Element[]) =>
+    nodes.map(n => getComputedStyle(n).backgroundColor);
+  for (const theme of ['light', 'dark']) {
+    if (theme === 'dark') {
+      await page.theme.setDarkTheme();
+    }
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
+    // the timeline's first window has arrived
+    await expect.poll(() => legend.count()).toBeGreaterThanOrEqual(10);
+    const colours = await legend.evaluateAll(colourOf);
+    // a palette of 20: as many colours as groups, up to 20
+    expect(new Set(colours).size).toBe(Math.min(colours.length, 20));
+    const legendOf = new Map(
+      await panel
+        .locator('.jp-scorep-legend-item')
+        .evaluateAll(items =>
+          items.map(
+            i =>
+              [
+                i.textContent?.trim() ?? '',
+                getComputedStyle(i.querySelector('.jp-scorep-legend-swatch')!)
+                  .backgroundColor
+              ] as [string, string]
+          )
+        )
+    );
+    await panel.getByRole('tab', { name: 'Summary', exact: true }).click();
+    const main = panel.locator('.jp-scorep-summary-module', {
+      hasText: '__main__'
+    });
+    expect(
+      await main
+        .locator('.jp-scorep-legend-swatch')
+        .evaluate(n => getComputedStyle(n).backgroundColor)
+    ).toBe(legendOf.get('__main__'));
+    await page.mouse.move(0, 0);
+    await panel.screenshot({
+      path: testInfo.outputPath(`modules-summary-${theme}.png`)
+    });
+    await panel.getByRole('tab', { name: 'Call tree', exact: true }).click();
+    await panel.getByRole('button', { name: 'Flame graph' }).click();
+    await expect(panel.locator('.jp-scorep-flame-canvas')).toBeVisible();
+    await panel.screenshot({
+      path: testInfo.outputPath(`modules-flame-${theme}.png`)
+    });
+    await panel.getByRole('button', { name: 'Bottom-up' }).click();
+    await panel.screenshot({
+      path: testInfo.outputPath(`modules-bottomup-${theme}.png`)
+    });
+    await panel.getByRole('button', { name: 'Top-down' }).click();
+    await panel.getByRole('tab', { name: 'Timeline' }).click();
+    await panel.screenshot({
+      path: testInfo.outputPath(`modules-timeline-${theme}.png`)
+    });
+    await panel.getByRole('tab', { name: 'Summary', exact: true }).click();
+  }
+  await page.theme.setLightTheme();
+});
+
 const DOCS_CODE = `import threading, time
 import numpy as np
 def step(a):

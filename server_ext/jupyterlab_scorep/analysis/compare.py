@@ -84,10 +84,12 @@ class FunctionStat:
     # the region's name where ``name`` adds the function's place (an anonymous function's
     # "__main__:<listcomp> cell [3]:5", compare_names), for finding it in the trace
     region: str | None = None
+    group: str = ""  # the region's group (the timeline's, what viewers colour by)
 
     def to_json(self) -> dict[str, Any]:
         return {
             **({"region": self.region} if self.region else {}),
+            **({"group": self.group} if self.group else {}),
             "name": self.name,
             "module": self.module,
             "excl_s": self.excl_s,
@@ -170,6 +172,7 @@ def function_summary(tree: CallTree) -> tuple[list[FunctionStat], float, float]:
             _at(p.wait, i),
             float(p.effective[i]),
             vocab.region[i],
+            vocab.group[i],
         )
         for i in order
     ]

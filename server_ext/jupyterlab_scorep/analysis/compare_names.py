@@ -109,8 +109,12 @@ class Vocabulary:
         self.module: list[str] = []
         # the region's own name where the shown one adds its place (anonymous functions)
         self.region: list[str | None] = []
+        # the region's group as the trace or profile holds it (what viewers colour by)
+        self.group: list[str] = []
 
-    def id(self, key: str, display: str, module: str, region: str | None = None) -> int:
+    def id(
+        self, key: str, display: str, module: str, region: str | None = None, group: str = ""
+    ) -> int:
         i = self.ids.get(key)
         if i is None:
             i = self.ids[key] = len(self.keys)
@@ -118,6 +122,7 @@ class Vocabulary:
             self.display.append(display)
             self.module.append(module)
             self.region.append(region)
+            self.group.append(group)
         else:
             self.display[i] = display
         return i
@@ -201,15 +206,22 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         # an anonymous function (<listcomp>, <lambda>, ...) is also told apart by its place
         place = _place(node, cell_files, ordinal) if count is None and anonymous(name) else None
         known = (name, place[0] if place else "")
+        group = str(node.get("group") or "")
         if known not in name_ids:
             if count is not None:
-                name_ids[known] = vocab.id(cell_key(ordinal[count]), _display(name), "cell")
+                name_ids[known] = vocab.id(
+                    cell_key(ordinal[count]), _display(name), "cell", group="cell"
+                )
             elif place:
                 name_ids[known] = vocab.id(
-                    f"{name} @{place[0]}", f"{name} {place[1]}", module_of(name), region=name
+                    f"{name} @{place[0]}",
+                    f"{name} {place[1]}",
+                    module_of(name),
+                    region=name,
+                    group=group,
                 )
             else:
-                name_ids[known] = vocab.id(name, name, module_of(name))
+                name_ids[known] = vocab.id(name, name, module_of(name), group=group)
         dict_ids.append(name_ids[known])
     dict_key = np.asarray(dict_ids, np.int64)
     key = dict_key[rank[per_dict]] if n else np.zeros(0, np.int64)

@@ -1,9 +1,14 @@
 import {
+  claimGroups,
+  contrast,
   currentTheme,
   groupColor,
   hashString,
   paletteIndex,
-  PALETTE_HUES
+  PALETTE_HUES,
+  PALETTE_SIZE,
+  parseRgb,
+  ThemeKind
 } from '../../util/colors';
 
 type ColorsModule = typeof import('../../util/colors');
@@ -17,81 +22,179 @@ function freshColors(): ColorsModule {
   return mod!;
 }
 
-describe('group colours', () => {
-  const groups = ['__main__', 'numpy', 'os.path', 'json', 'mymodule', 're'];
+const THEMES: ThemeKind[] = ['light', 'dark'];
 
+/** CIE L*a*b* of an sRGB colour (D65). */
+function lab(c: number[]): number[] {
+  const lin = (v: number) => {
+    const s = v / 255;
+    return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  const [r, g, b] = c.map(lin);
+  const xyz = [
+    (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+    0.2126 * r + 0.7152 * g + 0.0722 * b,
+    (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+  ].map(t => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116));
+  return [116 * xyz[1] - 16, 500 * (xyz[0] - xyz[1]), 200 * (xyz[1] - xyz[2])];
+}
+
+function deltaE(a: string, b: string): number {
+  const [x, y] = [lab(parseRgb(a)), lab(parseRgb(b))];
+  return Math.hypot(x[0] - y[0], x[1] - y[1], x[2] - y[2]);
+}
+
+function hueOf(c: number[]): number {
+  const [r, g, b] = c.map(v => v / 255);
+  const max = Math.max(r, g, b);
+  const d = max - Math.min(r, g, b);
+  const h =
+    max === r
+      ? ((g - b) / d) % 6
+      : max === g
+        ? (b - r) / d + 2
+        : (r - g) / d + 4;
+  return (h * 60 + 360) % 360;
+}
+
+/** Groups that hash to the given slots, found by counting up (module_0, module_1, ...). */
+function groupsInSlot(slot: number, count: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i++) {
+    if (paletteIndex(`module_${i}`) === slot) {
+      out.push(`module_${i}`);
+    }
+  }
+  return out;
+}
+
+// a cell's run as issue 21 saw it: 17 modules
+const SEVENTEEN = [
+  '__main__', 'cell', 'numpy', 'builtins', 'json', 're', 'os', 'posixpath', 'threading',
+  'collections', 'functools', 'pandas', 'scipy', 'typing', 'abc', 'enum', 'importlib'
+]; // prettier-ignore
+
+describe('group colours', () => {
   it('are the same for the same group whatever the order groups are seen in', () => {
     // two separate module instances (two sessions), fed the groups in opposite orders: an
     // implementation that hands out colours in order of appearance fails here
     const a = freshColors();
     const b = freshColors();
-    const first = new Map(groups.map(g => [g, a.groupColor(g, 'light').fill]));
-    const second = new Map(
-      [...groups].reverse().map(g => [g, b.groupColor(g, 'light').fill])
+    const first = new Map(
+      SEVENTEEN.map(g => [g, a.groupColor(g, 'light').fill])
     );
-    for (const g of groups) {
-      expect(second.get(g)).toBe(first.get(g));
+    const second = new Map(
+      [...SEVENTEEN].reverse().map(g => [g, b.groupColor(g, 'light').fill])
+    );
+    expect(second).toEqual(first);
+    // and claimed as a set, in either order: the same colours again
+    const c = freshColors();
+    const d = freshColors();
+    c.claimGroups(SEVENTEEN);
+    d.claimGroups([...SEVENTEEN].reverse());
+    for (const g of SEVENTEEN) {
+      expect(d.groupColor(g, 'dark')).toEqual(c.groupColor(g, 'dark'));
     }
-    // and the colours differ between groups (not one colour for all)
-    expect(new Set(first.values()).size).toBe(groups.length);
+  });
+
+  it('give the 17 modules of one run 17 different colours, far apart', () => {
+    const m = freshColors();
+    m.claimGroups(SEVENTEEN);
+    for (const theme of THEMES) {
+      const fills = SEVENTEEN.map(g => m.groupColor(g, theme).fill);
+      expect(new Set(fills).size).toBe(SEVENTEEN.length);
+      let closest = Infinity;
+      for (let i = 0; i < fills.length; i++) {
+        for (let j = i + 1; j < fills.length; j++) {
+          closest = Math.min(closest, deltaE(fills[i], fills[j]));
+        }
+      }
+      // ΔE*ab of 10 is a difference seen at a glance, side by side
+      expect(closest).toBeGreaterThan(10);
+    }
+  });
+
+  it('has no two palette slots alike, in either theme', () => {
+    for (const theme of THEMES) {
+      const m = freshColors();
+      const fills = Array.from({ length: PALETTE_SIZE }, (_, slot) => {
+        const [g] = groupsInSlot(slot, 1);
+        return m.groupColor(g, theme).fill;
+      });
+      for (let i = 0; i < fills.length; i++) {
+        for (let j = i + 1; j < fills.length; j++) {
+          expect(deltaE(fills[i], fills[j])).toBeGreaterThan(10);
+        }
+      }
+    }
+  });
+
+  it('keep the text readable on every fill in both themes (WCAG 4.5:1)', () => {
+    for (const theme of THEMES) {
+      for (let slot = 0; slot < PALETTE_SIZE; slot++) {
+        const [g] = groupsInSlot(slot, 1);
+        const c = groupColor(g, theme);
+        expect(
+          contrast(parseRgb(c.fill), parseRgb(c.text))
+        ).toBeGreaterThanOrEqual(4.5);
+      }
+    }
+  });
+
+  it('keep the hue across themes, lighter fills on the light theme', () => {
+    for (const g of ['__main__', 'json', 'pandas.core.frame', 'numpy']) {
+      const light = parseRgb(groupColor(g, 'light').fill);
+      const dark = parseRgb(groupColor(g, 'dark').fill);
+      expect(Math.abs(hueOf(light) - hueOf(dark))).toBeLessThan(6);
+      expect(Math.max(...light)).toBeGreaterThan(Math.max(...dark));
+    }
+  });
+
+  it('give a claimed group whose slot is taken the next free one, and keep claims', () => {
+    const m = freshColors();
+    const [x, y] = groupsInSlot(5, 2).sort();
+    m.claimGroups([y, x]);
+    // x sorts first: its own slot; y the next one
+    expect(m.groupColor(x, 'light')).toEqual(
+      groupColor(groupsInSlot(5, 1)[0], 'light')
+    );
+    expect(m.groupColor(y, 'light')).toEqual(
+      groupColor(groupsInSlot(6, 1)[0], 'light')
+    );
+    // a later view's claim changes nothing already claimed
+    m.claimGroups([...groupsInSlot(6, 3), x]);
+    expect(m.groupColor(y, 'light')).toEqual(
+      groupColor(groupsInSlot(6, 1)[0], 'light')
+    );
   });
 
   it('are fixed across sessions and releases (pinned values)', () => {
-    // hue from the slot (fixed for well-known groups, else FNV-1a % 16), saturation and
-    // lightness from the variant ((hash >>> 8) % 3)
     expect(groupColor('__main__', 'light')).toEqual({
-      fill: 'hsl(210, 75%, 72%)',
-      text: '#111111',
-      line: 'hsl(210, 85%, 38%)'
+      fill: 'rgb(124, 157, 224)',
+      text: 'rgb(17, 17, 17)',
+      line: 'rgb(33, 83, 185)'
     });
-    expect(groupColor('__main__', 'dark')).toEqual({
-      fill: 'hsl(210, 75%, 50%)',
-      text: '#f5f5f5',
-      line: 'hsl(210, 85%, 68%)'
-    });
-    expect(groupColor('numpy', 'light').fill).toBe('hsl(120, 55%, 62%)');
-    expect(groupColor('json', 'light').fill).toBe('hsl(0, 75%, 72%)');
-    expect(groupColor('mymodule', 'light').fill).toBe('hsl(285, 55%, 62%)');
-    expect(groupColor('mymodule', 'dark').fill).toBe('hsl(285, 55%, 42%)');
-  });
-
-  it('keep the hue across themes and change only lightness', () => {
-    const parts = (s: string) => s.match(/^hsl\((\d+), (\d+)%, (\d+)%\)$/)!;
-    for (const g of ['__main__', 'json', 'pandas.core.frame']) {
-      const [, hl, sl, ll] = parts(groupColor(g, 'light').fill);
-      const [, hd, sd, ld] = parts(groupColor(g, 'dark').fill);
-      expect(hd).toBe(hl);
-      expect(sd).toBe(sl);
-      // lighter fills on the light theme, darker on the dark one
-      expect(Number(ll)).toBeGreaterThan(Number(ld));
-    }
+    expect(groupColor('__main__', 'dark').fill).toBe('rgb(37, 77, 156)');
+    expect(groupColor('cell', 'light').fill).toBe('rgb(214, 141, 78)');
+    expect(groupColor('numpy', 'dark').fill).toBe('rgb(22, 93, 33)');
   });
 
   it('give the notebook itself and common modules fixed, distinct hues', () => {
-    expect(PALETTE_HUES[paletteIndex('__main__')]).toBe(210);
-    expect(PALETTE_HUES[paletteIndex('cell')]).toBe(30);
-    expect(PALETTE_HUES[paletteIndex('numpy')]).toBe(120);
-    expect(PALETTE_HUES[paletteIndex('builtins')]).toBe(60);
-  });
-
-  it('tell apart two groups that share a slot by saturation and lightness', () => {
-    // "re" hashes to slot 0, the slot of __main__
-    expect(paletteIndex('re')).toBe(paletteIndex('__main__'));
-    expect(groupColor('re', 'light').fill).toBe('hsl(210, 65%, 67%)');
-    expect(groupColor('re', 'light').fill).not.toBe(
-      groupColor('__main__', 'light').fill
-    );
+    expect(PALETTE_HUES[paletteIndex('__main__') % 10]).toBe(220);
+    expect(PALETTE_HUES[paletteIndex('cell') % 10]).toBe(28);
+    expect(PALETTE_HUES[paletteIndex('numpy') % 10]).toBe(130);
+    expect(PALETTE_HUES[paletteIndex('builtins') % 10]).toBe(48);
   });
 
   it('spread many groups over the whole palette', () => {
     const used = new Set<number>();
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 400; i++) {
       const idx = paletteIndex(`module_${i}`);
       expect(idx).toBeGreaterThanOrEqual(0);
-      expect(idx).toBeLessThan(PALETTE_HUES.length);
+      expect(idx).toBeLessThan(PALETTE_SIZE);
       used.add(idx);
     }
-    expect(used.size).toBe(PALETTE_HUES.length);
+    expect(used.size).toBe(PALETTE_SIZE);
   });
 
   it('hash with FNV-1a 32-bit (published test vectors)', () => {
@@ -109,3 +212,6 @@ describe('group colours', () => {
     expect(currentTheme()).toBe('light');
   });
 });
+
+// the claims of this file's own module instance (the tests above use fresh ones)
+claimGroups([]);

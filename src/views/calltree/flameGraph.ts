@@ -6,6 +6,7 @@
 import { Widget } from '@lumino/widgets';
 import type { ICallNode } from '../../api/traceTypes';
 import {
+  claimGroups,
   cssVar,
   currentTheme,
   groupColor,
@@ -23,6 +24,7 @@ export class FlameGraph extends Widget {
     super();
     this.addClass('jp-scorep-flame');
     this.boxes = flameBoxes(root);
+    claimGroups(this.boxes.map(b => b.group || '?'));
     this.canvas = el('canvas', 'jp-scorep-flame-canvas');
     this.canvas.setAttribute('role', 'img');
     this.canvas.setAttribute(

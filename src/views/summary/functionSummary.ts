@@ -6,7 +6,12 @@
  */
 import { Widget } from '@lumino/widgets';
 import type { IFunctionStat, ISummary } from '../../api/analysisTypes';
-import { currentTheme, groupColor, observeTheme } from '../../util/colors';
+import {
+  claimGroups,
+  currentTheme,
+  groupColor,
+  observeTheme
+} from '../../util/colors';
 import { el } from '../../util/dom';
 import { formatSeconds } from '../../util/timeaxis';
 import {
@@ -34,6 +39,8 @@ export class FunctionSummaryView extends Widget {
   ) {
     super();
     this.addClass('jp-scorep-summary');
+    // the run's modules told apart (util/colors: up to 20 never share a colour)
+    claimGroups((summary.functions ?? []).map(colourGroup));
     const bar = el('div', 'jp-scorep-summary-bar');
     const switcher = el('div', 'jp-scorep-switch');
     switcher.setAttribute('role', 'group');
@@ -187,7 +194,7 @@ export class FunctionSummaryView extends Widget {
       const track = el('div', 'jp-scorep-bar-track');
       const fill = el('div', 'jp-scorep-bar');
       fill.style.width = `${(100 * barFraction(value, max)).toFixed(2)}%`;
-      fill.style.background = groupColor(f.module, theme).fill;
+      fill.style.background = groupColor(colourGroup(f), theme).fill;
       track.appendChild(fill);
       time.append(
         track,
@@ -224,7 +231,10 @@ export class FunctionSummaryView extends Widget {
         const th = el('th', '', group.module);
         th.scope = 'rowgroup';
         const swatch = el('span', 'jp-scorep-legend-swatch');
-        swatch.style.background = groupColor(group.module, theme).fill;
+        swatch.style.background = groupColor(
+          colourGroup(group.functions[0]),
+          theme
+        ).fill;
         th.prepend(swatch);
         const total = el(
           'td',
@@ -310,4 +320,10 @@ export class FunctionSummaryView extends Widget {
   private readonly body: HTMLTableSectionElement;
   private readonly status: HTMLDivElement;
   private readonly themeObserver: MutationObserver;
+}
+
+/** What a function is coloured by: its region's group, as in the timeline and the flame
+ * graph (a summary module such as `difflib.SequenceMatcher` is the timeline's `difflib`). */
+function colourGroup(f: IFunctionStat): string {
+  return f.group || f.module;
 }

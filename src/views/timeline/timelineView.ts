@@ -11,7 +11,12 @@ import { Signal, ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import type { ITraceLocation } from '../../api/experimentTypes';
 import type { ITimeline } from '../../api/traceTypes';
-import { currentTheme, hiDpiContext, observeTheme } from '../../util/colors';
+import {
+  claimGroups,
+  currentTheme,
+  hiDpiContext,
+  observeTheme
+} from '../../util/colors';
 import { el } from '../../util/dom';
 import {
   clampView,
@@ -190,6 +195,7 @@ export class TimelineView extends Widget {
     for (const info of Object.values(data.regions)) {
       this.groups.add(info.group ?? '?');
     }
+    claimGroups(this.groups);
     this.updateLegend();
     this.setStatus('');
     this.node.dataset.window = `${data.window[0]},${data.window[1]}`;

@@ -319,7 +319,7 @@ test.describe('Score-P experiment panel', () => {
     const gSpan = { x: 0.5, y: 22 + 16 + 1 * 18 + 9 };
     await expect
       .poll(() => canvasPixel(canvas, gSpan))
-      .toEqual(await cssColorPixel(page, 'hsl(210, 75%, 72%)'));
+      .toEqual(await cssColorPixel(page, 'rgb(124, 157, 224)'));
     // unmasked, for a look by eye (not compared)
     await panel.screenshot({ path: testInfo.outputPath('panel-unmasked.png') });
     const body = panel.locator('.jp-scorep-body');
@@ -334,7 +334,7 @@ test.describe('Score-P experiment panel', () => {
     // repainted with the dark theme's lightness, same hue
     await expect
       .poll(() => canvasPixel(canvas, gSpan))
-      .toEqual(await cssColorPixel(page, 'hsl(210, 75%, 50%)'));
+      .toEqual(await cssColorPixel(page, 'rgb(37, 77, 156)'));
     await expect(body).toHaveScreenshot('panel-dark.png', { mask });
     await panel.screenshot({
       path: testInfo.outputPath('panel-dark-unmasked.png')

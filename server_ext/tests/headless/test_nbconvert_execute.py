@@ -243,3 +243,43 @@ def test_the_gist_reads_in_light_and_dark_in_nbconverts_html_and_vscode(converte
         assert set(r["numbers"]) == {"right"}, (name, r)
         assert r["bars"] and all(b["fill"] == b["color"] for b in r["bars"]), (name, r["bars"])
         assert max(b["width"] for b in r["bars"]) > 10, "the top function's bar is drawn"
+
+
+async def test_nbconverts_html_says_what_the_panel_says(api, jp_root_dir):
+    """nbconvert's HTML (what VS Code and a shared page show; nbconvert writes the
+    attributes again, in double quotes) against the panel's own
+    answers at the REST API for the same run: the same cell time (GET experiment's
+    manifest, the header), the same top functions in the same order with the same shares
+    (GET summary's top_regions, the TOP line and the Summary's order) and the same
+    verdicts."""
+    import re
+
+    root = Path(jp_root_dir)
+    notebook(root / "toggled.ipynb", CELLS[:2])
+    out = nbconvert(["--to", "html", "--execute", PREPROCESSOR, "toggled.ipynb"], root)
+    assert out.returncode == 0, out.stderr
+    [exp] = experiment_dirs(root / "scorep-experiments")
+    page = (root / "toggled.html").read_text()
+    gists = re.findall(
+        r"<div class=[\"']scorep-experiment-summary scorep-gist[\"']>.*?</div>", page, re.S
+    )
+    assert len(gists) == 1, page[:2000]
+    gist = gists[0]
+
+    code, body = await api("experiment", path=str(exp))
+    assert code == 200, body
+    code, summ = await api("summary", path=str(exp))
+    assert code == 200, summ
+    wall = body["manifest"]["wall_s"]
+    assert f"<th>wall time</th><td>{wall:.3f} s</td>" in gist, gist
+    assert abs(summ["wall_s"] - wall) < 1e-6
+
+    rows = re.findall(
+        r"<tr><td class=[\"']num[\"']>([0-9.]+) %</td>.*?<code>(.*?)</code></td></tr>", gist, re.S
+    )
+    shown = [(html.unescape(name), float(pct)) for pct, name in rows]
+    top = [(r["name"], r["pct"]) for r in summ["top_regions"][: len(shown)]]
+    assert shown and shown == top, (shown, top)
+    assert shown[0][0] == "__main__:step"
+    verdicts = [html.unescape(v) for v in re.findall(r"<li>(.*?)</li>", gist, re.S)]
+    assert verdicts == [v["text"] for v in summ["verdicts"]], (verdicts, summ["verdicts"])

@@ -50,7 +50,11 @@ export class CellSources {
    * `<lambda>`, ...) with its place, `__main__:<listcomp> cell [3]:5`, since two of one
    * module are two functions; other names as they are.
    */
-  label(name: string, file: string | null | undefined, line?: number | null): string {
+  label(
+    name: string,
+    file: string | null | undefined,
+    line?: number | null
+  ): string {
     if (!isAnonymous(name) || !file) {
       return name;
     }

@@ -84,13 +84,19 @@ describe('anonymous functions', () => {
   const at = (n: ICallNode, line: number): ICallNode => ({ ...n, file, line });
   const cell = { ...node('cell [3]', 1.0, 0.1), group: 'cell', file };
   cell.children = [
-    node('__main__:squares', 0.3, 0.0, [at(node('__main__:<listcomp>', 0.3, 0.3), 2)]),
-    node('__main__:cubes', 0.6, 0.0, [at(node('__main__:<listcomp>', 0.6, 0.6), 5)])
+    node('__main__:squares', 0.3, 0.0, [
+      at(node('__main__:<listcomp>', 0.3, 0.3), 2)
+    ]),
+    node('__main__:cubes', 0.6, 0.0, [
+      at(node('__main__:<listcomp>', 0.6, 0.6), 5)
+    ])
   ];
 
   it('keeps two list comprehensions apart, named by cell and line', () => {
     const rows = bottomUp(cell);
-    expect(rows.slice(0, 2).map(r => [r.name, r.self_s, r.callers[0].name])).toEqual([
+    expect(
+      rows.slice(0, 2).map(r => [r.name, r.self_s, r.callers[0].name])
+    ).toEqual([
       ['__main__:<listcomp> cell [3]:5', 0.6, '__main__:cubes'],
       ['__main__:<listcomp> cell [3]:2', 0.3, '__main__:squares']
     ]);

@@ -121,6 +121,22 @@ export interface IRankRow {
   collective_bytes_received: number;
 }
 
+/** The non-zero cells of the communication matrix (GET ranks?matrix=pairs). */
+export interface IMatrixPairs {
+  sender: number[];
+  receiver: number[];
+  bytes: number[];
+  messages: number[];
+}
+
+export interface IRankMatrix {
+  bytes: number[][];
+  messages: number[][];
+  /** the number of ranks (with `pairs`) */
+  size?: number;
+  pairs?: IMatrixPairs;
+}
+
 /** GET ranks: an MPI run's processes and who sent how much to whom. */
 export interface IRanks {
   ranks: IRankRow[];
@@ -128,8 +144,11 @@ export interface IRanks {
   imbalance_pct: number | null;
   slowest_rank: number | null;
   communication_share: number | null;
-  /** row = sending rank, column = receiving rank */
-  matrix: { bytes: number[][]; messages: number[][] };
+  /** up to 5 ranks by compute_s, slowest first */
+  slowest_ranks?: number[];
+  /** row = sending rank, column = receiving rank; with `matrix=pairs` the dense arrays are
+   * empty and `pairs` holds the non-zero cells, row-major */
+  matrix: IRankMatrix;
   received: { bytes: number; messages: number }[];
   unmatched: number;
   mpi: Record<string, unknown> | null;

@@ -76,13 +76,18 @@ export class ScorepAPI {
     t0: number,
     t1: number,
     width: number,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    rows?: number
   ): Promise<ITimeline> {
-    return this.windowed('timeline', path, t0, t1, width, signal);
+    return this.windowed('timeline', path, t0, t1, width, signal, rows);
   }
 
-  ranks(path: string): Promise<IRanks> {
-    return this.request('ranks', { path });
+  /** GET ranks; `pairs`: the matrix as its non-zero cells (large runs). */
+  ranks(path: string, matrix: 'dense' | 'pairs' = 'dense'): Promise<IRanks> {
+    return this.request(
+      'ranks',
+      matrix === 'pairs' ? { path, matrix } : { path }
+    );
   }
 
   calltree(path: string, location?: number | null): Promise<ICallTree> {
@@ -106,7 +111,8 @@ export class ScorepAPI {
     t0: number,
     t1: number,
     width: number,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    rows?: number
   ): Promise<T> {
     return this.request(
       endpoint,
@@ -114,7 +120,8 @@ export class ScorepAPI {
         path,
         t0: Math.floor(t0),
         t1: Math.ceil(t1),
-        width: Math.max(1, Math.round(width))
+        width: Math.max(1, Math.round(width)),
+        ...(rows ? { rows: Math.max(1, Math.round(rows)) } : {})
       },
       { signal }
     );

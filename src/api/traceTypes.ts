@@ -38,6 +38,31 @@ export interface ITimeline {
   range: [number, number];
   regions: Record<string, IRegionInfo>;
   locations: ITimelineLocation[];
+  /** with `rows` asked for and more locations than that: the summary instead of the rows
+   * (then `locations` and `regions` are empty) */
+  heatmap?: ITimelineHeatmap;
+}
+
+/** One row of the heat map: a bucket of consecutive locations. */
+export interface IHeatmapRow {
+  locations: number[];
+  /** the rows' location groups (ranks) in order, each once */
+  groups: string[];
+}
+
+/**
+ * GET timeline's summary of many locations (docs/API.md): `rows x columns` bytes, row-major,
+ * base64; per cell the share (0..255 for 0..100 %) of the bucket's locations' time inside a
+ * top-level call (`active`) and inside MPI calls (`mpi`). Column j covers
+ * `[window[0] + j * column_ns, window[0] + (j + 1) * column_ns)`.
+ */
+export interface ITimelineHeatmap {
+  rows: IHeatmapRow[];
+  columns: number;
+  column_ns: number;
+  encoding: 'base64-uint8';
+  active: string;
+  mpi: string;
 }
 
 export interface ICallNode {

@@ -107,3 +107,32 @@ export function flowText(r: IRanks, from: number, to: number): string {
 export function formatMeasure(value: number, measure: MatrixMeasure): string {
   return measure === 'bytes' ? formatBytes(value) : `${value}`;
 }
+
+/**
+ * The load imbalance verdict naming the slowest ranks (GET ranks' `slowest_ranks`, up to 5):
+ * "Slowest ranks: 1000, 1001, 1002, 1003, 1004 (compute 1.5 ms, 1.4× the mean 1.03 ms);
+ * 24 ranks within 5 % of the slowest". Null for fewer than two ranks or nothing measured.
+ */
+export function slowestText(r: IRanks): string | null {
+  const slowest = r.slowest_ranks ?? [];
+  if (r.ranks.length < 2 || slowest.length === 0) {
+    return null;
+  }
+  const byRank = new Map(r.ranks.map(x => [x.rank, x]));
+  const top = byRank.get(slowest[0])?.compute_s ?? 0;
+  if (!(top > 0)) {
+    return null;
+  }
+  const mean = r.ranks.reduce((s, x) => s + x.compute_s, 0) / r.ranks.length;
+  const near = r.ranks.filter(x => x.compute_s >= 0.95 * top).length;
+  const names = slowest.join(', ');
+  const ratio =
+    mean > 0
+      ? `, ${(top / mean).toFixed(2)}× the mean ${formatSeconds(mean)}`
+      : '';
+  return (
+    `Slowest rank${slowest.length === 1 ? '' : 's'}: ${names} ` +
+    `(compute ${formatSeconds(top)}${ratio}); ` +
+    `${near} rank${near === 1 ? '' : 's'} within 5 % of the slowest`
+  );
+}

@@ -2,12 +2,16 @@
  * The Ranks tab of an MPI cell's panel (GET ranks): a process summary (time per rank in
  * the cells, split into compute and MPI, with the imbalance and the communication share)
  * and the communication matrix (bytes or messages from each rank to each other, from the
- * trace), shaded on a log scale; above MATRIX_MAX_RANKS ranks the largest flows instead.
+ * trace), shaded on a log scale; above MATRIX_MAX_RANKS ranks a canvas of blocks of ranks
+ * (matrixCanvas.ts) above the table, and the verdict naming the slowest ranks.
  */
 import { Widget } from '@lumino/widgets';
 import type { IRanks } from '../../api/analysisTypes';
 import type { ScorepAPI } from '../../api/apiClient';
+import { observeTheme } from '../../util/colors';
 import { el, errorText } from '../../util/dom';
+import { matrixCanvas } from './matrixCanvas';
+import { denseOf, matrixCells } from './matrixBlocks';
 import {
   barParts,
   flowText,
@@ -18,7 +22,7 @@ import {
   matrixMax,
   rowCells,
   shade,
-  topFlows
+  slowestText
 } from './balanceAndTraffic';
 
 const COLUMNS = [
@@ -39,6 +43,17 @@ export class RanksView extends Widget {
     super();
     this.addClass('jp-scorep-ranks');
     this.node.textContent = 'Loading the ranks…';
+    // the canvas's colours follow the theme
+    this.themeObserver = observeTheme(() => {
+      if (this.data && this.data.ranks.length > MATRIX_MAX_RANKS) {
+        this.render();
+      }
+    });
+  }
+
+  dispose(): void {
+    this.themeObserver.disconnect();
+    super.dispose();
   }
 
   /** Fetch GET ranks once (again after a failure) and render it. */
@@ -47,9 +62,14 @@ export class RanksView extends Widget {
       return this.loading ?? undefined;
     }
     this.loading = this.api
-      .ranks(this.path)
+      .ranks(this.path, 'pairs')
       .then(data => {
-        this.data = data;
+        // the matrix comes as its non-zero cells; the table of a few ranks reads it dense
+        const cells = matrixCells(data);
+        this.data =
+          data.ranks.length <= MATRIX_MAX_RANKS && data.matrix.pairs
+            ? { ...data, matrix: { ...data.matrix, ...denseOf(cells) } }
+            : data;
         this.render();
       })
       .catch(error => {
@@ -73,7 +93,14 @@ export class RanksView extends Widget {
     this.node.classList.remove('jp-scorep-error');
     const head = el('p', 'jp-scorep-ranks-headline', headline(r));
     this.node.appendChild(head);
-    this.node.appendChild(this.table(r));
+    const verdict = slowestText(r);
+    if (verdict) {
+      this.node.appendChild(el('p', 'jp-scorep-ranks-verdict', verdict));
+    }
+    const many = r.ranks.length > MATRIX_MAX_RANKS;
+    if (!many) {
+      this.node.appendChild(this.table(r));
+    }
     const title = el('div', 'jp-scorep-ranks-title', 'Communication');
     const toggle = el('div', 'jp-scorep-ranks-measure');
     toggle.setAttribute('role', 'group');
@@ -94,6 +121,12 @@ export class RanksView extends Widget {
     title.appendChild(toggle);
     this.node.appendChild(title);
     this.node.appendChild(this.matrix(r));
+    if (many) {
+      this.node.appendChild(
+        el('div', 'jp-scorep-ranks-title', 'Time per rank')
+      );
+      this.node.appendChild(this.table(r));
+    }
     if (r.unmatched > 0) {
       this.node.appendChild(
         el(
@@ -144,12 +177,7 @@ export class RanksView extends Widget {
     const m = r.matrix[this.measure];
     const n = r.ranks.length;
     if (n > MATRIX_MAX_RANKS) {
-      const list = el('ol', 'jp-scorep-ranks-flows');
-      list.setAttribute('aria-label', 'Largest flows');
-      for (const f of topFlows(m, 20)) {
-        list.appendChild(el('li', '', flowText(r, f.from, f.to)));
-      }
-      return list;
+      return matrixCanvas(r, this.measure);
     }
     const max = matrixMax(m);
     const table = el('table', 'jp-scorep-matrix');
@@ -189,4 +217,5 @@ export class RanksView extends Widget {
   private data: IRanks | null = null;
   private loading: Promise<void> | null = null;
   private measure: MatrixMeasure = 'bytes';
+  private readonly themeObserver: MutationObserver;
 }

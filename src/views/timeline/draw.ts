@@ -56,6 +56,9 @@ export interface IPaintState {
   /** the time the ruler counts from (0: the run's start; the Compare view's shared axis
    * counts from the run's cells' start) */
   origin?: number;
+  /** paints the plot instead of spans (the heat map of many ranks), below the overlays;
+   * called with the origin at the plot's top left */
+  plot?: (ctx: CanvasRenderingContext2D) => void;
 }
 
 /** Leave a 1 px gap after spans wide enough, so back-to-back calls stay distinguishable. */
@@ -100,6 +103,7 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
   // lane titles
   ctx.save();
   ctx.translate(0, AXIS_HEIGHT);
+  s.plot?.(ctx);
   ctx.fillStyle = colors.text;
   ctx.textBaseline = 'bottom';
   for (const lane of layout.lanes) {

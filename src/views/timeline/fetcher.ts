@@ -15,6 +15,8 @@ export interface IWindowRequest {
   t0: number;
   t1: number;
   width: number;
+  /** how many locations the view draws one per row: with more, the answer is a heat map */
+  rows?: number;
 }
 
 export type WindowLoader<T> = (

@@ -30,10 +30,21 @@ import {
 } from './projection';
 import { formatDuration } from '../../util/timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
-import { layoutTimeline } from './rankLanes';
+import { layoutTimeline, processes } from './rankLanes';
+import {
+  HeatMeasure,
+  heatCellAt,
+  heatOf,
+  heatText,
+  IHeat,
+  paintHeat,
+  rankRows,
+  VZOOM_MAX
+} from './heatmap';
+import { renderHeatBar } from './heatBar';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { TimelineGestures } from './gestures';
-import { renderLegend } from './overlays';
+import { renderLegend, showTooltip } from './overlays';
 import { SpanHover } from './spanHover';
 import { laneAt, LaunchLinks, LinkLoader } from './launchLinks';
 
@@ -60,9 +71,13 @@ export class TimelineView extends Widget {
     this.axisOrigin = options.axisOrigin ?? 0;
     // metric locations (OTF2 METRIC kind) carry samples, not calls: the metrics charts show them
     // one process: a lane per location; an MPI run's ranks: grouped by rank (rankLanes.ts)
-    this.layout_ = layoutTimeline(
-      options.locations.filter(l => (l.kind ?? 'thread') !== 'metric')
+    const shown = options.locations.filter(
+      l => (l.kind ?? 'thread') !== 'metric'
     );
+    const layout = layoutTimeline(shown);
+    this.layout_ = layout;
+    this.ranks = layout.collapsed ? processes(shown).length : 0;
+    this.locationCount = shown.length;
     this._view = {
       t0: options.range[0],
       t1: Math.max(options.range[1], options.range[0] + 1)
@@ -83,10 +98,13 @@ export class TimelineView extends Widget {
     });
     this.legend = el('div', 'jp-scorep-legend');
     this.legend.setAttribute('aria-label', 'Region groups (modules)');
+    this.heatBar = el('div', 'jp-scorep-heatbar');
+    this.heatBar.hidden = true;
     this.status = el('div', 'jp-scorep-timeline-status');
     this.status.setAttribute('aria-live', 'polite');
 
     const scroller = el('div', 'jp-scorep-timeline-scroller');
+    this.scroller = scroller;
     scroller.appendChild(this.canvas);
     scroller.appendChild(this.hover.box);
     if (options.links) {
@@ -95,6 +113,7 @@ export class TimelineView extends Widget {
     }
     scroller.appendChild(this.hover.tooltip);
     this.node.appendChild(this.legend);
+    this.node.appendChild(this.heatBar);
     this.node.appendChild(scroller);
     this.node.appendChild(this.status);
     if (this.links) {
@@ -115,7 +134,8 @@ export class TimelineView extends Widget {
       scheduleDraw: () => this.scheduleDraw(),
       setStatus: text => this.setStatus(text),
       measured: (t0, t1, dt) => this.setStatus(this.measuredText(t0, t1, dt)),
-      pointAt: (x, y) => this.hover.pointAt(x, y),
+      pointAt: (x, y) =>
+        this.heatShown() ? this.heatHover(x, y) : this.hover.pointAt(x, y),
       hideTooltip: () => this.hover.hideTooltip(),
       leave: () => this.hover.leave(),
       click: (x, y) => {
@@ -189,8 +209,92 @@ export class TimelineView extends Widget {
     super.dispose();
   }
 
+  /** Vertical zoom: the ranks get `vzoom` times the plot's height (1 .. VZOOM_MAX); one
+   * row per rank once they fit, the heat map before. */
+  get verticalZoom(): number {
+    return this.vzoom;
+  }
+
+  setVerticalZoom(vzoom: number): void {
+    const next = Math.min(Math.max(1, vzoom), VZOOM_MAX);
+    if (next === this.vzoom) {
+      return;
+    }
+    this.vzoom = next;
+    this.updateHeatBar();
+    this.scheduleDraw();
+    this.requestWindow();
+  }
+
+  /** What the ranks are drawn as now: one row per rank, or a heat map of `rows` rows. */
+  get rankMode(): ReturnType<typeof rankRows> {
+    if (this.ranks === 0) {
+      return { mode: 'rows', rows: 0, height: this.layout_.height };
+    }
+    const plot = this.plotHeight();
+    return rankRows(
+      this.ranks,
+      plot,
+      this.layout_.rowHeight + this.layout_.laneGap,
+      this.vzoom
+    );
+  }
+
+  /** The height the scroller shows without scrolling, less the ruler. */
+  private plotHeight(): number {
+    const max = parseFloat(getComputedStyle(this.scroller).maxHeight);
+    const room = Number.isFinite(max) && max > 0 ? max : 360;
+    return Math.max(40, room - AXIS_HEIGHT - 4);
+  }
+
+  private heatShown(): boolean {
+    return this.heat !== null && this.rankMode.mode === 'heatmap';
+  }
+
+  private heatHover(x: number, y: number): void {
+    const mode = this.rankMode;
+    const cell = this.heat
+      ? heatCellAt(
+          this.heat,
+          this._view,
+          this.cssWidth,
+          mode.height,
+          x,
+          y - AXIS_HEIGHT
+        )
+      : null;
+    if (!cell) {
+      this.hover.hideTooltip();
+      return;
+    }
+    showTooltip(this.hover.tooltip, heatText(cell), x, y, this.cssWidth);
+  }
+
+  private updateHeatBar(): void {
+    if (this.ranks === 0) {
+      return;
+    }
+    const mode = this.rankMode;
+    renderHeatBar(this.heatBar, {
+      ranks: this.ranks,
+      mode,
+      measure: this.heatMeasure,
+      vzoom: this.vzoom,
+      theme: currentTheme(),
+      setMeasure: m => {
+        this.heatMeasure = m;
+        this.updateHeatBar();
+        this.scheduleDraw();
+      },
+      zoom: factor => this.setVerticalZoom(this.vzoom * factor)
+    });
+    this.heatBar.hidden = false;
+    this.node.dataset.rankMode = mode.mode;
+  }
+
   private setData(data: ITimeline): void {
     this._data = data;
+    this.heat = data.heatmap ? heatOf(data.heatmap, data.window) : null;
     this.updateHighlight();
     for (const info of Object.values(data.regions)) {
       this.groups.add(info.group ?? '?');
@@ -207,7 +311,10 @@ export class TimelineView extends Widget {
     this.canvas.setAttribute(
       'aria-label',
       `Timeline from ${formatDuration(data.window[0])} to ${formatDuration(data.window[1])}, ` +
-        `${data.locations.length} location(s); regions: ${regions || 'none'}. ` +
+        (this.heat
+          ? `${this.ranks} ranks as a heat map of ${this.heat.map.rows.length} rows ` +
+            `(share of time in MPI or busy). `
+          : `${data.locations.length} location(s); regions: ${regions || 'none'}. `) +
         KEYS_HELP
     );
     this.scheduleDraw();
@@ -249,19 +356,27 @@ export class TimelineView extends Widget {
     if (this.cssWidth <= 0) {
       return;
     }
+    const mode = this.rankMode;
     this.fetcher.request({
       t0: this._view.t0,
       t1: this._view.t1,
-      width: Math.round(this.cssWidth)
+      width: Math.round(this.cssWidth),
+      // the heat map's rows; one row per rank: every location as today
+      ...(mode.mode === 'heatmap'
+        ? { rows: Math.min(mode.rows, this.locationCount - 1) }
+        : {})
     });
   }
 
   private handleResize(): void {
     const width = Math.floor(this.canvas.parentElement?.clientWidth ?? 0);
-    if (width <= 0 || width === this.cssWidth) {
+    const plot = this.plotHeight();
+    if (width <= 0 || (width === this.cssWidth && plot === this.lastPlot)) {
       return;
     }
     this.cssWidth = width;
+    this.lastPlot = plot;
+    this.updateHeatBar();
     this.draw();
     this.requestWindow();
     // the metrics charts share the axis: they need the new width too
@@ -283,15 +398,25 @@ export class TimelineView extends Widget {
     if (width <= 0) {
       return;
     }
-    const height = AXIS_HEIGHT + this.layout_.height + 4;
+    const mode = this.rankMode;
+    const heat = mode.mode === 'heatmap' ? this.heat : null;
+    const height =
+      AXIS_HEIGHT +
+      (mode.mode === 'heatmap' ? mode.height : this.layout_.height) +
+      4;
     const ctx = hiDpiContext(this.canvas, width, height);
     if (!ctx) {
       return;
     }
     const started = performance.now();
-    this.list = this._data
-      ? toDrawList(this._data, this.layout_, this._view, width)
-      : emptyDrawList();
+    // a heat map: no spans and no lane titles; rows of an answer that came as a heat map
+    // (the mode changed since): nothing until the rows come
+    const layout =
+      mode.mode === 'heatmap' ? { ...this.layout_, lanes: [] } : this.layout_;
+    this.list =
+      this._data && mode.mode === 'rows'
+        ? toDrawList(this._data, this.layout_, this._view, width)
+        : emptyDrawList();
     const theme = currentTheme();
     if (this._data) {
       this.updateLegend();
@@ -300,14 +425,26 @@ export class TimelineView extends Widget {
       width,
       height,
       view: this._view,
-      layout: this.layout_,
+      layout,
       list: this.list,
       regions: this._data?.regions ?? {},
       highlight: this.highlight,
       selection: this.gestures.selection,
       measure: this.gestures.measure,
       colors: readThemeColors(this.node, theme),
-      origin: this.axisOrigin
+      origin: this.axisOrigin,
+      plot: heat
+        ? c =>
+            paintHeat(
+              c,
+              heat,
+              this._view,
+              { top: 0, width, height: mode.height },
+              this.heatMeasure,
+              theme,
+              readThemeColors(this.node, theme)
+            )
+        : undefined
     });
     this.hover.place();
     this.links?.place(
@@ -348,6 +485,15 @@ export class TimelineView extends Widget {
 
   readonly canvas: HTMLCanvasElement;
   private readonly range: [number, number];
+  /** the ranks when the layout has one row per rank (more than COLLAPSE_RANKS), else 0 */
+  private readonly ranks: number;
+  private readonly locationCount: number;
+  private vzoom = 1;
+  private lastPlot = 0;
+  private heat: IHeat | null = null;
+  private heatMeasure: HeatMeasure = 'mpi';
+  private readonly heatBar: HTMLDivElement;
+  private readonly scroller: HTMLDivElement;
   private readonly axisOrigin: number;
   private layout_: ILayout;
   private _view: IView;

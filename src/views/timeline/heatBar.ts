@@ -1,0 +1,84 @@
+/**
+ * The bar above a many-rank timeline: how the ranks are drawn (one row per rank, or a heat
+ * map of rows of several ranks), the heat map's colour scale and what it measures (time in
+ * MPI or busy), and the vertical zoom (taller rows; one row per rank once they fit).
+ */
+import type { ThemeKind } from '../../util/colors';
+import { el } from '../../util/dom';
+import { HeatMeasure, heatCss, VZOOM_MAX } from './heatmap';
+
+export interface IHeatBarState {
+  ranks: number;
+  mode: { mode: 'rows' | 'heatmap'; rows: number };
+  measure: HeatMeasure;
+  vzoom: number;
+  theme: ThemeKind;
+  setMeasure: (measure: HeatMeasure) => void;
+  /** multiply the vertical zoom by this */
+  zoom: (factor: number) => void;
+}
+
+/** "1,024 ranks as a heat map: 167 rows of up to 7 ranks" */
+export function rankModeText(
+  ranks: number,
+  mode: { mode: 'rows' | 'heatmap'; rows: number }
+): string {
+  const n = ranks.toLocaleString('en-US');
+  if (mode.mode === 'rows') {
+    return `${n} ranks, one row per rank`;
+  }
+  const per = Math.ceil(ranks / mode.rows);
+  return `${n} ranks as a heat map: ${mode.rows} rows of up to ${per} ranks`;
+}
+
+export function renderHeatBar(bar: HTMLElement, s: IHeatBarState): void {
+  bar.textContent = '';
+  bar.appendChild(
+    el('span', 'jp-scorep-heatbar-mode', rankModeText(s.ranks, s.mode))
+  );
+  const zoom = el('span', 'jp-scorep-heatbar-zoom');
+  zoom.setAttribute('role', 'group');
+  zoom.setAttribute('aria-label', 'Vertical zoom');
+  const shorter = el('button', 'jp-scorep-link', '−');
+  shorter.setAttribute('aria-label', 'Shorter rows');
+  shorter.title = 'Shorter rows (more ranks per row)';
+  shorter.disabled = s.vzoom <= 1;
+  shorter.addEventListener('click', () => s.zoom(0.5));
+  const taller = el('button', 'jp-scorep-link', '+');
+  taller.setAttribute('aria-label', 'Taller rows');
+  taller.title =
+    'Taller rows (fewer ranks per row; one row per rank once they fit)';
+  taller.disabled = s.vzoom >= VZOOM_MAX || s.mode.mode === 'rows';
+  taller.addEventListener('click', () => s.zoom(2));
+  zoom.append(el('span', '', 'Rows'), shorter, taller);
+  bar.appendChild(zoom);
+  if (s.mode.mode !== 'heatmap') {
+    return;
+  }
+  const measures = el('span', 'jp-scorep-heatbar-measure');
+  measures.setAttribute('role', 'group');
+  measures.setAttribute('aria-label', 'What the colour shows');
+  for (const m of ['mpi', 'active'] as HeatMeasure[]) {
+    const b = el(
+      'button',
+      'jp-scorep-link',
+      m === 'mpi' ? 'Time in MPI' : 'Busy'
+    );
+    b.setAttribute('aria-pressed', String(m === s.measure));
+    b.addEventListener('click', () => s.setMeasure(m));
+    measures.appendChild(b);
+  }
+  bar.appendChild(measures);
+  const legend = el('span', 'jp-scorep-heatbar-legend');
+  legend.setAttribute(
+    'aria-label',
+    `Colour scale: share of the ranks' time ${s.measure === 'mpi' ? 'in MPI calls' : 'in a call'}, 0 to 100 %`
+  );
+  const ramp = el('span', 'jp-scorep-heatbar-ramp');
+  const stops = [0, 64, 128, 192, 255].map(
+    v => `${heatCss(v, s.measure, s.theme)} ${Math.round((v / 255) * 100)}%`
+  );
+  ramp.style.background = `linear-gradient(to right, ${stops.join(', ')})`;
+  legend.append(el('span', '', '0 %'), ramp, el('span', '', '100 %'));
+  bar.appendChild(legend);
+}

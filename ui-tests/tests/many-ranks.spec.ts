@@ -1,0 +1,151 @@
+/**
+ * A many-rank MPI run in the panel: the synthetic archive of benchmarks/mpi_1024_ranks.py
+ * (made at test time by ui-tests/fixtures/many_ranks.py, 256 ranks by default;
+ * SCOREP_UI_MANY_RANKS sets another count, SCOREP_UI_MANY_RANKS_EXP copies a prebuilt
+ * experiment instead, e.g. the 1,024-rank one, which takes minutes to make). The timeline
+ * draws the ranks x time heat map while the ranks do not fit, one row per rank once the
+ * vertical zoom makes them fit; the Ranks tab draws the communication matrix on a canvas and
+ * names the slowest ranks. Screenshots of both, light and dark, are the test's attachments.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+
+test.use({ mockUser: false, viewport: { width: 1280, height: 1400 } });
+
+const FIXTURE = path.resolve(__dirname, '..', 'fixtures', 'many_ranks.py');
+const RANKS = Number(process.env.SCOREP_UI_MANY_RANKS ?? 256);
+const PREBUILT = process.env.SCOREP_UI_MANY_RANKS_EXP ?? '';
+
+// the kernel's cwd is the server root: the experiment is made (or copied) there and shown
+// as a profiled cell shows its run
+const CODE = `import json, shutil, subprocess, sys
+from pathlib import Path
+from IPython.display import display
+exp = Path('many-ranks-exp')
+shutil.rmtree(exp, ignore_errors=True)
+prebuilt = ${JSON.stringify(PREBUILT)}
+if prebuilt:
+    shutil.copytree(prebuilt, exp)
+    m = json.loads((exp / 'manifest.json').read_text())
+    bundle = {'id': m['id'], 'path': str(exp.resolve()), 'backend': m['backend'],
+              'isolation': m['isolation'], 'status': m['status'], 'mpi': m['mpi']}
+else:
+    out = subprocess.run([sys.executable, ${JSON.stringify(FIXTURE)}, str(exp), '${RANKS}'],
+                         check=True, capture_output=True, text=True).stdout
+    bundle = json.loads(out.strip().splitlines()[-1])
+display({'application/vnd.scorep.experiment+json': bundle, 'text/plain': 'many ranks'}, raw=True)`;
+
+test('many ranks: the heat map, one row per rank, the matrix', async ({
+  page
+}, testInfo) => {
+  test.setTimeout(600_000);
+  await page.notebook.createNew('many-ranks.ipynb', {
+    kernel: 'scorep-python'
+  });
+  await page.evaluate((src: string) => {
+    const nb = (window as any).jupyterapp.shell.currentWidget;
+    nb.content.widgets[0].model.sharedModel.setSource(src);
+  }, CODE);
+  await page.notebook.runCell(0);
+  const panel = page.locator('.jp-scorep-panel').first();
+  await expect(panel).toHaveAttribute('data-state', 'ready', {
+    timeout: 540_000
+  });
+  const ranks = PREBUILT ? 1024 : RANKS;
+
+  // the timeline: the ranks do not fit 360 px, so a heat map
+  await panel.getByRole('tab', { name: 'Timeline' }).click();
+  const timeline = panel.locator('.jp-scorep-timeline');
+  await expect(timeline).toHaveAttribute('data-rank-mode', 'heatmap');
+  const bar = panel.locator('.jp-scorep-heatbar');
+  await expect(bar).toContainText(
+    `${ranks.toLocaleString('en-US')} ranks as a heat map`
+  );
+  await expect(bar).toContainText('0 %');
+  await expect(bar).toContainText('100 %');
+  const canvas = panel.locator('.jp-scorep-timeline-canvas');
+  // hover: the readout names ranks, times and shares
+  const box = (await canvas.boundingBox())!;
+  const tooltip = timeline.locator('.jp-scorep-tooltip');
+  await expect(async () => {
+    await page.mouse.move(box.x + box.width / 2, box.y + 22 + 100);
+    await expect(tooltip).toBeVisible({ timeout: 1000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(tooltip).toContainText(/Ranks \d+–\d+ \(\d+ ranks\)/);
+  await expect(tooltip).toContainText(/in MPI: \d+ % of the time/);
+  await expect(tooltip).toContainText(/busy \(in a call\): \d+ % of the time/);
+  await page.mouse.move(0, 0);
+  await panel.screenshot({ path: testInfo.outputPath('heatmap-light.png') });
+  await page.theme.setDarkTheme();
+  await panel.screenshot({ path: testInfo.outputPath('heatmap-dark.png') });
+  await page.theme.setLightTheme();
+  // the other measure: busy (in a call); the slow ranks' longer cell shows at the bottom
+  await bar.getByRole('button', { name: 'Busy' }).click();
+  await expect(bar.getByRole('button', { name: 'Busy' })).toHaveAttribute(
+    'aria-pressed',
+    'true'
+  );
+  await panel.screenshot({ path: testInfo.outputPath('busy-light.png') });
+  await bar.getByRole('button', { name: 'Time in MPI' }).click();
+
+  // zoom the rows vertically until every rank has its own row (1,024 ranks of 34 px would
+  // be 34,816 px, past Chromium's 32,767 px canvas: the zoom stops at the heat map's finest)
+  const taller = bar.getByRole('button', { name: 'Taller rows' });
+  if (ranks * 34 > 32_000) {
+    for (let i = 0; i < 8 && (await taller.isEnabled()); i++) {
+      await taller.click();
+    }
+    await expect(bar).toContainText('rows of up to 2 ranks');
+    await panel.screenshot({ path: testInfo.outputPath('zoomed-light.png') });
+    await bar.getByRole('button', { name: 'Shorter rows' }).click();
+  } else {
+    for (let i = 0; i < 8 && (await taller.isEnabled()); i++) {
+      await taller.click();
+    }
+    await expect(timeline).toHaveAttribute('data-rank-mode', 'rows');
+    await expect(bar).toContainText(
+      `${ranks.toLocaleString('en-US')} ranks, one row per rank`
+    );
+    await expect
+      .poll(async () => Number(await timeline.getAttribute('data-spans')), {
+        timeout: 60_000
+      })
+      .toBeGreaterThan(0);
+    await panel.screenshot({ path: testInfo.outputPath('rows-light.png') });
+    // and back
+    await bar.getByRole('button', { name: 'Shorter rows' }).click();
+    await expect(timeline).toHaveAttribute('data-rank-mode', 'heatmap');
+  }
+
+  // the Ranks tab: the verdict and the matrix on a canvas
+  await panel.getByRole('tab', { name: 'Ranks' }).click();
+  const verdict = panel.locator('.jp-scorep-ranks-verdict');
+  await expect(verdict).toContainText('Slowest ranks:');
+  if (ranks > 1000) {
+    await expect(verdict).toContainText('1000, 1001, 1002, 1003, 1004');
+  }
+  const matrix = panel.locator('.jp-scorep-matrix-canvas');
+  await expect(matrix).toHaveAttribute(
+    'data-block',
+    String(Math.ceil(ranks / 512))
+  );
+  await expect(matrix).toContainText(
+    `${ranks.toLocaleString('en-US')} pairs communicated`
+  );
+  const mbox = (await matrix.locator('canvas').boundingBox())!;
+  // the ring: rank 0 sends to rank 1, just right of the diagonal's first cell
+  const cellPx = 512 / Math.ceil(ranks / Math.ceil(ranks / 512));
+  await page.mouse.move(mbox.x + 44 + cellPx * 1.5, mbox.y + 28 + cellPx * 0.5);
+  const mtip = matrix.locator('.jp-scorep-tooltip');
+  await expect(mtip).toBeVisible();
+  await expect(mtip).toContainText(/ranks? 0(–\d+)? → ranks? \d+/);
+  await expect(mtip).toContainText(/KiB in \d+ messages/);
+  await page.mouse.move(0, 0);
+  await panel.screenshot({ path: testInfo.outputPath('matrix-light.png') });
+  await page.theme.setDarkTheme();
+  await expect(
+    matrix.or(panel.locator('.jp-scorep-matrix-canvas'))
+  ).toBeVisible();
+  await panel.screenshot({ path: testInfo.outputPath('matrix-dark.png') });
+  await page.theme.setLightTheme();
+});

@@ -43,11 +43,14 @@ def top_regions(tree, limit: int = 10) -> list[dict[str, Any]]:
     """The functions the user can speed up most (compare.function_summary's ``effective``:
     running on any thread, waiting on the cell's thread), with their exclusive time and its
     split. Inclusive time counts only a function's outermost calls, so recursion is not
-    counted twice; ``pct`` is the exclusive time's share of the cells' time."""
+    counted twice; ``pct`` is the exclusive time's share of the cells' time, or of all the
+    functions' time where that is more: the ranks of an MPI cell (or threads that all
+    run) spend more than the cell's time on the thread that ran it, and a share over
+    100 % (1,024 ranks: "34602 %") tells the user nothing."""
     if tree is None or not len(tree.nodes):
         return []
     functions, total, _outside = compare.function_summary(tree)
-    total = total or sum(f.excl_s for f in functions) or 1.0
+    total = max(total, sum(f.excl_s for f in functions)) or 1.0
     out = []
     for f in functions[:limit]:
         row: dict[str, Any] = {

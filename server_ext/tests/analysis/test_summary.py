@@ -134,6 +134,26 @@ def test_top_regions_do_not_double_count_recursion():
     assert [t["name"] for t in top] == ["__main__:a", "__main__:b", "__main__:main"]
 
 
+def test_top_shares_of_many_ranks_stay_within_the_whole():
+    # two ranks, each: cell [1] (4 s) -> __main__:work (3 s): the cells' time on the
+    # thread that ran it is 4 s, the functions' time over both ranks 8 s
+    parent = np.array([-1, 0])
+    nodes = [
+        {"name": "cell [1]", "group": "cell", "file": "", "line": 0, "role": "cell"},
+        {"name": "__main__:work", "group": "__main__", "file": "", "line": 0},
+    ]
+    incl = np.array([[4.0, 4.0], [3.0, 3.0]])
+    excl = np.array([[1.0, 1.0], [3.0, 3.0]])
+    visits = np.ones((2, 2))
+    ranks = CallTree(
+        "trace", [{"id": 0, "name": "rank 0"}, {"id": 1, "name": "rank 1"}],
+        parent, nodes, visits, incl, excl, incl, incl,
+    )  # fmt: skip
+    top = summary.top_regions(ranks)
+    assert {t["name"]: t["pct"] for t in top}["__main__:work"] == 75.0
+    assert sum(t["pct"] for t in top) <= 100.0
+
+
 def test_summarize_combines_everything():
     out = summary.summarize(
         {"status": "ok", "wall_s": 10.0, "measurement": {"events": 42}}, tree(), None

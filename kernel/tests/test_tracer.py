@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import types
 
 import pytest
 from test_tracer_util import calls, compile_cell, names, run_cell
@@ -110,6 +111,63 @@ Model.make().step()
     assert "__main__.Model:make" not in got
     # the cell's <module> frame is the cell region, not a region of its own
     assert "__main__:<module>" not in got
+
+
+INHERITED = """
+class K:
+    def m(self):
+        return [self for _ in range(1)]
+    def n(self):
+        def inner():
+            return self
+        return inner()
+    def o(self):
+        return 1
+    @staticmethod
+    def s():
+        return 2
+    @classmethod
+    def c(cls):
+        return 3
+    def doo(arg):
+        return 4
+class S(K):
+    def o(self):
+        return super().o()
+class Outer:
+    class Inner:
+        def p(self):
+            return 5
+keep = S()
+keep.m(); keep.n(); keep.o(); K.s(); K.c(); keep.doo(); Outer.Inner().p()
+"""
+
+
+def test_methods_are_named_by_the_class_of_self(tmp_path, monkeypatch):
+    """Score-P's bindings name a frame after ``type(self).__name__`` (a ``self`` parameter
+    or a closure's free ``self``) and the module of its globals: an inherited method and
+    one reached through super() on an S are ``__main__.S:...``; these are the names
+    ``python -m scorep --nocompiler`` 4.5.1 wrote for this source. The cell's namespace is
+    a module registered as ``__main__``, as IPython registers its user module."""
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    rec, _, _ = measure(tmp_path, INHERITED, namespace=main.__dict__)
+    got = {n for n in names(rec) if n.startswith("__main__")}
+    assert got == {
+        "__main__.Inner:p",
+        "__main__.S:<listcomp>",
+        "__main__.S:inner",
+        "__main__.S:m",
+        "__main__.S:n",
+        "__main__.S:o",
+        "__main__:Inner",
+        "__main__:K",
+        "__main__:Outer",
+        "__main__:S",
+        "__main__:c",
+        "__main__:doo",
+        "__main__:s",
+    }
 
 
 def test_only_calls_beneath_the_cell_code_are_recorded(tmp_path):

@@ -18,6 +18,7 @@ from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Marker, Markers, Region
 from .engine import RawCalls
 from .measure_config import MeasureConfig
 from .naming import ModuleNames, c_region, code_region, matches
+from .self_class import SelfClasses
 
 
 @dataclass
@@ -140,10 +141,13 @@ class _Keys:
         self.excluded = np.zeros(n, bool)
         self.included = np.zeros(n, bool)
         self.by_file: dict[str, list[int]] = {}
+        classes = SelfClasses()
+        py = [k[1] for k in inp.raw.keys if k[0] == "py"]
+        classes.prepare([(code, modules.module(code.co_filename)) for code in py])
         for i, key in enumerate(inp.raw.keys):
             if key[0] == "py":
                 code = key[1]
-                region, module = code_region(code, modules)
+                region, module = code_region(code, modules, classes)
                 filename = code.co_filename
                 self.by_file.setdefault(filename, []).append(i)
                 drop_self = (

@@ -10,6 +10,7 @@ import sys
 from scorep_kernel import region_words as rw
 
 from ..formats.recording import ROLE_FUNCTION, Region
+from .self_class import SelfClasses
 
 
 def matches(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -86,29 +87,15 @@ class ModuleNames:
         return found
 
 
-def function_name(module: str, qualname: str) -> str:
-    # Score-P names a method after its class (module.Class:method; the defining class
-    # here, the class of ``self`` at its first call there) and a nested function after
-    # itself; file and line keep same-named nested functions apart.
-    if "<locals>." in qualname:
-        qualname = qualname.rsplit("<locals>.", 1)[1]
-    if "." in qualname:
-        owner, name = qualname.rsplit(".", 1)
-        return rw.function_region_name(module, name, owner)
-    return rw.function_region_name(module, qualname)
-
-
-def code_region(code, modules: ModuleNames) -> tuple[Region, str]:
-    """The region of a Python code object, and its module."""
+def code_region(code, modules: ModuleNames, classes: SelfClasses) -> tuple[Region, str]:
+    """The region of a Python code object, and its module. Named as Score-P's bindings do
+    (self_class.py): after the class of ``self`` when the frame has one
+    (``__main__.S:m`` for K.m called on an S), else after the module, static and class
+    methods and methods whose first parameter is not ``self`` included (``__main__:m``)."""
     module = modules.module(code.co_filename)
-    qualname = getattr(code, "co_qualname", code.co_name)
-    if not (code.co_argcount and code.co_varnames[0] == "self"):
-        # Score-P names a function after the class of its ``self`` argument: static and
-        # class methods, and methods whose first parameter is not ``self``, are the
-        # module's (``__main__:doo``), as plain functions are.
-        qualname = code.co_name
+    owner = classes.name(code, module)
     region = Region(
-        name=function_name(module, qualname),
+        name=rw.function_region_name(module, code.co_name, owner),
         group=module,
         file=code.co_filename,
         line=int(code.co_firstlineno),

@@ -170,6 +170,21 @@ def test_methods_are_named_by_the_class_of_self(tmp_path, monkeypatch):
     }
 
 
+def test_a_method_of_a_class_whose_subclass_is_alive_too_keeps_its_class(tmp_path, monkeypatch):
+    """Instances of both K and its subclass S live: K.m called on a K is ``__main__.K:m``
+    (Score-P's name for it too), the census cannot tell, and names the defining class."""
+    source = (
+        "class K:\n    def m(self):\n        return 1\n"
+        "class S(K):\n    pass\n"
+        "k, s = K(), S()\nk.m()\n"
+    )
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    rec, _, _ = measure(tmp_path, source, namespace=main.__dict__)
+    got = names(rec)
+    assert "__main__.K:m" in got and "__main__.S:m" not in got
+
+
 def test_only_calls_beneath_the_cell_code_are_recorded(tmp_path):
     def outside_helper():
         return sum(range(10))

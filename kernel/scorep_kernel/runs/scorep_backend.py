@@ -141,6 +141,34 @@ def explain(lines: Iterable[str], env: Mapping[str, str]) -> list[str]:
     return [words.format(**values) for pattern, words in _EXPLAINED if pattern.search(text)]
 
 
+class ScorePLinesOut:
+    """A stream of a Score-P worker's native stderr with Score-P's own lines taken out.
+    They reach the user in words (the manifest's ``scorep_messages`` and ``notes``, the
+    panel's Score-P verdicts), not raw in the cell's output, where they also came or not
+    by a race: Score-P finalizes after the run's last cell was sent back and prints its
+    CUBE4 writer's warnings then, while the kernel takes the namespace in. Text is passed
+    on at once except a line's start that may still turn out to be Score-P's (a chunk that
+    ends in ``[Sco``): progress bars' ``\r`` lines are never held back."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        out: list[str] = []
+        for part in text.splitlines(keepends=True):
+            if part.endswith(("\n", "\r")):
+                if MESSAGE_PREFIX not in part:
+                    out.append(part)
+            elif MESSAGE_PREFIX in part or (
+                part.lstrip() and MESSAGE_PREFIX.startswith(part.lstrip())
+            ):
+                self._held = part  # its end comes with the next chunk
+            else:
+                out.append(part)
+        return "".join(out)
+
+
 def scorep_messages(lines: Iterable[str]) -> list[str]:
     """Score-P's own lines (``[Score-P] ...``) among a process's output."""
     return [line.strip() for line in lines if MESSAGE_PREFIX in line][-20:]

@@ -62,6 +62,7 @@ class SubprocessRun(RunBase):
         self.interrupt_requested = False
         self.metrics: scorep_backend.WorkerMetrics | None = None  # Score-P runs: sampled here
         self.python_threads: dict[str, str] = {}  # Score-P runs: native id -> thread name
+        self._scorep_lines_out = scorep_backend.ScorePLinesOut()  # Score-P runs' stderr
 
     async def begin(self) -> None:
         pool = self.side.pool
@@ -156,6 +157,10 @@ class SubprocessRun(RunBase):
         self.add_time("messages", now - last)
 
     def _native_output(self, name: str, text: str) -> None:
+        if name == "stderr" and self.backend == "scorep":
+            text = self._scorep_lines_out.feed(text)
+            if not text:
+                return
         if self.relay is not None:
             self.relay.output.stream(name, text)
         else:

@@ -56,7 +56,7 @@ class Launcher:
         self.scorep_lines: deque[str] = deque(maxlen=50)
         # where the ranks' native output and the launcher's own go while a cell runs
         self.relay: Callable[[str, str], None] | None = None
-        self._pipes: list[asyncio.Task] = []
+        self._pipes: list[asyncio.Future[None]] = []
 
     def start(self, command: list[str], env: dict[str, str]) -> None:
         try:
@@ -72,7 +72,7 @@ class Launcher:
             )
         except OSError as e:
             raise RanksFailed(f"The MPI launcher could not be started ({e}).") from None
-        self._pipes.extend(read_pipes(self.proc, self._on_pipe_text))
+        self._pipes.extend(read_pipes(self.proc, self._on_pipe_text).done)
 
     def _on_pipe_text(self, name: str, text: str) -> None:
         lines = text.splitlines()

@@ -50,6 +50,7 @@ class OutputRelay:
         while True:
             message = await self.worker.recv()
             if isinstance(message, msg.CellDone):
+                self.worker.drain_native()  # what it wrote natively before: the cell's
                 return message
             if isinstance(message, msg.InputRequest):
                 await self._answer_input(message)

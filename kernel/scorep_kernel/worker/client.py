@@ -6,6 +6,7 @@ The spare worker and its template are kept by ``worker.pool``.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import logging
 import os
 import shutil
@@ -33,28 +34,65 @@ WORKER_FILE = str(Path(__file__).with_name("entry.py"))
 _KERNEL_DIR = str(Path(__file__).resolve().parents[2])
 
 
-def read_pipes(proc: Any, on_text: Callable[[str, str], None]) -> list[asyncio.Task]:
-    """Read a child's piped stdout and stderr on the event loop as they come: ``on_text``
-    gets ("stdout" | "stderr", decoded text) per chunk of up to 64 KiB. The tasks end at
-    the pipes' end (await them to let the last output arrive)."""
-    loop = asyncio.get_running_loop()
-    tasks = []
-    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-        assert pipe is not None, "the child is started with stdout and stderr piped"
-        os.set_blocking(pipe.fileno(), False)
-        tasks.append(loop.create_task(_read_pipe(name, pipe, on_text)))
-    return tasks
+class NativePipes:
+    """A child's piped stdout and stderr, read on the event loop as they come: ``on_text``
+    gets ("stdout" | "stderr", decoded text) per chunk of up to 64 KiB, straight from the
+    read (no buffer between the pipe and ``on_text``). ``drain()`` reads what the pipes
+    hold now, at once: what the child wrote before a message it then sent on its socket
+    (a Score-P bindings' error line on fd 2, then CellDone) is delivered before that
+    message is handled, whichever of the two the loop saw first. ``done``: one future a
+    pipe, set at its end (await them to let the last output arrive)."""
 
+    def __init__(self, proc: Any, on_text: Callable[[str, str], None]):
+        self._loop = asyncio.get_running_loop()
+        self._on_text = on_text
+        self._pipes: dict[str, tuple[Any, asyncio.Future[None]]] = {}
+        self._decoders: dict[str, codecs.IncrementalDecoder] = {}
+        for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            assert pipe is not None, "the child is started with stdout and stderr piped"
+            os.set_blocking(pipe.fileno(), False)
+            self._pipes[name] = (pipe, self._loop.create_future())
+            self._decoders[name] = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            self._loop.add_reader(pipe.fileno(), self._read, name)
 
-async def _read_pipe(name: str, pipe: Any, on_text: Callable[[str, str], None]) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    while True:
-        data = await reader.read(65536)
+    @property
+    def done(self) -> list[asyncio.Future[None]]:
+        return [end for _pipe, end in self._pipes.values()]
+
+    def _read(self, name: str) -> bool:
+        """One read; False when the pipe had nothing now or has ended."""
+        pipe, end = self._pipes[name]
+        if end.done():
+            return False
+        try:
+            data = os.read(pipe.fileno(), 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
         if not data:
-            return
-        on_text(name, data.decode("utf-8", errors="replace"))
+            self._loop.remove_reader(pipe.fileno())
+            pipe.close()
+            rest = self._decoders[name].decode(b"", final=True)
+            if rest:
+                self._on_text(name, rest)
+            end.set_result(None)
+            return False
+        text = self._decoders[name].decode(data)
+        if text:
+            self._on_text(name, text)
+        return True
+
+    def drain(self) -> None:
+        for name in self._pipes:
+            for _ in range(64):  # 4 MiB at most at once; the loop reads on after
+                if not self._read(name):
+                    break
+
+
+def read_pipes(proc: Any, on_text: Callable[[str, str], None]) -> NativePipes:
+    """Read a child's piped stdout and stderr on the event loop (see NativePipes)."""
+    return NativePipes(proc, on_text)
 
 
 @dataclass(frozen=True)
@@ -125,7 +163,7 @@ class WorkerProcess:
         # Score-P's own messages ("[Score-P] ..."), wherever they came in the output
         self.scorep_lines: deque[str] = deque(maxlen=50)
         self.preloaded: set[str] = set()
-        self._pipe_tasks: list[asyncio.Task] = []
+        self._pipes: NativePipes | None = None
         self._inbox: asyncio.Queue[msg.Message | None] = asyncio.Queue()
         self._reader_task: asyncio.Task | None = None
         # (id, path) of the experiment this process will write (fixed at start for Score-P)
@@ -185,7 +223,12 @@ class WorkerProcess:
         return worker
 
     def _start_pipes(self) -> None:
-        self._pipe_tasks = read_pipes(self.proc, self._on_pipe_text)
+        self._pipes = read_pipes(self.proc, self._on_pipe_text)
+
+    def drain_native(self) -> None:
+        """Deliver the native output the worker wrote until now (see NativePipes)."""
+        if self._pipes is not None:
+            self._pipes.drain()
 
     def _on_pipe_text(self, name: str, text: str) -> None:
         if name == "stderr":
@@ -301,7 +344,8 @@ class WorkerProcess:
         deadline = loop.time() + timeout
         while self.proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110 (a Popen)
             await asyncio.sleep(0.02)
-        for task in self._pipe_tasks:  # let the last native output arrive
+        for task in self._pipes.done if self._pipes is not None else []:
+            # let the last native output arrive
             try:
                 await asyncio.wait_for(asyncio.shield(task), 0.5)
             except Exception:  # timed out, or the reader failed: nothing more to wait for

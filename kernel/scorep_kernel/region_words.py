@@ -122,6 +122,13 @@ def import_region_name(module: str) -> str:
     return f"{IMPORT_MODULE}:{module}"
 
 
+def is_measurement_api(module: str) -> bool:
+    """``scorep`` and its submodules: the measurement's own API, whose import is no region
+    under either backend (Score-P's bindings leave every ``scorep*`` frame out; the
+    builtin's shim is loaded before the cell, so ``import scorep.user`` loads nothing)."""
+    return module == "scorep" or module.startswith("scorep.")
+
+
 def region_module(name: str) -> str | None:
     """The module part of a region name (before the first ":"), None when it has none."""
     return name.split(":", 1)[0] if ":" in name else None

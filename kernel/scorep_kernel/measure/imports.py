@@ -14,6 +14,8 @@ import builtins
 import sys
 import threading
 
+from scorep_kernel import region_words as rw
+
 _real_import = builtins.__import__
 _importing = threading.local()
 _target = None  # the Measurement recording imports: has _now() and record_import()
@@ -88,4 +90,5 @@ def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
                 full = _resolve(name, globals, level)
             except Exception:
                 full = name
-            m.record_import(full, t0, t1)
+            if not rw.is_measurement_api(full):
+                m.record_import(full, t0, t1)

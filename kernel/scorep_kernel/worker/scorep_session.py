@@ -144,6 +144,16 @@ class ScorePSession:
         if not _loads_something(full, fromlist):
             return self._real_import(name, globals, locals, fromlist, level)
         self._importing.active = True
+        if rw.is_measurement_api(full):
+            # the measurement's own API (``import scorep.user`` in a cell): no region, as
+            # under the builtin tracer, whose shim is loaded before the cell, and nothing
+            # of the import machinery recorded either
+            self.instrumenter.unregister()
+            try:
+                return self._real_import(name, globals, locals, fromlist, level)
+            finally:
+                self.instrumenter.register()
+                self._importing.active = False
         frame = sys._getframe(1)
         self.instrumenter.region_begin(
             IMPORT_MODULE, full, frame.f_code.co_filename, frame.f_lineno

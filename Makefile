@@ -158,6 +158,8 @@ lint: setup
 	$(BIN)/mypy
 	@echo "==> stylelint, prettier, eslint"
 	$(JLPM) lint:check
+	@echo "==> tsc (strict) on the Galata specs"
+	node_modules/.bin/tsc -p ui-tests
 
 test-python:
 	@echo "==> pytest (kernel and server)"

@@ -4,38 +4,11 @@
  * a notebook on another kernel).
  */
 import { expect, test } from '@jupyterlab/galata';
+import { cellMetadata, setSource, TOGGLE } from './notebookModel';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows our /scorep/api/metrics:
 // use the real /api/me instead.
 test.use({ mockUser: false });
-
-const TOGGLE = '.jp-cell-toolbar [data-command="scorep:toggle-profile"]';
-
-/**
- * Put source into a cell through its model: typing multi-line Python into the editor lets
- * auto-indentation change the code.
- */
-async function setSource(
-  page: any,
-  index: number,
-  code: string
-): Promise<void> {
-  await page.evaluate(
-    ([i, src]: [number, string]) => {
-      const nb = (window as any).jupyterapp.shell.currentWidget;
-      nb.content.widgets[i].model.sharedModel.setSource(src);
-    },
-    [index, code]
-  );
-}
-
-/** The active notebook cell's `scorep` metadata, read from the model in the page. */
-async function cellMetadata(page: any, index: number): Promise<any> {
-  return page.evaluate((i: number) => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    return nb.content.widgets[i].model.getMetadata('scorep') ?? null;
-  }, index);
-}
 
 test.describe('Score-P cell toggle', () => {
   test('toggle, command and metadata', async ({ page }) => {

@@ -6,11 +6,10 @@
  * dark themes, compared strictly with what follows the run's timing masked.
  */
 import { expect, test } from '@jupyterlab/galata';
+import { setSource, TOGGLE } from './notebookModel';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows /scorep/api/metrics.
 test.use({ mockUser: false, viewport: { width: 1280, height: 1200 } });
-
-const TOGGLE = '.jp-cell-toolbar [data-command="scorep:toggle-profile"]';
 
 /** The cell's code with `k` calls of step (each a 20,000-step loop). */
 function code(k: number): string {
@@ -25,13 +24,6 @@ def work(k):
         step(20_000)
 
 work(${k})`;
-}
-
-async function setSource(page: any, src: string): Promise<void> {
-  await page.evaluate((text: string) => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    nb.content.widgets[0].model.sharedModel.setSource(text);
-  }, src);
 }
 
 /** The [t0, t1] window a timeline last drew, from its data-window attribute. */
@@ -51,7 +43,7 @@ test('run, change a size, run again: the verdict, the comparison, two timelines 
     }
   });
   await page.notebook.createNew('history.ipynb', { kernel: 'scorep-python' });
-  await setSource(page, code(60));
+  await setSource(page, 0, code(60));
   // the builtin tracer, whether or not Score-P is installed: what a run records (and so
   // what the screenshots show) does not depend on the machine
   await page.evaluate(() => {
@@ -112,7 +104,7 @@ test('run, change a size, run again: the verdict, the comparison, two timelines 
   );
 
   // change a size in the code and run again: five times the calls of step
-  await setSource(page, code(300));
+  await setSource(page, 0, code(300));
   await page.notebook.runCell(0);
   panel = page.locator('.jp-scorep-panel').first();
   await expect(panel).toHaveAttribute('data-runs', '2', { timeout: 90_000 });

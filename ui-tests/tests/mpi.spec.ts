@@ -6,6 +6,7 @@
  * mpi4py: the cell's error says so).
  */
 import { expect, test } from '@jupyterlab/galata';
+import { setSource } from './notebookModel';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows /scorep/api/metrics.
 test.use({ mockUser: false, viewport: { width: 1280, height: 1200 } });
@@ -25,12 +26,8 @@ test('an MPI cell: the dialog, labelled output, the Ranks tab', async ({
 }) => {
   test.setTimeout(180_000);
   await page.notebook.createNew('mpi.ipynb', { kernel: 'scorep-python' });
-  await page.evaluate((text: string) => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    nb.content.widgets[0].model.sharedModel.setSource(text);
-    // the builtin tracer, whether or not Score-P is installed
-    nb.content.widgets[0].model.setMetadata('scorep', { backend: 'builtin' });
-  }, RING);
+  // the builtin tracer, whether or not Score-P is installed
+  await setSource(page, 0, RING, { backend: 'builtin' });
   await page.notebook.selectCells(0);
 
   // the toggle's options: ranks through the dialog

@@ -3,13 +3,12 @@
  * profile a cell and explore its panel (timeline, call tree, metrics, export, both themes).
  */
 import { expect, galata, test } from '@jupyterlab/galata';
+import { setSource, TOGGLE } from './notebookModel';
 import * as fs from 'fs';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows our /scorep/api/metrics:
 // use the real /api/me instead.
 test.use({ mockUser: false });
-
-const TOGGLE = '.jp-cell-toolbar [data-command="scorep:toggle-profile"]';
 
 const CODE = `def f(n):
     total = 0
@@ -22,24 +21,6 @@ def g():
 
 result = g()
 print("done", len(result))`;
-
-/**
- * Put source into a cell through its model: typing multi-line Python into the editor lets
- * auto-indentation change the code.
- */
-async function setSource(
-  page: any,
-  index: number,
-  code: string
-): Promise<void> {
-  await page.evaluate(
-    ([i, src]: [number, string]) => {
-      const nb = (window as any).jupyterapp.shell.currentWidget;
-      nb.content.widgets[i].model.sharedModel.setSource(src);
-    },
-    [index, code]
-  );
-}
 
 /**
  * The colour of one pixel of a canvas, at a fraction of its width and a y in CSS pixels,

@@ -6,6 +6,7 @@
  * closes on Escape and on a click outside. Screenshots are written for a look by eye.
  */
 import { expect, test } from '@jupyterlab/galata';
+import { setSource } from './notebookModel';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows /scorep/api/metrics.
 test.use({ mockUser: false, viewport: { width: 1280, height: 1100 } });
@@ -30,18 +31,8 @@ s = squares(300_000)
 c = cubes(300_000)
 print(len(held), len(s), len(c))`;
 
-async function setCell(page: any, index: number, src: string): Promise<void> {
-  await page.evaluate(
-    ([i, text]: [number, string]) => {
-      const nb = (window as any).jupyterapp.shell.currentWidget;
-      const cell = nb.content.widgets[i];
-      cell.model.sharedModel.setSource(text);
-      // the builtin tracer, whether or not Score-P is installed
-      cell.model.setMetadata('scorep', { profile: true, backend: 'builtin' });
-    },
-    [index, src]
-  );
-}
+/** A profiled cell under the builtin tracer, whether or not Score-P is installed. */
+const BUILTIN = { profile: true, backend: 'builtin' };
 
 /** The contrast ratio (WCAG) of an element's text on its background, as painted. */
 async function contrast(locator: any, text = 'td'): Promise<number> {
@@ -83,7 +74,7 @@ test('selected rows, metric charts and the Runs list, light and dark', async ({
 }, testInfo) => {
   test.setTimeout(240_000);
   await page.notebook.createNew('looks.ipynb', { kernel: 'scorep-python' });
-  await setCell(page, 0, CODE);
+  await setSource(page, 0, CODE, BUILTIN);
   await page.notebook.runCell(0);
   const panel = page.locator('.jp-scorep-panel').first();
   await expect(panel).toHaveAttribute('data-state', 'ready', {
@@ -249,7 +240,7 @@ test('selected rows, metric charts and the Runs list, light and dark', async ({
 
   // a short cell: one line instead of empty charts
   await page.notebook.addCell('code', '');
-  await setCell(page, 1, 'x = sum(range(1000))');
+  await setSource(page, 1, 'x = sum(range(1000))', BUILTIN);
   await page.notebook.runCell(1);
   const short = page.locator('.jp-scorep-panel').nth(1);
   await expect(short).toHaveAttribute('data-state', 'ready', {
@@ -293,7 +284,7 @@ test('many modules in distinct colours, two list comprehensions apart', async ({
 }, testInfo) => {
   test.setTimeout(180_000);
   await page.notebook.createNew('modules.ipynb', { kernel: 'scorep-python' });
-  await setCell(page, 0, MODULES_CODE);
+  await setSource(page, 0, MODULES_CODE, BUILTIN);
   await page.notebook.runCell(0);
   const panel = page.locator('.jp-scorep-panel').first();
   await expect(panel).toHaveAttribute('data-state', 'ready', {
@@ -399,7 +390,7 @@ test.describe('README', () => {
   }, testInfo) => {
     test.setTimeout(180_000);
     await page.notebook.createNew('docs.ipynb', { kernel: 'scorep-python' });
-    await setCell(page, 0, DOCS_CODE);
+    await setSource(page, 0, DOCS_CODE, BUILTIN);
     await page.notebook.runCell(0);
     const panel = page.locator('.jp-scorep-panel').first();
     await expect(panel).toHaveAttribute('data-state', 'ready', {

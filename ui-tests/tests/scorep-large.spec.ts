@@ -4,6 +4,7 @@
  * fetch latencies are reported as annotations (figures, not asserts: the machine is shared).
  */
 import { expect, test } from '@jupyterlab/galata';
+import { setSource } from './notebookModel';
 
 test.use({ mockUser: false, viewport: { width: 1400, height: 1000 } });
 
@@ -19,11 +20,7 @@ loop(500_000)`;
 test('a 1M-event trace stays interactive', async ({ page }, testInfo) => {
   test.setTimeout(300_000);
   await page.notebook.createNew('large.ipynb', { kernel: 'scorep-python' });
-  await page.evaluate((src: string) => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    nb.content.widgets[0].model.sharedModel.setSource(src);
-    nb.content.widgets[0].model.setMetadata('scorep', { profile: true });
-  }, CODE);
+  await setSource(page, 0, CODE, { profile: true });
   const sizes: number[] = [];
   const latencies: number[] = [];
   const started = new Map<string, number>();

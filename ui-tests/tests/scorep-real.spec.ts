@@ -5,6 +5,8 @@
  * Skipped, saying why, when the server finds no Score-P (GET version).
  */
 import { expect, test } from '@jupyterlab/galata';
+import { cellMetadata, setSource } from './notebookModel';
+import * as path from 'path';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows /scorep/api/metrics.
 test.use({ mockUser: false, viewport: { width: 1280, height: 1100 } });
@@ -23,20 +25,6 @@ def work(n):
 
 total = work(20000)`;
 
-async function setSource(page: any, code: string): Promise<void> {
-  await page.evaluate((src: string) => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    nb.content.widgets[0].model.sharedModel.setSource(src);
-  }, code);
-}
-
-async function cellMetadata(page: any): Promise<any> {
-  return page.evaluate(() => {
-    const nb = (window as any).jupyterapp.shell.currentWidget;
-    return nb.content.widgets[0].model.getMetadata('scorep') ?? null;
-  });
-}
-
 test.describe('A cell measured by Score-P', () => {
   test('the panel of a Score-P run, and its suggested filter applied', async ({
     page
@@ -54,7 +42,7 @@ test.describe('A cell measured by Score-P', () => {
     await page.notebook.createNew('scorep-run.ipynb', {
       kernel: 'scorep-python'
     });
-    await setSource(page, CODE);
+    await setSource(page, 0, CODE);
     // the cell's own keys: profile it, and with Score-P (auto would pick it too)
     await page.evaluate(() => {
       const nb = (window as any).jupyterapp.shell.currentWidget;
@@ -178,18 +166,18 @@ test.describe('A cell measured by Score-P', () => {
     // The wall time's text ("865 ms", "1.21 s") sets where the facts after it stand: give
     // it and the event count one width while the screenshots are taken (a mask alone keeps
     // the text's width).
-    const oneWidth =
-      '.jp-scorep-fact-wall b, .jp-scorep-fact-events b { display: inline-block; width: 4.5em; overflow: hidden; }';
+    // (toHaveScreenshot takes a style sheet's path; its `style` would be ignored)
+    const oneWidth = path.resolve(__dirname, 'styles', 'timed-facts.css');
     await panel.scrollIntoViewIfNeeded();
     await expect(facts).toHaveScreenshot('scorep-facts-light.png', {
       mask: timed,
-      style: oneWidth
+      stylePath: oneWidth
     });
     await expect(tab).toHaveScreenshot('scorep-tab-light.png', { mask: timed });
     await page.theme.setDarkTheme();
     await expect(facts).toHaveScreenshot('scorep-facts-dark.png', {
       mask: timed,
-      style: oneWidth
+      stylePath: oneWidth
     });
     await expect(tab).toHaveScreenshot('scorep-tab-dark.png', { mask: timed });
     await panel.screenshot({
@@ -205,7 +193,7 @@ test.describe('A cell measured by Score-P', () => {
     await expect(tab.locator('.jp-scorep-filter-status')).toContainText(
       'scorep-filters/'
     );
-    const meta = await cellMetadata(page);
+    const meta = await cellMetadata(page, 0);
     expect(meta).toEqual({
       profile: true,
       backend: 'scorep',

@@ -3,28 +3,11 @@
  * thread gets its timeline lane and its own call tree.
  */
 import { expect, test } from '@jupyterlab/galata';
+import { setSource } from './notebookModel';
 
 // Galata's user mock routes /.*\/api\/me.*/, which also swallows our /scorep/api/metrics:
 // use the real /api/me instead.
 test.use({ mockUser: false });
-
-/**
- * Put source into a cell through its model: typing multi-line Python into the editor lets
- * auto-indentation change the code.
- */
-async function setSource(
-  page: any,
-  index: number,
-  code: string
-): Promise<void> {
-  await page.evaluate(
-    ([i, src]: [number, string]) => {
-      const nb = (window as any).jupyterapp.shell.currentWidget;
-      nb.content.widgets[i].model.sharedModel.setSource(src);
-    },
-    [index, code]
-  );
-}
 
 test.describe('Score-P threads', () => {
   test.use({ viewport: { width: 1280, height: 1000 } });

@@ -41,8 +41,6 @@ export interface IGroupColor {
   fill: string;
   /** text colour readable on `fill` */
   text: string;
-  /** the same hue with more contrast against the background: lines and legend text */
-  line: string;
 }
 
 const FIXED: Record<string, number> = {
@@ -98,8 +96,38 @@ export function groupColor(group: string, theme: ThemeKind): IGroupColor {
   const sat = TONE_SATURATION[tone];
   const fill = rgb(atLuminance(hue, sat, TONE_LUMINANCE[theme][tone]));
   const text = theme === 'dark' ? 'rgb(245, 245, 245)' : 'rgb(17, 17, 17)';
-  const line = rgb(atLuminance(hue, 0.7, theme === 'dark' ? 0.42 : 0.1));
-  return { fill, text, line };
+  return { fill, text };
+}
+
+/**
+ * Line colours for the series of one chart (a metric's total and its parts, a run and the
+ * run it is compared with), in order: blue, orange, green, red, violet, teal. Apart from
+ * the module palette, so a chart's series always differ (ΔE*ab > 30 between any two) and
+ * read as legend text on the theme's background (contrast at least 5:1).
+ */
+export const SERIES_COLORS: Record<ThemeKind, readonly string[]> = {
+  light: [
+    'rgb(31, 99, 180)',
+    'rgb(176, 85, 0)',
+    'rgb(29, 122, 42)',
+    'rgb(192, 40, 45)',
+    'rgb(122, 69, 176)',
+    'rgb(0, 115, 122)'
+  ],
+  dark: [
+    'rgb(106, 174, 240)',
+    'rgb(255, 165, 82)',
+    'rgb(111, 212, 122)',
+    'rgb(255, 123, 123)',
+    'rgb(197, 155, 245)',
+    'rgb(79, 208, 214)'
+  ]
+};
+
+/** The line colour of a chart's series at `index` (colours repeat after six). */
+export function seriesColor(index: number, theme: ThemeKind): string {
+  const colors = SERIES_COLORS[theme];
+  return colors[index % colors.length];
 }
 
 /** WCAG contrast ratio of two colours given as [r, g, b] in 0..255. */

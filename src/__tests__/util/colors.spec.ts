@@ -8,6 +8,8 @@ import {
   PALETTE_HUES,
   PALETTE_SIZE,
   parseRgb,
+  SERIES_COLORS,
+  seriesColor,
   ThemeKind
 } from '../../util/colors';
 
@@ -171,8 +173,7 @@ describe('group colours', () => {
   it('are fixed across sessions and releases (pinned values)', () => {
     expect(groupColor('__main__', 'light')).toEqual({
       fill: 'rgb(124, 157, 224)',
-      text: 'rgb(17, 17, 17)',
-      line: 'rgb(33, 83, 185)'
+      text: 'rgb(17, 17, 17)'
     });
     expect(groupColor('__main__', 'dark').fill).toBe('rgb(37, 77, 156)');
     expect(groupColor('cell', 'light').fill).toBe('rgb(214, 141, 78)');
@@ -215,3 +216,34 @@ describe('group colours', () => {
 
 // the claims of this file's own module instance (the tests above use fresh ones)
 claimGroups([]);
+
+describe("A chart's series colours", () => {
+  // the themes' chart backgrounds (--jp-layout-color0 of JupyterLab's light and dark)
+  const BACKGROUND: Record<ThemeKind, number[]> = {
+    light: [255, 255, 255],
+    dark: [17, 17, 17]
+  };
+
+  it.each(THEMES)(
+    'differ from each other at a glance and read as legend text (%s)',
+    theme => {
+      const colors = SERIES_COLORS[theme];
+      expect(colors.length).toBe(6);
+      for (let i = 0; i < colors.length; i++) {
+        expect(
+          contrast(parseRgb(colors[i]), BACKGROUND[theme])
+        ).toBeGreaterThanOrEqual(5);
+        for (let j = i + 1; j < colors.length; j++) {
+          expect(deltaE(colors[i], colors[j])).toBeGreaterThan(30);
+        }
+      }
+    }
+  );
+
+  it('come in order and repeat after six, whatever modules were claimed', () => {
+    claimGroups(['cpu', 'memory', 'io', 'network']);
+    expect(seriesColor(0, 'light')).toBe(SERIES_COLORS.light[0]);
+    expect(seriesColor(1, 'dark')).toBe(SERIES_COLORS.dark[1]);
+    expect(seriesColor(6, 'light')).toBe(SERIES_COLORS.light[0]);
+  });
+});

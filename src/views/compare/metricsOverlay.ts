@@ -8,7 +8,7 @@ import type { IMetricSeries, IMetrics } from '../../api/traceTypes';
 import {
   cssVar,
   currentTheme,
-  groupColor,
+  seriesColor,
   hiDpiContext,
   observeTheme
 } from '../../util/colors';
@@ -138,7 +138,7 @@ export class MetricsOverlay extends Widget {
       const span = this.view.t1 - this.view.t0;
       const y = (v: number) =>
         HEIGHT - 2 - ((v - range.lo) / (range.hi - range.lo)) * (HEIGHT - 14);
-      const color = groupColor(`${key}:0`, theme).line;
+      const color = seriesColor(0, theme);
       const draw = (
         s: IMetricSeries | null,
         offset: number,

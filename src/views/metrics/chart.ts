@@ -4,7 +4,7 @@
  * hover line where the pointer is.
  */
 import type { IMetricSeries } from '../../api/traceTypes';
-import { groupColor, hiDpiContext } from '../../util/colors';
+import { hiDpiContext, seriesColor } from '../../util/colors';
 import type { IView } from '../timeline/projection';
 import { IStep, tickLabels, yRange } from './scale';
 
@@ -65,7 +65,7 @@ export function drawChart(
   ctx.setLineDash([]);
   same.forEach(({ s, steps: st }, i) => {
     // the total first and strongest; per-core and secondary series lighter
-    const color = groupColor(`${s.group}:${i}`, c.theme).line;
+    const color = seriesColor(i, c.theme);
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     ctx.lineWidth = i === 0 ? 1.5 : 1;
@@ -109,7 +109,7 @@ export function drawChart(
   let lx = 4;
   same.slice(0, 6).forEach(({ s }, i) => {
     const label = i === 0 ? s.label : `· ${s.label}`;
-    ctx.fillStyle = groupColor(`${s.group}:${i}`, c.theme).line;
+    ctx.fillStyle = seriesColor(i, c.theme);
     ctx.fillText(label, lx, 2);
     lx += ctx.measureText(label).width + 6;
   });

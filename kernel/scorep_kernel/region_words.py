@@ -155,3 +155,22 @@ def cell_region_label(region_name: str) -> str | None:
     if region_name.startswith(":") and len(region_name) > 1:
         return region_name[1:]
     return None
+
+
+# --- threads: location names -----------------------------------------------------------
+#
+# A thread other than the master is the location "Thread N (label)" in both backends: N
+# counts the run's threads (as Score-P numbers its locations), the label is the Python
+# thread's name. Python's default names, "Thread-5" and "Thread-5 (work)" (3.10+: the
+# target's name in brackets), number threads by their own counter, which is not N: they
+# give the target's name, or no label, so the panel never reads "Thread 1 (Thread-5 (work))".
+_DEFAULT_THREAD_NAME = re.compile(r"Thread-\d+(?: \((?P<target>.+)\))?")
+
+
+def thread_location_name(number: int, python_name: str | None) -> str:
+    """The location name of the run's thread ``number`` (from 1) named ``python_name``."""
+    label = python_name or ""
+    default = _DEFAULT_THREAD_NAME.fullmatch(label)
+    if default:
+        label = default.group("target") or ""
+    return f"Thread {number} ({label})" if label else f"Thread {number}"

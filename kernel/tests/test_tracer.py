@@ -41,6 +41,29 @@ def measure(tmp_path, source, config=None, label="cell [1]", **kw):
     return rec, ns, filename
 
 
+def test_threads_with_python_default_names_are_named_by_their_target(tmp_path):
+    # Python names these "Thread-N (work)" and "Thread-N" by its own counter, not the
+    # run's: the location says the target's name, or only its number
+    rec, _, _ = measure(
+        tmp_path,
+        "import threading\n"
+        "def work():\n"
+        "    sum(range(1000))\n"
+        "class Plain(threading.Thread):\n"
+        "    def run(self):\n"
+        "        sum(range(1000))\n"
+        "a = threading.Thread(target=work); a.start(); a.join()\n"
+        "b = Plain(); b.start(); b.join()\n"
+        "c = threading.Thread(target=work, name='Thread-worker'); c.start(); c.join()\n",
+    )
+    assert [t.name for t in rec.threads] == [
+        "Master thread",
+        "Thread 1 (work)",
+        "Thread 2",
+        "Thread 3 (Thread-worker)",
+    ]
+
+
 def test_g_calls_f_three_times_on_two_threads(tmp_path):
     rec, _, filename = measure(tmp_path, WORKLOAD)
     got = calls(rec)

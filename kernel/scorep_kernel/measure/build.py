@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Marker, Markers, Region, ThreadEvents
+from ..region_words import thread_location_name
 from .engine import RawCalls
 from .measure_config import MeasureConfig
 from .naming import ModuleNames, c_region, code_region, matches
@@ -334,8 +335,7 @@ def build_threads(
             name = "Master thread"
         else:
             numbered += 1
-            label = raw.thread_names.get(tid)
-            name = f"Thread {numbered} ({label})" if label else f"Thread {numbered}"
+            name = thread_location_name(numbered, raw.thread_names.get(tid))
         ev_kinds = np.where(kinds[kept_ev] == 1, ENTER, LEAVE).astype(np.int8)
         threads.append(
             ThreadEvents(

@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from ..region_words import thread_location_name
+
 log = logging.getLogger("scorep_kernel")
 
 MASTER = "Master thread"
@@ -60,7 +62,7 @@ def shown_names(ids: dict[str, int], python_names: dict[str, str]) -> dict[str, 
         if not label:
             continue
         number = re.search(r"(\d+)\s*$", name)
-        out[name] = f"Thread {number.group(1) if number else count} ({label})"
+        out[name] = thread_location_name(int(number.group(1)) if number else count, label)
     return out
 
 

@@ -69,6 +69,18 @@ class ScorePHandler(APIHandler):
             raise BadParameter(f"{name}={value} is out of range [{lo}, {hi}]")
         return value
 
+    def range_arg(self, name: str) -> tuple[int, int] | None:
+        """``lo:hi`` (0 <= lo < hi), None when absent or empty."""
+        raw = self.get_argument(name, None)
+        if raw is None or raw == "":
+            return None
+        m = re.fullmatch(r"(\d{1,9}):(\d{1,9})", raw)
+        if m is None or int(m[1]) >= int(m[2]):
+            raise BadParameter(
+                f"{name}={raw!r} is not a range: write lo:hi with 0 <= lo < hi (e.g. {name}=0:64)"
+            )
+        return int(m[1]), int(m[2])
+
     def width_arg(self) -> int:
         width = self.int_arg("width", 1, MAX_WIDTH)
         return 1000 if width is None else width
@@ -123,7 +135,9 @@ class TimelineHandler(JsonGetHandler):
     async def make(self):
         t0, t1, width = self.int_arg("t0"), self.int_arg("t1"), self.width_arg()
         rows = self.int_arg("rows", 1, MAX_ROWS)
-        return await self.service.timeline(self.path_arg, t0, t1, width, rows)
+        return await self.service.timeline(
+            self.path_arg, t0, t1, width, rows, self.range_arg("ranks")
+        )
 
 
 class CalltreeHandler(JsonGetHandler):

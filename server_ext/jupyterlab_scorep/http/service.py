@@ -267,13 +267,19 @@ class Service:
         return body
 
     async def timeline(
-        self, path: str | None, t0: int | None, t1: int | None, width: int, rows: int | None = None
+        self,
+        path: str | None,
+        t0: int | None,
+        t1: int | None,
+        width: int,
+        rows: int | None = None,
+        ranks: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         exp, manifest = await self.reads.open(path)
         index = await self.reads.index(exp, manifest)
         t0, t1 = resolve_window(index.meta["range"], t0, t1)
         return await self.reads.compute(
-            "the timeline query", timeline.query, index, t0, t1, width, rows
+            "the timeline query", timeline.query, index, t0, t1, width, rows, ranks
         )
 
     async def calltree(self, path: str | None, location: int | None) -> dict[str, Any]:

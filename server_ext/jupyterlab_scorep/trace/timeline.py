@@ -5,19 +5,22 @@ how many rows it draws (``rows``) and has more locations than that gets a summar
 (``heatmap``; without ``rows`` every location comes as a row, as the panel reads today): the
 locations in buckets of consecutive ones, one row per bucket, and per bucket and time
 column the share of its time spent in calls and in MPI calls, as Vampir's master timeline
-draws a large run in summary mode.
+draws a large run in summary mode (busy_time.py). ``ranks`` (lo, hi) answers for processes
+lo..hi-1 only (processes.py): the panel's rows in view when it scrolls one row per rank.
 """
 
 from __future__ import annotations
 
 import base64
 import math
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
 from . import lod
+from .busy_time import BusyTable, busy_tables
 from .index_store import LoadedIndex
+from .processes import process_order
 
 # Responses stay under ~1 MB: spans are budgeted by their JSON size (4 numbers each).
 MAX_BYTES = 900_000
@@ -74,12 +77,41 @@ def shown_locations(index: LoadedIndex) -> list[dict[str, Any]]:
     return [loc for loc in index.locations if loc["kind"] != "metric" or loc["calls"]]
 
 
-def query(
-    index: LoadedIndex, t0: int, t1: int, width: int, rows: int | None = None
-) -> dict[str, Any]:
+class _Order(NamedTuple):
+    """The shown locations and their processes (processes.py), once per loaded index."""
+
+    shown: list[dict[str, Any]]
+    processes: list[np.ndarray]  # per process, its locations' positions in ``shown``
+
+
+def _order(index: LoadedIndex) -> _Order:
     shown = shown_locations(index)
+    return _Order(shown, process_order(shown))
+
+
+def _busy(index: LoadedIndex) -> tuple[BusyTable, BusyTable]:
+    return busy_tables(index, index.cached("timeline_order", _order).shown)
+
+
+def query(
+    index: LoadedIndex,
+    t0: int,
+    t1: int,
+    width: int,
+    rows: int | None = None,
+    ranks: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """The window's answer (docs/API.md): the shown locations one per row, or with more
+    of them than ``rows`` the heat map; ``ranks`` (lo, hi): only processes lo..hi-1."""
+    order = index.cached("timeline_order", _order)
+    n_proc = len(order.processes)
+    lo, hi = (0, n_proc) if ranks is None else (min(ranks[0], n_proc), min(ranks[1], n_proc))
+    parts = order.processes[lo:hi]
+    which = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    shown = [order.shown[int(p)] for p in which]
+    extra = {} if ranks is None else {"ranks": [lo, hi]}
     if rows is not None and len(shown) > rows:
-        return heatmap(index, shown, t0, t1, width, rows)
+        return {**heatmap(index, which, t0, t1, width, rows), **extra}
     px = max((t1 - t0) / width, 1.0)
     raw = [_window_items(index, loc["id"], t0, t1, px) for loc in shown]
     # One merge over all locations: a location's depth d is segment pos * stride + d (the
@@ -132,120 +164,40 @@ def query(
         "range": index.meta["range"],
         "regions": {str(r): index.region_info(r) for r in sorted(used)},
         "locations": locations,
+        **extra,
     }
 
 
-class _Busy:
-    """Disjoint busy intervals of many locations, for sums over buckets of consecutive
-    locations: ``covered(per_row, edges)`` is per bucket the busy ns between consecutive
-    edges, from the intervals' starts and ends sorted per bucket (cached per bucket size):
-    the busy time before x is sum(x - s) over starts s < x less sum(x - e) over ends e < x,
-    so one searchsorted per (bucket, edge) answers it, however many intervals there are."""
-
-    def __init__(self, starts: list[np.ndarray], ends: list[np.ndarray], span: int):
-        self.span = span
-        self.pos = np.repeat(np.arange(len(starts), dtype=np.int64), [s.size for s in starts])
-        self.starts = np.concatenate(starts or [np.zeros(0, np.int64)]).astype(np.int64)
-        self.ends = np.concatenate(ends or [np.zeros(0, np.int64)]).astype(np.int64)
-        self._sorted: dict[int, tuple[np.ndarray, ...]] = {}
-
-    def _by_bucket(self, per_row: int) -> tuple[np.ndarray, ...]:
-        found = self._sorted.get(per_row)
-        if found is None:
-            base = (self.pos // per_row) * self.span
-            found = ()
-            for t in (self.starts, self.ends):
-                key = np.sort(base + t)
-                found += (
-                    key,
-                    np.r_[0.0, np.cumsum(key - (key // self.span) * self.span, dtype=np.float64)],
-                )
-            self._sorted[per_row] = found
-        return found
-
-    def covered(self, per_row: int, n_rows: int, edges: np.ndarray) -> np.ndarray:
-        """[n_rows, edges.size - 1] busy ns; ``edges`` within [0, span)."""
-        ks, cs, ke, ce = self._by_bucket(per_row)
-        base = (np.arange(n_rows, dtype=np.int64) * self.span)[:, None]
-        x = edges[None, :].astype(np.float64)
-        total = np.zeros((n_rows, edges.size), np.float64)
-        for key, cum, sign in ((ks, cs, 1.0), (ke, ce, -1.0)):
-            first = np.searchsorted(key, base[:, 0], side="left")[:, None]
-            idx = np.searchsorted(key, base + edges[None, :], side="left")
-            total += sign * ((idx - first) * x - (cum[idx] - cum[first]))
-        return np.diff(total, axis=1)
-
-
-def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if not start.size:
-        return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > reach[:-1]]
-    idx = np.flatnonzero(new)
-    return s[idx], np.maximum.reduceat(reach, idx)
-
-
-def _busy_tables(index: LoadedIndex) -> tuple[_Busy, _Busy]:
-    """Per shown location its top-level calls and its MPI calls (raw level), once per
-    loaded index."""
-    mpi_refs = np.asarray(
-        [int(k) for k, v in index.regions.items() if (v or {}).get("paradigm") == "mpi"],
-        np.int64,
-    )
-    active_s: list[np.ndarray] = []
-    active_e: list[np.ndarray] = []
-    mpi_s: list[np.ndarray] = []
-    mpi_e: list[np.ndarray] = []
-    for loc in shown_locations(index):
-        n = int(loc.get("calls") or 0)
-        i = loc["id"]
-        if not n:
-            for lst in (active_s, active_e, mpi_s, mpi_e):
-                lst.append(np.zeros(0, np.int64))
-            continue
-        ptr = index.array(f"L{i}.ptr")[0]
-        start = np.asarray(index.array(f"L{i}.start")[:n], np.int64)
-        end = np.asarray(index.array(f"L{i}.end")[:n], np.int64)
-        top = slice(int(ptr[0]), int(ptr[1]))
-        active_s.append(start[top])  # one depth: disjoint and sorted already
-        active_e.append(end[top])
-        if mpi_refs.size:
-            is_mpi = np.isin(index.array(f"L{i}.region")[:n], mpi_refs)
-            s, e = _union(start[is_mpi], end[is_mpi])
-        else:
-            s = e = np.zeros(0, np.int64)
-        mpi_s.append(s)
-        mpi_e.append(e)
-    span = int(index.meta["range"][1]) + 2
-    return _Busy(active_s, active_e, span), _Busy(mpi_s, mpi_e, span)
-
-
 def heatmap(
-    index: LoadedIndex, shown: list[dict[str, Any]], t0: int, t1: int, width: int, rows: int
+    index: LoadedIndex, which: np.ndarray, t0: int, t1: int, width: int, rows: int
 ) -> dict[str, Any]:
-    """The summary answer: ``locations`` empty, ``heatmap`` (docs/API.md)."""
-    active, mpi = index.cached("timeline_busy", _busy_tables)
-    n = len(shown)
+    """The summary answer of the locations ``which`` (positions among the shown ones):
+    ``locations`` empty, ``heatmap`` (docs/API.md)."""
+    order = index.cached("timeline_order", _order)
+    active, mpi = index.cached("timeline_busy", _busy)
+    n = int(which.size)
     per_row = math.ceil(n / rows)
     n_rows = math.ceil(n / per_row)
     columns = max(1, math.ceil(width / HEAT_PX))
     edges = np.linspace(t0, t1, columns + 1).round().astype(np.int64)
     # outside [0, range] nothing is busy; clipped, a time never reaches the next bucket
     inside = np.clip(edges, 0, active.span - 1)
-    starts = np.arange(0, n, per_row)
-    sizes = np.diff(np.r_[starts, n]).astype(np.float64)
+    sizes = np.diff(np.r_[np.arange(0, n, per_row), n]).astype(np.float64)
     widths = np.maximum(np.diff(edges), 1).astype(np.float64)
+    # 255 = all of a cell's location-time (its bucket's locations x its column's ns)
+    scale = 255.0 / (sizes[:, None] * widths[None, :])
     share = []
     for table in (active, mpi):
-        frac = table.covered(per_row, n_rows, inside) / sizes[:, None] / widths[None, :]
-        cells = np.clip(np.round(frac * 255), 0, 255).astype(np.uint8)
-        share.append(base64.b64encode(cells.tobytes()).decode("ascii"))
+        cells = table.covered(which, per_row, inside)
+        cells *= scale
+        np.rint(cells, out=cells)
+        np.clip(cells, 0, 255, out=cells)
+        share.append(base64.b64encode(cells.astype(np.uint8).tobytes()).decode("ascii"))
+    locs = [order.shown[int(p)] for p in which]
     heat_rows: list[HeatRow] = []
     for r in range(n_rows):
-        bucket = shown[r * per_row : (r + 1) * per_row]
-        groups = list(dict.fromkeys(str(loc.get("group") or "") for loc in bucket))
+        bucket = locs[r * per_row : (r + 1) * per_row]
+        groups = list(dict.fromkeys([str(loc.get("group") or "") for loc in bucket]))
         heat_rows.append({"locations": [loc["id"] for loc in bucket], "groups": groups})
     heat: Heatmap = {
         "rows": heat_rows,

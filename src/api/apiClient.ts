@@ -16,7 +16,13 @@ import type {
   IVersion,
   ToolKind
 } from './experimentTypes';
-import type { ICallTree, ILink, IMetrics, ITimeline } from './traceTypes';
+import type {
+  ICallTree,
+  ILink,
+  IMetrics,
+  ITimeline,
+  ITimelineShape
+} from './traceTypes';
 import type {
   IComparison,
   IFilterApplied,
@@ -77,9 +83,13 @@ export class ScorepAPI {
     t1: number,
     width: number,
     signal?: AbortSignal,
-    rows?: number
+    shape: ITimelineShape = {}
   ): Promise<ITimeline> {
-    return this.windowed('timeline', path, t0, t1, width, signal, rows);
+    const { rows, ranks } = shape;
+    return this.windowed('timeline', path, t0, t1, width, signal, {
+      ...(rows ? { rows: Math.max(1, Math.round(rows)) } : {}),
+      ...(ranks ? { ranks: `${ranks[0]}:${ranks[1]}` } : {})
+    });
   }
 
   /** GET ranks; `pairs`: the matrix as its non-zero cells (large runs). */
@@ -112,7 +122,7 @@ export class ScorepAPI {
     t1: number,
     width: number,
     signal?: AbortSignal,
-    rows?: number
+    extra: Record<string, string | number> = {}
   ): Promise<T> {
     return this.request(
       endpoint,
@@ -121,7 +131,7 @@ export class ScorepAPI {
         t0: Math.floor(t0),
         t1: Math.ceil(t1),
         width: Math.max(1, Math.round(width)),
-        ...(rows ? { rows: Math.max(1, Math.round(rows)) } : {})
+        ...extra
       },
       { signal }
     );

@@ -41,6 +41,16 @@ export interface ITimeline {
   /** with `rows` asked for and more locations than that: the summary instead of the rows
    * (then `locations` and `regions` are empty) */
   heatmap?: ITimelineHeatmap;
+  /** with `ranks` asked for: the processes answered, `[lo, min(hi, processes)]` */
+  ranks?: [number, number];
+}
+
+/** What of the locations GET timeline answers for (docs/API.md). */
+export interface ITimelineShape {
+  /** how many locations the client draws one per row: with more, the answer is a heat map */
+  rows?: number;
+  /** only processes (ranks) lo..hi-1, in rank order: the rows in view */
+  ranks?: [number, number];
 }
 
 /** One row of the heat map: a bucket of consecutive locations. */

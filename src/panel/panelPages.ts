@@ -188,7 +188,10 @@ export class PanelPages {
       range: trace.range,
       locations: trace.locations,
       load: (req, signal) =>
-        api.timeline(path, req.t0, req.t1, req.width, signal, req.rows),
+        api.timeline(path, req.t0, req.t1, req.width, signal, {
+          rows: req.rows,
+          ranks: req.ranks
+        }),
       // device lanes: a kernel's launch and back (GET link)
       links: trace.locations.some(l => l.kind === 'gpu')
         ? async (location, start) =>

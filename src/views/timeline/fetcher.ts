@@ -11,12 +11,13 @@
  * `flush()` superseded is dropped, and that request aborted.
  */
 
-export interface IWindowRequest {
+import type { ITimelineShape } from '../../api/traceTypes';
+
+/** A window at a width; a timeline's also what of its locations (rows, ranks in view). */
+export interface IWindowRequest extends ITimelineShape {
   t0: number;
   t1: number;
   width: number;
-  /** how many locations the view draws one per row: with more, the answer is a heat map */
-  rows?: number;
 }
 
 export type WindowLoader<T> = (

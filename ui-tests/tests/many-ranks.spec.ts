@@ -4,7 +4,8 @@
  * SCOREP_UI_MANY_RANKS sets another count, SCOREP_UI_MANY_RANKS_EXP copies a prebuilt
  * experiment instead, e.g. the 1,024-rank one, which takes minutes to make). The timeline
  * draws the ranks x time heat map while the ranks do not fit, one row per rank once the
- * vertical zoom makes them fit; the Ranks tab draws the communication matrix on a canvas and
+ * vertical zoom makes them fit, scrolled through with only the rows in view drawn and
+ * fetched; the Ranks tab draws the communication matrix on a canvas and
  * names the slowest ranks. Screenshots of both, light and dark, are the test's attachments.
  */
 import { expect, test } from '@jupyterlab/galata';
@@ -88,34 +89,75 @@ test('many ranks: the heat map, one row per rank, the matrix', async ({
   await panel.screenshot({ path: testInfo.outputPath('busy-light.png') });
   await bar.getByRole('button', { name: 'Time in MPI' }).click();
 
-  // zoom the rows vertically until every rank has its own row (1,024 ranks of 34 px would
-  // be 34,816 px, past Chromium's 32,767 px canvas: the zoom stops at the heat map's finest)
+  // zoom the rows vertically until every rank has its own row: 1,024 ranks of 34 px are
+  // 34,816 px, past Chromium's 32,767 px canvas, so the plot stays the scroller's height,
+  // draws the rows in view and asks the server for those ranks only (ranks=lo:hi)
+  const asked: string[] = [];
+  page.on('request', r => {
+    const url = new URL(r.url());
+    if (url.pathname.endsWith('/scorep/api/timeline')) {
+      asked.push(url.searchParams.get('ranks') ?? '');
+    }
+  });
   const taller = bar.getByRole('button', { name: 'Taller rows' });
-  if (ranks * 34 > 32_000) {
-    for (let i = 0; i < 8 && (await taller.isEnabled()); i++) {
-      await taller.click();
-    }
-    await expect(bar).toContainText('rows of up to 2 ranks');
-    await panel.screenshot({ path: testInfo.outputPath('zoomed-light.png') });
-    await bar.getByRole('button', { name: 'Shorter rows' }).click();
-  } else {
-    for (let i = 0; i < 8 && (await taller.isEnabled()); i++) {
-      await taller.click();
-    }
-    await expect(timeline).toHaveAttribute('data-rank-mode', 'rows');
-    await expect(bar).toContainText(
-      `${ranks.toLocaleString('en-US')} ranks, one row per rank`
-    );
-    await expect
-      .poll(async () => Number(await timeline.getAttribute('data-spans')), {
-        timeout: 60_000
-      })
-      .toBeGreaterThan(0);
-    await panel.screenshot({ path: testInfo.outputPath('rows-light.png') });
-    // and back
-    await bar.getByRole('button', { name: 'Shorter rows' }).click();
-    await expect(timeline).toHaveAttribute('data-rank-mode', 'heatmap');
+  for (let i = 0; i < 12 && (await taller.isEnabled()); i++) {
+    await taller.click();
   }
+  await expect(timeline).toHaveAttribute('data-rank-mode', 'rows');
+  await expect(bar).toContainText(
+    `${ranks.toLocaleString('en-US')} ranks, one row per rank`
+  );
+  await expect(taller).toBeDisabled();
+  const scroller = timeline.locator('.jp-scorep-timeline-scroller');
+  const spansDrawn = async (): Promise<number> =>
+    Number(await timeline.getAttribute('data-spans'));
+  // the zoom kept the middle ranks in view: scroll to the top, then to the middle
+  await scroller.evaluate(e => (e.scrollTop = 0));
+  await expect(bar).toContainText(/ranks 0–\d+ in view/);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  const canvasBox = (await canvas.boundingBox())!;
+  expect(canvasBox.height).toBeLessThan(400);
+  expect(await scroller.evaluate(e => e.scrollHeight)).toBeGreaterThanOrEqual(
+    ranks * 34
+  );
+  await scroller.evaluate(e => (e.scrollTop = e.scrollHeight / 2));
+  const middle = Math.floor(ranks / 2);
+  await expect(timeline).toHaveAttribute(
+    'data-ranks-in-view',
+    new RegExp(`^${middle}:\\d+$`)
+  );
+  await expect(bar).toContainText(`ranks ${middle}–`);
+  // the server was asked for the ranks about the middle, never for all of them
+  await expect
+    .poll(() =>
+      asked.some(r => {
+        const [lo, hi] = r.split(':').map(Number);
+        return lo <= middle && middle < hi && hi - lo < 100;
+      })
+    )
+    .toBe(true);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  // a row's calls: the hover names one (rows are 18 px of every 34: try down the plot)
+  let probe = 0;
+  await expect(async () => {
+    const y = canvasBox.y + 22 + 4 + ((probe++ * 7) % 68);
+    await page.mouse.move(canvasBox.x + canvasBox.width / 3, y);
+    await expect(tooltip).toBeVisible({ timeout: 500 });
+  }).toPass({ timeout: 30_000 });
+  await expect(tooltip).toContainText(/cell \[1\]|__main__|MPI/);
+  await page.mouse.move(0, 0);
+  await panel.screenshot({ path: testInfo.outputPath('rows-light.png') });
+  await page.theme.setDarkTheme();
+  await expect.poll(spansDrawn).toBeGreaterThan(0);
+  await panel.screenshot({ path: testInfo.outputPath('rows-dark.png') });
+  await page.theme.setLightTheme();
+  // scrolling to the last rank draws it
+  await scroller.evaluate(e => (e.scrollTop = e.scrollHeight));
+  await expect(bar).toContainText(`–${ranks - 1} in view`);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  // and back to the heat map
+  await bar.getByRole('button', { name: 'Shorter rows' }).click();
+  await expect(timeline).toHaveAttribute('data-rank-mode', 'heatmap');
 
   // the Ranks tab: the verdict and the matrix on a canvas
   await panel.getByRole('tab', { name: 'Ranks' }).click();

@@ -8,7 +8,7 @@
 import type { IRanks } from '../../api/analysisTypes';
 import type { ThemeKind } from '../../util/colors';
 import { formatBytes } from '../metrics/format';
-import { heatColor } from '../timeline/heatmap';
+import { drawRgba, heatRgba } from '../../util/heatScale';
 import { MatrixMeasure, shade } from './balanceAndTraffic';
 
 /** The matrix's non-zero cells, whichever way the server sent them. */
@@ -171,6 +171,28 @@ export function rankTicks(
   return out;
 }
 
+/** The grid's values as scale values (0..255), a non-zero block never lighter than a step
+ * above the background (the log scale starts at 0.15), an empty one -1 (left blank). */
+export function blockShades(
+  grid: IBlockGrid,
+  measure: MatrixMeasure
+): Float64Array {
+  const values = measure === 'bytes' ? grid.bytes : grid.messages;
+  const max = grid.max[measure];
+  const out = new Float64Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    out[i] =
+      v > 0
+        ? (MATRIX_SCALE_FROM + (1 - MATRIX_SCALE_FROM) * shade(v, max)) * 255
+        : -1;
+  }
+  return out;
+}
+
+/** Where the matrix's scale starts (of 0..1): a step above the empty background. */
+export const MATRIX_SCALE_FROM = 0.15;
+
 /** Paint the grid into a `px` x `px` square at (x0, y0) of `ctx`; empty blocks stay blank. */
 export function paintBlocks(
   ctx: CanvasRenderingContext2D,
@@ -179,25 +201,12 @@ export function paintBlocks(
   theme: ThemeKind,
   at: { x: number; y: number; px: number }
 ): void {
-  const values = measure === 'bytes' ? grid.bytes : grid.messages;
-  const max = grid.max[measure];
-  const image = new ImageData(grid.side, grid.side);
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (!(v > 0)) {
-      continue;
-    }
-    // a non-zero block never fades into the background: the scale starts a step above it
-    const s = 0.15 + 0.85 * shade(v, max);
-    const [r, g, b] = heatColor(s * 255, 'active', theme);
-    image.data.set([r, g, b, 255], 4 * i);
-  }
-  const offscreen = document.createElement('canvas');
-  offscreen.width = grid.side;
-  offscreen.height = grid.side;
-  offscreen.getContext('2d')?.putImageData(image, 0, 0);
-  ctx.save();
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(offscreen, at.x, at.y, at.px, at.px);
-  ctx.restore();
+  const n = grid.side * grid.side;
+  const rgba = heatRgba(blockShades(grid, measure), n, 'active', theme);
+  drawRgba(ctx, rgba, grid.side, grid.side, {
+    x: at.x,
+    y: at.y,
+    width: at.px,
+    height: at.px
+  });
 }

@@ -7,7 +7,7 @@ import type { IRanks } from '../../api/analysisTypes';
 import { cssVar, currentTheme, hiDpiContext } from '../../util/colors';
 import { el } from '../../util/dom';
 import { formatBytes } from '../metrics/format';
-import { heatCss } from '../timeline/heatmap';
+import { heatCss, heatLegend } from '../../util/heatScale';
 import { showTooltip } from '../timeline/overlays';
 import { MatrixMeasure } from './balanceAndTraffic';
 import {
@@ -15,6 +15,7 @@ import {
   blockGrid,
   blockText,
   IBlockGrid,
+  MATRIX_SCALE_FROM,
   matrixCells,
   paintBlocks,
   rankTicks
@@ -134,25 +135,15 @@ function blockLines(
 
 /** The colour scale: log from the smallest to the largest block. */
 function legend(grid: IBlockGrid, measure: MatrixMeasure): HTMLElement {
-  const theme = currentTheme();
-  const box = el('div', 'jp-scorep-heatbar-legend');
   const max = grid.max[measure];
-  box.setAttribute(
-    'aria-label',
-    `Colour scale (logarithmic): 0 to ${max} ${measure} per cell`
-  );
-  const ramp = el('span', 'jp-scorep-heatbar-ramp');
-  const stops = [0.15, 0.4, 0.6, 0.8, 1].map(
-    s =>
-      `${heatCss(s * 255, 'active', theme)} ${Math.round(((s - 0.15) / 0.85) * 100)}%`
-  );
-  ramp.style.background = `linear-gradient(to right, ${stops.join(', ')})`;
   const top =
     measure === 'bytes' ? formatBytes(max) : max.toLocaleString('en-US');
-  box.append(
-    el('span', '', measure === 'bytes' ? '1 B' : '1 message'),
-    ramp,
-    el('span', '', `${top} per cell (log scale)`)
-  );
-  return box;
+  return heatLegend({
+    measure: 'active',
+    theme: currentTheme(),
+    from: MATRIX_SCALE_FROM * 255,
+    low: measure === 'bytes' ? '1 B' : '1 message',
+    high: `${top} per cell (log scale)`,
+    label: `Colour scale (logarithmic): 0 to ${max} ${measure} per cell`
+  });
 }

@@ -103,6 +103,10 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
   // lane titles
   ctx.save();
   ctx.translate(0, AXIS_HEIGHT);
+  // lanes scrolled partly above the plot (many ranks) stay off the ruler
+  ctx.beginPath();
+  ctx.rect(0, 0, width, height - AXIS_HEIGHT);
+  ctx.clip();
   s.plot?.(ctx);
   ctx.fillStyle = colors.text;
   ctx.textBaseline = 'bottom';

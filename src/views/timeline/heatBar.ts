@@ -1,11 +1,12 @@
 /**
  * The bar above a many-rank timeline: how the ranks are drawn (one row per rank, or a heat
- * map of rows of several ranks), the heat map's colour scale and what it measures (time in
- * MPI or busy), and the vertical zoom (taller rows; one row per rank once they fit).
+ * map of rows of several ranks) and which are in view, the heat map's colour scale and what
+ * it measures (time in MPI or busy), and the vertical zoom (taller rows; one row per rank
+ * once they fit, rankRows.ts).
  */
 import type { ThemeKind } from '../../util/colors';
 import { el } from '../../util/dom';
-import { HeatMeasure, heatCss, VZOOM_MAX } from './heatmap';
+import { HeatMeasure, heatLegend } from '../../util/heatScale';
 
 export interface IHeatBarState {
   ranks: number;
@@ -31,11 +32,17 @@ export function rankModeText(
   return `${n} ranks as a heat map: ${mode.rows} rows of up to ${per} ranks`;
 }
 
+/** The bar's part that says which ranks are in view (updated as the plot scrolls). */
+export const IN_VIEW_CLASS = 'jp-scorep-heatbar-inview';
+
 export function renderHeatBar(bar: HTMLElement, s: IHeatBarState): void {
   bar.textContent = '';
   bar.appendChild(
     el('span', 'jp-scorep-heatbar-mode', rankModeText(s.ranks, s.mode))
   );
+  const inView = el('span', IN_VIEW_CLASS);
+  inView.setAttribute('aria-live', 'polite');
+  bar.appendChild(inView);
   const zoom = el('span', 'jp-scorep-heatbar-zoom');
   zoom.setAttribute('role', 'group');
   zoom.setAttribute('aria-label', 'Vertical zoom');
@@ -48,7 +55,7 @@ export function renderHeatBar(bar: HTMLElement, s: IHeatBarState): void {
   taller.setAttribute('aria-label', 'Taller rows');
   taller.title =
     'Taller rows (fewer ranks per row; one row per rank once they fit)';
-  taller.disabled = s.vzoom >= VZOOM_MAX || s.mode.mode === 'rows';
+  taller.disabled = s.mode.mode === 'rows';
   taller.addEventListener('click', () => s.zoom(2));
   zoom.append(el('span', '', 'Rows'), shorter, taller);
   bar.appendChild(zoom);
@@ -69,16 +76,15 @@ export function renderHeatBar(bar: HTMLElement, s: IHeatBarState): void {
     measures.appendChild(b);
   }
   bar.appendChild(measures);
-  const legend = el('span', 'jp-scorep-heatbar-legend');
-  legend.setAttribute(
-    'aria-label',
-    `Colour scale: share of the ranks' time ${s.measure === 'mpi' ? 'in MPI calls' : 'in a call'}, 0 to 100 %`
+  bar.appendChild(
+    heatLegend({
+      measure: s.measure,
+      theme: s.theme,
+      low: '0 %',
+      high: '100 %',
+      label:
+        `Colour scale: share of the ranks' time ` +
+        `${s.measure === 'mpi' ? 'in MPI calls' : 'in a call'}, 0 to 100 %`
+    })
   );
-  const ramp = el('span', 'jp-scorep-heatbar-ramp');
-  const stops = [0, 64, 128, 192, 255].map(
-    v => `${heatCss(v, s.measure, s.theme)} ${Math.round((v / 255) * 100)}%`
-  );
-  ramp.style.background = `linear-gradient(to right, ${stops.join(', ')})`;
-  legend.append(el('span', '', '0 %'), ramp, el('span', '', '100 %'));
-  bar.appendChild(legend);
 }

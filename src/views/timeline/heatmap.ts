@@ -2,45 +2,15 @@
  * The timeline's summary of many ranks (GET timeline with `rows`, docs/API.md): when the
  * ranks do not fit the plot's height, a heat map of ranks x time (Vampir's master timeline
  * in summary mode), each cell coloured by the share of its ranks' time inside MPI calls or
- * busy (inside a top-level call). Pure parts: whether the ranks fit, how many rows to ask
- * for, decoding, the colour scale, hit testing and the hover readout; and the painting.
+ * busy (inside a top-level call). Pure parts: decoding, hit testing and the hover readout;
+ * and the painting (the colours: util/heatScale.ts; whether the ranks fit: rankRows.ts).
  */
 import type { ITimelineHeatmap } from '../../api/traceTypes';
 import type { ThemeKind } from '../../util/colors';
+import { drawRgba, HeatMeasure, heatRgba } from '../../util/heatScale';
 import type { IThemeColors } from './draw';
 import { formatDuration } from '../../util/timeaxis';
 import type { IView } from './projection';
-
-/** What a heat cell's colour says. */
-export type HeatMeasure = 'mpi' | 'active';
-
-/** The least height of a heat row in CSS px (the server's columns are 2 px wide). */
-export const HEAT_ROW_PX = 2;
-
-/** Vertical zoom steps: the plot's height times this is the height the ranks get. */
-export const VZOOM_MAX = 64;
-
-/**
- * How to draw `ranks` ranks in `plotHeight` px at vertical zoom `vzoom`, where one rank per
- * row takes `rankRowPx` px: one row per rank when they fit, else a heat map of as many rows
- * as `HEAT_ROW_PX` allows (never more than the ranks), `height` px tall.
- */
-export function rankRows(
-  ranks: number,
-  plotHeight: number,
-  rankRowPx: number,
-  vzoom = 1
-): { mode: 'rows' | 'heatmap'; rows: number; height: number } {
-  const height = Math.max(1, Math.floor(plotHeight * vzoom));
-  if (ranks <= 0 || ranks * rankRowPx <= height) {
-    return { mode: 'rows', rows: ranks, height: ranks * rankRowPx };
-  }
-  const rows = Math.max(
-    1,
-    Math.min(ranks - 1, Math.floor(height / HEAT_ROW_PX))
-  );
-  return { mode: 'heatmap', rows, height };
-}
 
 /** The heat map's bytes (base64 of `rows x columns` uint8). */
 export function decodeHeat(text: string): Uint8Array {
@@ -48,93 +18,6 @@ export function decodeHeat(text: string): Uint8Array {
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) {
     out[i] = bin.charCodeAt(i);
-  }
-  return out;
-}
-
-type RGB = [number, number, number];
-
-/** The scale's stops, light and dark: low shares recede into the background. */
-const RAMPS: Record<ThemeKind, Record<HeatMeasure, RGB[]>> = {
-  light: {
-    mpi: [
-      [245, 245, 245],
-      [253, 208, 162],
-      [241, 105, 19],
-      [127, 39, 4]
-    ],
-    active: [
-      [245, 245, 245],
-      [158, 202, 225],
-      [33, 113, 181],
-      [8, 48, 107]
-    ]
-  },
-  dark: {
-    mpi: [
-      [35, 35, 35],
-      [127, 39, 4],
-      [241, 105, 19],
-      [253, 208, 162]
-    ],
-    active: [
-      [35, 35, 35],
-      [8, 69, 148],
-      [66, 146, 198],
-      [198, 219, 239]
-    ]
-  }
-};
-
-/** The colour of a share `value` (0..255 for 0..100 %), linear between the ramp's stops. */
-export function heatColor(
-  value: number,
-  measure: HeatMeasure,
-  theme: ThemeKind
-): RGB {
-  const stops = RAMPS[theme][measure];
-  const t = Math.min(Math.max(value / 255, 0), 1) * (stops.length - 1);
-  const i = Math.min(Math.floor(t), stops.length - 2);
-  const f = t - i;
-  const a = stops[i];
-  const b = stops[i + 1];
-  return [
-    Math.round(a[0] + (b[0] - a[0]) * f),
-    Math.round(a[1] + (b[1] - a[1]) * f),
-    Math.round(a[2] + (b[2] - a[2]) * f)
-  ];
-}
-
-/** CSS for a share (legend swatches). */
-export function heatCss(
-  value: number,
-  measure: HeatMeasure,
-  theme: ThemeKind
-): string {
-  const [r, g, b] = heatColor(value, measure, theme);
-  return `rgb(${r}, ${g}, ${b})`;
-}
-
-/** The heat map as RGBA pixels, one per cell (`columns` wide, `rows` high). */
-export function heatPixels(
-  values: Uint8Array,
-  rows: number,
-  columns: number,
-  measure: HeatMeasure,
-  theme: ThemeKind
-): Uint8ClampedArray {
-  const lut = new Uint8ClampedArray(256 * 3);
-  for (let v = 0; v < 256; v++) {
-    lut.set(heatColor(v, measure, theme), 3 * v);
-  }
-  const out = new Uint8ClampedArray(rows * columns * 4);
-  const n = Math.min(values.length, rows * columns);
-  for (let i = 0; i < n; i++) {
-    const v = values[i];
-    out[4 * i] = lut[3 * v];
-    out[4 * i + 1] = lut[3 * v + 1];
-    out[4 * i + 2] = lut[3 * v + 2];
-    out[4 * i + 3] = 255;
   }
   return out;
 }
@@ -263,25 +146,19 @@ export function paintHeat(
   if (rows === 0 || map.columns === 0) {
     return;
   }
-  const pixels = heatPixels(
-    measure === 'mpi' ? heat.mpi : heat.active,
-    rows,
-    map.columns,
-    measure,
-    theme
-  );
-  const image = new ImageData(pixels, map.columns, rows);
-  const offscreen = document.createElement('canvas');
-  offscreen.width = map.columns;
-  offscreen.height = rows;
-  offscreen.getContext('2d')?.putImageData(image, 0, 0);
   // the answer's window may differ from the view while the next answer is on its way
   const span = view.t1 - view.t0;
   const x0 = ((heat.window[0] - view.t0) / span) * box.width;
   const w = ((map.columns * map.column_ns) / span) * box.width;
+  const values = measure === 'mpi' ? heat.mpi : heat.active;
+  const rgba = heatRgba(values, rows * map.columns, measure, theme);
+  drawRgba(ctx, rgba, map.columns, rows, {
+    x: x0,
+    y: box.top,
+    width: w,
+    height: box.height
+  });
   ctx.save();
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(offscreen, x0, box.top, w, box.height);
   // which ranks are where: labels on a backing so they read over any colour
   ctx.font = `11px ${colors.font}`;
   ctx.textBaseline = 'top';

@@ -38,9 +38,11 @@ export function processes(
     order,
     rank: rankOf(group)
   }));
-  groups.sort((a, b) =>
-    a.rank !== null && b.rank !== null ? a.rank - b.rank : a.order - b.order
-  );
+  // by rank when every group names one (the server's order for ranks=lo:hi, processes.py),
+  // else as they first appear
+  if (groups.every(g => g.rank !== null)) {
+    groups.sort((a, b) => a.rank! - b.rank! || a.order - b.order);
+  }
   return groups.map(({ group, locations }) => ({ group, locations }));
 }
 

@@ -4,7 +4,9 @@
  * newest view sent next; fetcher.ts); between answers the last data is re-projected so
  * interaction stays smooth on large traces. The view holds the window, the data and the
  * highlight and draws them (draw.ts); what the pointer and the keys do is gestures.ts, the
- * hovered span's outline and tooltip spanHover.ts.
+ * hovered span's outline and tooltip spanHover.ts. A many-rank run's ranks (a heat map, or
+ * one row per rank scrolled through, only the rows in view drawn and fetched) are
+ * rankRows.ts's.
  */
 import { rangeText, regionIdsMatching, summariseRange } from './rangeSummary';
 import { Signal, ISignal } from '@lumino/signaling';
@@ -31,17 +33,9 @@ import {
 import { formatDuration } from '../../util/timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { layoutTimeline, processes } from './rankLanes';
-import {
-  HeatMeasure,
-  heatCellAt,
-  heatOf,
-  heatText,
-  IHeat,
-  paintHeat,
-  rankRows,
-  VZOOM_MAX
-} from './heatmap';
-import { renderHeatBar } from './heatBar';
+import { heatCellAt, heatOf, heatText, IHeat, paintHeat } from './heatmap';
+import { IN_VIEW_CLASS, renderHeatBar } from './heatBar';
+import { inViewText, IRankMode, RankRows, scrolledLayout } from './rankRows';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { TimelineGestures } from './gestures';
 import { renderLegend, showTooltip } from './overlays';
@@ -76,7 +70,9 @@ export class TimelineView extends Widget {
     );
     const layout = layoutTimeline(shown);
     this.layout_ = layout;
+    this.drawn = layout;
     this.ranks = layout.collapsed ? processes(shown).length : 0;
+    this.rankRows = this.ranks > 0 ? new RankRows(this.ranks, layout) : null;
     this.locationCount = shown.length;
     this._view = {
       t0: options.range[0],
@@ -103,15 +99,22 @@ export class TimelineView extends Widget {
     this.status = el('div', 'jp-scorep-timeline-status');
     this.status.setAttribute('aria-live', 'polite');
 
+    // the stage (canvas and what lies over it) sticks to the scroller's top: with many
+    // ranks it is the plot's height, and the spacer under it gives the scrollbar the
+    // height of all the ranks, of which only the part in view is drawn
     const scroller = el('div', 'jp-scorep-timeline-scroller');
     this.scroller = scroller;
-    scroller.appendChild(this.canvas);
-    scroller.appendChild(this.hover.box);
+    const stage = el('div', 'jp-scorep-timeline-stage');
+    stage.appendChild(this.canvas);
+    stage.appendChild(this.hover.box);
     if (options.links) {
       this.links = new LaunchLinks(options.links);
-      scroller.appendChild(this.links.svg);
+      stage.appendChild(this.links.svg);
     }
-    scroller.appendChild(this.hover.tooltip);
+    stage.appendChild(this.hover.tooltip);
+    this.spacer = el('div', 'jp-scorep-timeline-spacer');
+    scroller.append(stage, this.spacer);
+    scroller.addEventListener('scroll', () => this.handleScroll());
     this.node.appendChild(this.legend);
     this.node.appendChild(this.heatBar);
     this.node.appendChild(scroller);
@@ -209,34 +212,31 @@ export class TimelineView extends Widget {
     super.dispose();
   }
 
-  /** Vertical zoom: the ranks get `vzoom` times the plot's height (1 .. VZOOM_MAX); one
-   * row per rank once they fit, the heat map before. */
+  /** Vertical zoom: the ranks get `vzoom` times the plot's height (1 up to where one row
+   * per rank fits); one row per rank once they fit, the heat map before. */
   get verticalZoom(): number {
-    return this.vzoom;
+    return this.rankRows?.vzoom ?? 1;
   }
 
   setVerticalZoom(vzoom: number): void {
-    const next = Math.min(Math.max(1, vzoom), VZOOM_MAX);
-    if (next === this.vzoom) {
+    if (!this.rankRows?.setZoom(vzoom, this.plotHeight())) {
       return;
     }
-    this.vzoom = next;
+    this.updateExtent();
+    this.scroller.scrollTop = this.rankRows.top;
     this.updateHeatBar();
     this.scheduleDraw();
     this.requestWindow();
   }
 
   /** What the ranks are drawn as now: one row per rank, or a heat map of `rows` rows. */
-  get rankMode(): ReturnType<typeof rankRows> {
-    if (this.ranks === 0) {
-      return { mode: 'rows', rows: 0, height: this.layout_.height };
-    }
-    const plot = this.plotHeight();
-    return rankRows(
-      this.ranks,
-      plot,
-      this.layout_.rowHeight + this.layout_.laneGap,
-      this.vzoom
+  get rankMode(): IRankMode {
+    return (
+      this.rankRows?.mode(this.plotHeight()) ?? {
+        mode: 'rows',
+        rows: 0,
+        height: this.layout_.height
+      }
     );
   }
 
@@ -253,6 +253,7 @@ export class TimelineView extends Widget {
 
   private heatHover(x: number, y: number): void {
     const mode = this.rankMode;
+    const top = this.rankRows?.top ?? 0;
     const cell = this.heat
       ? heatCellAt(
           this.heat,
@@ -260,7 +261,7 @@ export class TimelineView extends Widget {
           this.cssWidth,
           mode.height,
           x,
-          y - AXIS_HEIGHT
+          y - AXIS_HEIGHT + top
         )
       : null;
     if (!cell) {
@@ -271,25 +272,65 @@ export class TimelineView extends Widget {
   }
 
   private updateHeatBar(): void {
-    if (this.ranks === 0) {
+    const ranks = this.rankRows;
+    if (!ranks) {
       return;
     }
     const mode = this.rankMode;
     renderHeatBar(this.heatBar, {
       ranks: this.ranks,
       mode,
-      measure: this.heatMeasure,
-      vzoom: this.vzoom,
+      measure: ranks.measure,
+      vzoom: ranks.vzoom,
       theme: currentTheme(),
       setMeasure: m => {
-        this.heatMeasure = m;
+        ranks.measure = m;
         this.updateHeatBar();
         this.scheduleDraw();
       },
-      zoom: factor => this.setVerticalZoom(this.vzoom * factor)
+      zoom: factor => this.setVerticalZoom(ranks.vzoom * factor)
     });
     this.heatBar.hidden = false;
     this.node.dataset.rankMode = mode.mode;
+    this.updateInView();
+  }
+
+  /** The bar's "ranks a–b in view" and the node's data-ranks-in-view (ui-tests). */
+  private updateInView(): void {
+    const ranks = this.rankRows;
+    if (!ranks) {
+      return;
+    }
+    const range = ranks.inView(this.plotHeight());
+    const text = inViewText(ranks.layout, range);
+    const span = this.heatBar.querySelector(`.${IN_VIEW_CLASS}`);
+    if (span && span.textContent !== text) {
+      span.textContent = text;
+    }
+    this.node.dataset.ranksInView = `${range[0]}:${range[1]}`;
+  }
+
+  /** The scroller's height: the spacer under the stage makes up the ranks not drawn. */
+  private updateExtent(): void {
+    const ranks = this.rankRows;
+    const plot = this.plotHeight();
+    const content = ranks ? ranks.contentHeight(plot) : 0;
+    this.spacer.style.height = `${Math.max(0, content - plot)}px`;
+  }
+
+  private handleScroll(): void {
+    const ranks = this.rankRows;
+    if (!ranks) {
+      return;
+    }
+    const plot = this.plotHeight();
+    ranks.scrollTo(this.scroller.scrollTop, plot);
+    this.hover.leave();
+    this.updateInView();
+    this.scheduleDraw();
+    if (ranks.needsRequest(plot)) {
+      this.requestWindow();
+    }
   }
 
   private setData(data: ITimeline): void {
@@ -356,15 +397,12 @@ export class TimelineView extends Widget {
     if (this.cssWidth <= 0) {
       return;
     }
-    const mode = this.rankMode;
     this.fetcher.request({
       t0: this._view.t0,
       t1: this._view.t1,
       width: Math.round(this.cssWidth),
-      // the heat map's rows; one row per rank: every location as today
-      ...(mode.mode === 'heatmap'
-        ? { rows: Math.min(mode.rows, this.locationCount - 1) }
-        : {})
+      // the heat map's rows, or the ranks about the view; one process: every location
+      ...this.rankRows?.request(this.plotHeight(), this.locationCount)
     });
   }
 
@@ -376,6 +414,8 @@ export class TimelineView extends Widget {
     }
     this.cssWidth = width;
     this.lastPlot = plot;
+    this.rankRows?.scrollTo(this.scroller.scrollTop, plot);
+    this.updateExtent();
     this.updateHeatBar();
     this.draw();
     this.requestWindow();
@@ -400,22 +440,30 @@ export class TimelineView extends Widget {
     }
     const mode = this.rankMode;
     const heat = mode.mode === 'heatmap' ? this.heat : null;
+    // many ranks: the plot is a window of the plot's height onto them, scrolled by `top`
+    const ranks = this.rankRows;
+    const plot = this.plotHeight();
+    const top = ranks?.top ?? 0;
+    const content = ranks ? ranks.contentHeight(plot) : this.layout_.height;
     const height =
-      AXIS_HEIGHT +
-      (mode.mode === 'heatmap' ? mode.height : this.layout_.height) +
-      4;
+      AXIS_HEIGHT + (ranks ? Math.min(content, plot) : content) + 4;
     const ctx = hiDpiContext(this.canvas, width, height);
     if (!ctx) {
       return;
     }
     const started = performance.now();
     // a heat map: no spans and no lane titles; rows of an answer that came as a heat map
-    // (the mode changed since): nothing until the rows come
+    // (the mode changed since): nothing until the rows come. Rows: the lanes in view only
     const layout =
-      mode.mode === 'heatmap' ? { ...this.layout_, lanes: [] } : this.layout_;
+      mode.mode === 'heatmap'
+        ? { ...this.layout_, lanes: [] }
+        : ranks
+          ? scrolledLayout(this.layout_, ranks.inView(plot), top)
+          : this.layout_;
+    this.drawn = layout;
     this.list =
       this._data && mode.mode === 'rows'
-        ? toDrawList(this._data, this.layout_, this._view, width)
+        ? toDrawList(this._data, layout, this._view, width)
         : emptyDrawList();
     const theme = currentTheme();
     if (this._data) {
@@ -439,8 +487,8 @@ export class TimelineView extends Widget {
               c,
               heat,
               this._view,
-              { top: 0, width, height: mode.height },
-              this.heatMeasure,
+              { top: -top, width, height: mode.height },
+              ranks?.measure ?? 'mpi',
               theme,
               readThemeColors(this.node, theme)
             )
@@ -471,7 +519,7 @@ export class TimelineView extends Widget {
   /** A click on a single call selects it and draws its launch links (or clears them). */
   private clickSpan(x: number, y: number): void {
     const k = hitTest(this.list, this.layout_.rowHeight, x, y);
-    const lane = k >= 0 ? laneAt(this.layout_, this.list.y[k]) : null;
+    const lane = k >= 0 ? laneAt(this.drawn, this.list.y[k]) : null;
     const span =
       k >= 0 && lane && this.list.count[k] === 1
         ? {
@@ -488,14 +536,17 @@ export class TimelineView extends Widget {
   /** the ranks when the layout has one row per rank (more than COLLAPSE_RANKS), else 0 */
   private readonly ranks: number;
   private readonly locationCount: number;
-  private vzoom = 1;
+  /** the ranks' zoom, scroll and mode when there are many (else null) */
+  private readonly rankRows: RankRows | null;
   private lastPlot = 0;
   private heat: IHeat | null = null;
-  private heatMeasure: HeatMeasure = 'mpi';
   private readonly heatBar: HTMLDivElement;
   private readonly scroller: HTMLDivElement;
+  private readonly spacer: HTMLDivElement;
   private readonly axisOrigin: number;
   private layout_: ILayout;
+  /** the layout last drawn: the lanes in view, moved by the scroll */
+  private drawn: ILayout;
   private _view: IView;
   private _data: ITimeline | null = null;
   private list: IDrawList = emptyDrawList();

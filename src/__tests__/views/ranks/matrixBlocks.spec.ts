@@ -3,6 +3,7 @@ import { slowestText } from '../../../views/ranks/balanceAndTraffic';
 import {
   blockAt,
   blockGrid,
+  blockShades,
   blockText,
   denseOf,
   matrixCells,
@@ -120,6 +121,27 @@ describe('the matrix in blocks', () => {
       { at: 100, rank: 200 }
     ]);
     expect(ticks.length).toBe(11);
+  });
+});
+
+describe("the blocks' shades", () => {
+  it('leave empty blocks blank and start a step above the background', () => {
+    // 4 ranks in a ring, one a block: rank 3 -> 0 sends 8 KiB, the others 4 KiB
+    const cells = matrixCells(ring(4, () => false));
+    const grid = blockGrid({ ...cells, bytes: [4096, 4096, 4096, 8192] }, 4);
+    const shades = blockShades(grid, 'bytes');
+    const at = (from: number, to: number): number => shades[from * 4 + to];
+    expect(at(0, 0)).toBe(-1);
+    expect(at(1, 0)).toBe(-1);
+    expect(at(3, 0)).toBe(255);
+    const low = at(0, 1);
+    // log scale: log(4097) / log(8193) of the way from 0.15 to 1
+    expect(low).toBeCloseTo(
+      255 * (0.15 + 0.85 * (Math.log1p(4096) / Math.log1p(8192))),
+      6
+    );
+    expect(at(1, 2)).toBe(low);
+    expect([...shades].filter(v => v >= 0)).toHaveLength(4);
   });
 });
 

@@ -1,13 +1,11 @@
 import {
   decodeHeat,
   heatCellAt,
-  heatColor,
   heatOf,
-  heatPixels,
   heatRankTicks,
-  heatText,
-  rankRows
+  heatText
 } from '../../../views/timeline/heatmap';
+import { heatRgba } from '../../../util/heatScale';
 import { rankModeText } from '../../../views/timeline/heatBar';
 import type { ITimelineHeatmap } from '../../../api/traceTypes';
 
@@ -34,84 +32,13 @@ const MAP: ITimelineHeatmap = {
   mpi: b64([0, 51, 255, 0, 10, 20, 30, 40])
 };
 
-describe('rankRows', () => {
-  it('draws one row per rank when the ranks fit the height', () => {
-    expect(rankRows(9, 340, 34)).toEqual({
-      mode: 'rows',
-      rows: 9,
-      height: 306
-    });
-  });
-
-  it('asks for a heat map of 2 px rows when they do not', () => {
-    expect(rankRows(1024, 334, 34)).toEqual({
-      mode: 'heatmap',
-      rows: 167,
-      height: 334
-    });
-  });
-
-  it('switches to one row per rank as the vertical zoom grows', () => {
-    const modes = [1, 2, 4, 8, 16, 32, 64, 128].map(
-      z => rankRows(1024, 334, 34, z).mode
-    );
-    expect(modes).toEqual([
-      'heatmap',
-      'heatmap',
-      'heatmap',
-      'heatmap',
-      'heatmap',
-      'heatmap',
-      'heatmap',
-      'rows'
-    ]);
-    expect(rankRows(100, 334, 34, 16).mode).toBe('rows');
-    expect(rankRows(100, 334, 34, 8).mode).toBe('heatmap');
-  });
-
-  it('never asks for as many rows as ranks in a heat map', () => {
-    // 20 ranks of 34 px do not fit 100 px; 50 rows of 2 px would be more than the ranks
-    expect(rankRows(20, 100, 34)).toEqual({
-      mode: 'heatmap',
-      rows: 19,
-      height: 100
-    });
-  });
-});
-
 describe('decoding and colours', () => {
   it('decodes the base64 bytes', () => {
     expect([...decodeHeat(MAP.mpi)]).toEqual([0, 51, 255, 0, 10, 20, 30, 40]);
   });
 
-  it('runs from the background to the darkest stop in light theme', () => {
-    expect(heatColor(0, 'mpi', 'light')).toEqual([245, 245, 245]);
-    expect(heatColor(255, 'mpi', 'light')).toEqual([127, 39, 4]);
-    // between stops: linear (85 of 255 is the second stop)
-    expect(heatColor(85, 'mpi', 'light')).toEqual([253, 208, 162]);
-    // out of range clamps
-    expect(heatColor(400, 'active', 'light')).toEqual(
-      heatColor(255, 'active', 'light')
-    );
-  });
-
-  it('runs from the dark background to the lightest stop in dark theme', () => {
-    expect(heatColor(0, 'mpi', 'dark')).toEqual([35, 35, 35]);
-    expect(heatColor(255, 'mpi', 'dark')).toEqual([253, 208, 162]);
-  });
-
-  it('grows monotonically in darkness (light theme)', () => {
-    const lum = (c: number[]): number => c[0] + c[1] + c[2];
-    let last = Infinity;
-    for (let v = 0; v <= 255; v += 5) {
-      const l = lum(heatColor(v, 'active', 'light'));
-      expect(l).toBeLessThanOrEqual(last);
-      last = l;
-    }
-  });
-
   it('paints one opaque pixel per cell', () => {
-    const px = heatPixels(decodeHeat(MAP.mpi), 2, 4, 'mpi', 'light');
+    const px = heatRgba(decodeHeat(MAP.mpi), 2 * 4, 'mpi', 'light');
     expect(px.length).toBe(2 * 4 * 4);
     expect([...px.slice(8, 12)]).toEqual([127, 39, 4, 255]);
     expect([...px.slice(0, 4)]).toEqual([245, 245, 245, 255]);

@@ -41,6 +41,7 @@ from ..domain_errors import (
 from ..paths import experiment_file, list_experiments
 from ..trace import calltree, timeline
 from ..trace.calltree import CallTree
+from ..trace.index_store import LoadedIndex
 from . import device_routes, export, rank_routes, tools
 from .experiment_reads import ExperimentReads
 from .score_routes import Scores
@@ -276,11 +277,12 @@ class Service:
         ranks: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         exp, manifest = await self.reads.open(path)
-        index = await self.reads.index(exp, manifest)
-        t0, t1 = resolve_window(index.meta["range"], t0, t1)
-        return await self.reads.compute(
-            "the timeline query", timeline.query, index, t0, t1, width, rows, ranks
-        )
+
+        def answer(index: LoadedIndex) -> dict[str, Any]:
+            window = resolve_window(index.meta["range"], t0, t1)
+            return timeline.query(index, *window, width, rows, ranks)
+
+        return await self.reads.on_index("the timeline query", exp, manifest, answer)
 
     async def calltree(self, path: str | None, location: int | None) -> dict[str, Any]:
         exp, manifest = await self.reads.open(path)

@@ -159,3 +159,34 @@ def test_a_request_that_saw_the_stale_index_during_a_build_does_not_build_again(
         assert first is second
     finally:
         svc.shutdown()
+
+
+def test_a_window_computed_on_a_stale_index_is_answered_from_the_new_one(tmp_path):
+    """``on_index`` starts on the index loaded last while it checks freshness: once an
+    event file changed, that early answer is dropped and the rebuilt index answers."""
+    exp = write_experiment(tmp_path / "scorep-experiments" / "run")
+    svc = Service(str(tmp_path), version="test")
+    seen = []
+
+    def sources(index):
+        seen.append(index)
+        return index.meta["sources"]
+
+    async def ask():
+        manifest = await svc.reads.manifest(exp)
+        return await svc.reads.on_index("the test", exp, manifest, sources)
+
+    try:
+        first = asyncio.run(ask())
+        assert len(seen) == 1  # nothing loaded yet: no early run
+        assert asyncio.run(ask()) == first and len(seen) == 2 and seen[1] is seen[0]
+        evt = next((exp / "traces").glob("*.evt"))
+        os.utime(evt, ns=(evt.stat().st_atime_ns, evt.stat().st_mtime_ns + 10**9))
+        again = asyncio.run(ask())
+        # the early run on the stale index, then the answer from the rebuilt one
+        assert len(seen) == 4 and seen[2] is seen[0] and seen[3] is not seen[0]
+        assert again != first and again == seen[3].meta["sources"]
+        name = f"traces/{evt.name}"
+        assert again[name][0] == first[name][0] + 10**9
+    finally:
+        svc.shutdown()

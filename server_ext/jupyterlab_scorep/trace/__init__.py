@@ -18,5 +18,7 @@ here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadE
     index_store.py       find, validate, lock and load indexes (memory-mapped, LRU)
     parse_worker.py      the child process the parsers run in (crash and hang isolation)
     calltree.py          the call tree from profile.cubex or from the index
-    timeline.py          a window of the trace at a pixel width
+    timeline.py          a window of the trace at a pixel width (or its heat map)
+    busy_time.py         many locations' busy time per time column (the heat map's numbers)
+    processes.py         the locations by process (rank) in rank order (``ranks=lo:hi``)
 """

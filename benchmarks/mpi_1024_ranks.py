@@ -11,7 +11,9 @@ Figures, through a real jupyter server on localhost (wall times, on a shared mac
 the merge's rate (events/s), the first timeline answer (builds the index), timeline p50 /
 p95 over ROUNDS random windows at 1600 px with the ranks aggregated (``rows=256``: 1,024
 ranks do not fit, so the answer is the ranks x time heat map; target p95 <= 50
-ms), interleaved with the same windows one row per rank (``rows=1024``, the peer); GET
+ms), interleaved with the same windows one row per rank (``rows=1024``, the peer) and one row
+per rank for the ranks the panel has in view when it scrolls them (``ranks=lo:hi``,
+VIEW_RANKS ranks at a random place: the rows in view and as many again either side); GET
 ranks (``matrix=pairs``: the 1,024 x 1,024 communication matrix and the per-rank times; target <= 100 ms
 warm) over RANKS_ROUNDS requests, median and range; GET summary with the imbalance
 verdict; and, in this process, the OTF2 read's rate in events per CPU-second (target >=
@@ -48,6 +50,7 @@ RANKS_ROUNDS = 9
 INGEST_ROUNDS = 3
 WIDTH = 1600
 HEAT_ROWS = 256  # the rows the heat map is asked for
+VIEW_RANKS = 33  # one row per rank, scrolled: 11 rows in view (334 px of 34) and 11 either side
 
 
 def make_experiment(exp: Path) -> None:
@@ -160,14 +163,20 @@ def main() -> None:
             full = json.loads(body)
             t_end = int(full.get("t1") or full.get("range", [0, 0])[1])
             rng = np.random.default_rng(7)
-            times: dict[str, list[float]] = {"heat": [], "rows": []}
-            sizes: dict[str, list[int]] = {"heat": [], "rows": []}
+            kinds = ("heat", "rows", "view")
+            times: dict[str, list[float]] = {k: [] for k in kinds}
+            sizes: dict[str, list[int]] = {k: [] for k in kinds}
             for i in range(ROUNDS):
                 span = t_end if i == 0 else int(t_end / 10 ** rng.uniform(0, 3))
                 t0 = int(rng.integers(0, max(t_end - span, 1)))
                 window = {**q, "t0": t0, "t1": t0 + span, "width": WIDTH}
-                for kind in ("heat", "rows") if i % 2 == 0 else ("rows", "heat"):
-                    extra = {"rows": RANKS if kind == "rows" else HEAT_ROWS}
+                lo = int(rng.integers(0, RANKS - VIEW_RANKS + 1))
+                for kind in kinds[i % 3 :] + kinds[: i % 3]:
+                    extra: dict[str, object] = {
+                        "heat": {"rows": HEAT_ROWS},
+                        "rows": {"rows": RANKS},
+                        "view": {"ranks": f"{lo}:{lo + VIEW_RANKS}"},
+                    }[kind]
                     ms, body = fetch(
                         server, "timeline?" + urllib.parse.urlencode({**window, **extra})
                     )
@@ -202,6 +211,11 @@ def main() -> None:
            f"windows at {WIDTH} px, interleaved; largest answer {max(sizes['heat']) / 1e6:.2f} MB "
            f"(one row per rank {max(sizes['rows']) / 1e6:.2f}); heat map "
            f"{len(heat['rows']) if heat else 0} rows x {heat['columns'] if heat else 0} columns")  # fmt: skip
+    report(f"timeline p95 over HTTP, {RANKS} ranks one row per rank, the {VIEW_RANKS} in view "
+           "(ranks=lo:hi)", p95["view"], "ms",
+           peer=f"all {RANKS} rows, same windows", peer_value=p95["rows"],
+           note=f"p50 {p50['view']:.1f} ms (all rows {p50['rows']:.1f}), {ROUNDS} windows, "
+           f"interleaved with the heat map's; largest answer {max(sizes['view']) / 1e6:.2f} MB")  # fmt: skip
     report(f"GET ranks, {RANKS} ranks (matrix {n_matrix} x {n_matrix})",
            float(np.median(ranks_times)), "ms", target="<= 100",
            met=bool(np.median(ranks_times) <= 100),

@@ -120,6 +120,10 @@ test('many ranks: the heat map, one row per rank, the matrix', async ({
   expect(await scroller.evaluate(e => e.scrollHeight)).toBeGreaterThanOrEqual(
     ranks * 34
   );
+  // the keyboard scrolls the ranks too: Page Down from the focused canvas
+  await canvas.focus();
+  await page.keyboard.press('PageDown');
+  await expect(timeline).not.toHaveAttribute('data-ranks-in-view', /^0:/);
   await scroller.evaluate(e => (e.scrollTop = e.scrollHeight / 2));
   const middle = Math.floor(ranks / 2);
   await expect(timeline).toHaveAttribute(

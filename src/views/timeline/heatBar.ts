@@ -42,6 +42,7 @@ export function renderHeatBar(bar: HTMLElement, s: IHeatBarState): void {
   );
   const inView = el('span', IN_VIEW_CLASS);
   inView.setAttribute('aria-live', 'polite');
+  inView.title = 'Scroll the ranks with the scrollbar or Page Up / Page Down';
   bar.appendChild(inView);
   const zoom = el('span', 'jp-scorep-heatbar-zoom');
   zoom.setAttribute('role', 'group');

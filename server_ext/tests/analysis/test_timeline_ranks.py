@@ -117,9 +117,17 @@ def expected_shares(ranks: list[int], t0: int, t1: int, columns: int) -> np.ndar
     return busy / len(ranks) / widths
 
 
-async def test_the_heat_map_shares_are_the_ranks_mpi_time_in_each_column(api, run12):
+@pytest.mark.parametrize("how", ["binned", "searched"])
+async def test_the_heat_map_shares_are_the_ranks_mpi_time_in_each_column(
+    api, run12, monkeypatch, how
+):
     """Windows inside, across and outside the run, columns narrower and wider than the
-    calls; per row its ranks in rank order."""
+    calls; per row its ranks in rank order. Both ways busy_time sums a window: binning
+    its intervals, and searching each row's sorted starts and ends (a window with more
+    intervals than grid cells)."""
+    from jupyterlab_scorep.trace import busy_time
+
+    monkeypatch.setattr(busy_time, "SEARCH_ABOVE", 1e18 if how == "binned" else -1.0)
     rank = await rank_of_location(api, run12)
     rng = np.random.default_rng(5)
     for t0, t1, width, rows, ranks in [

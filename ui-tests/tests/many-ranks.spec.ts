@@ -100,6 +100,16 @@ test('many ranks: the heat map, one row per rank, the matrix', async ({
     }
   });
   const taller = bar.getByRole('button', { name: 'Taller rows' });
+  // on the way: a heat map 8 times the plot's height, scrolled to its middle
+  for (let i = 0; i < 3; i++) {
+    await taller.click();
+  }
+  await expect(timeline).toHaveAttribute('data-rank-mode', 'heatmap');
+  await expect(bar).toContainText(/rows of up to [12] ranks/);
+  await timeline
+    .locator('.jp-scorep-timeline-scroller')
+    .evaluate(e => (e.scrollTop = e.scrollHeight / 2 - e.clientHeight / 2));
+  await panel.screenshot({ path: testInfo.outputPath('zoomed-light.png') });
   for (let i = 0; i < 12 && (await taller.isEnabled()); i++) {
     await taller.click();
   }

@@ -19,7 +19,7 @@ export interface IHeatBarState {
   zoom: (factor: number) => void;
 }
 
-/** "1,024 ranks as a heat map: 167 rows of up to 7 ranks" */
+/** "1,024 ranks as a heat map: 147 rows of up to 7 ranks" (167 rows asked for) */
 export function rankModeText(
   ranks: number,
   mode: { mode: 'rows' | 'heatmap'; rows: number }
@@ -28,8 +28,10 @@ export function rankModeText(
   if (mode.mode === 'rows') {
     return `${n} ranks, one row per rank`;
   }
+  // the server's buckets: ceil(ranks / rows) ranks each, so fewer rows than asked for
   const per = Math.ceil(ranks / mode.rows);
-  return `${n} ranks as a heat map: ${mode.rows} rows of up to ${per} ranks`;
+  const rows = Math.ceil(ranks / per);
+  return `${n} ranks as a heat map: ${rows} rows of up to ${per} ranks`;
 }
 
 /** The bar's part that says which ranks are in view (updated as the plot scrolls). */

@@ -99,8 +99,12 @@ describe('hit testing', () => {
   });
 
   it('says how the ranks are drawn', () => {
+    // 167 rows asked for: buckets of ceil(1024 / 167) = 7 ranks, 147 of them
     expect(rankModeText(1024, { mode: 'heatmap', rows: 167 })).toBe(
-      '1,024 ranks as a heat map: 167 rows of up to 7 ranks'
+      '1,024 ranks as a heat map: 147 rows of up to 7 ranks'
+    );
+    expect(rankModeText(1024, { mode: 'heatmap', rows: 1023 })).toBe(
+      '1,024 ranks as a heat map: 512 rows of up to 2 ranks'
     );
     expect(rankModeText(9, { mode: 'rows', rows: 9 })).toBe(
       '9 ranks, one row per rank'

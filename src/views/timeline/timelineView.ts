@@ -6,7 +6,7 @@
  * highlight and draws them (draw.ts); what the pointer and the keys do is gestures.ts, the
  * hovered span's outline and tooltip spanHover.ts. A many-rank run's ranks (a heat map, or
  * one row per rank scrolled through, only the rows in view drawn and fetched) are
- * rankRows.ts's.
+ * rankRows.ts's (the state) and rankScroller.ts's (the bar, the scroll).
  */
 import { rangeText, regionIdsMatching, summariseRange } from './rangeSummary';
 import { Signal, ISignal } from '@lumino/signaling';
@@ -34,8 +34,8 @@ import { formatDuration } from '../../util/timeaxis';
 import { AXIS_HEIGHT, paint, readThemeColors } from './draw';
 import { layoutTimeline, processes } from './rankLanes';
 import { heatCellAt, heatOf, heatText, IHeat, paintHeat } from './heatmap';
-import { IN_VIEW_CLASS, renderHeatBar } from './heatBar';
-import { inViewText, IRankMode, RankRows, scrolledLayout } from './rankRows';
+import { IRankMode, RankRows } from './rankRows';
+import { RankScroller } from './rankScroller';
 import { IWindowRequest, WindowFetcher } from './fetcher';
 import { TimelineGestures } from './gestures';
 import { renderLegend, showTooltip } from './overlays';
@@ -71,8 +71,7 @@ export class TimelineView extends Widget {
     const layout = layoutTimeline(shown);
     this.layout_ = layout;
     this.drawn = layout;
-    this.ranks = layout.collapsed ? processes(shown).length : 0;
-    this.rankRows = this.ranks > 0 ? new RankRows(this.ranks, layout) : null;
+    const ranks = layout.collapsed ? processes(shown).length : 0;
     this.locationCount = shown.length;
     this._view = {
       t0: options.range[0],
@@ -94,8 +93,6 @@ export class TimelineView extends Widget {
     });
     this.legend = el('div', 'jp-scorep-legend');
     this.legend.setAttribute('aria-label', 'Region groups (modules)');
-    this.heatBar = el('div', 'jp-scorep-heatbar');
-    this.heatBar.hidden = true;
     this.status = el('div', 'jp-scorep-timeline-status');
     this.status.setAttribute('aria-live', 'polite');
 
@@ -112,11 +109,23 @@ export class TimelineView extends Widget {
       stage.appendChild(this.links.svg);
     }
     stage.appendChild(this.hover.tooltip);
-    this.spacer = el('div', 'jp-scorep-timeline-spacer');
-    scroller.append(stage, this.spacer);
-    scroller.addEventListener('scroll', () => this.handleScroll());
+    scroller.appendChild(stage);
+    this.many =
+      ranks > 0
+        ? new RankScroller(new RankRows(ranks, layout), {
+            node: this.node,
+            scroller,
+            plotHeight: () => this.plotHeight(),
+            scheduleDraw: () => this.scheduleDraw(),
+            requestWindow: () => this.requestWindow(),
+            leaveHover: () => this.hover.leave()
+          })
+        : null;
     this.node.appendChild(this.legend);
-    this.node.appendChild(this.heatBar);
+    if (this.many) {
+      scroller.appendChild(this.many.spacer);
+      this.node.appendChild(this.many.bar);
+    }
     this.node.appendChild(scroller);
     this.node.appendChild(this.status);
     if (this.links) {
@@ -215,24 +224,17 @@ export class TimelineView extends Widget {
   /** Vertical zoom: the ranks get `vzoom` times the plot's height (1 up to where one row
    * per rank fits); one row per rank once they fit, the heat map before. */
   get verticalZoom(): number {
-    return this.rankRows?.vzoom ?? 1;
+    return this.many?.ranks.vzoom ?? 1;
   }
 
   setVerticalZoom(vzoom: number): void {
-    if (!this.rankRows?.setZoom(vzoom, this.plotHeight())) {
-      return;
-    }
-    this.updateExtent();
-    this.scroller.scrollTop = this.rankRows.top;
-    this.updateHeatBar();
-    this.scheduleDraw();
-    this.requestWindow();
+    this.many?.setZoom(vzoom);
   }
 
   /** What the ranks are drawn as now: one row per rank, or a heat map of `rows` rows. */
   get rankMode(): IRankMode {
     return (
-      this.rankRows?.mode(this.plotHeight()) ?? {
+      this.many?.ranks.mode(this.plotHeight()) ?? {
         mode: 'rows',
         rows: 0,
         height: this.layout_.height
@@ -253,7 +255,7 @@ export class TimelineView extends Widget {
 
   private heatHover(x: number, y: number): void {
     const mode = this.rankMode;
-    const top = this.rankRows?.top ?? 0;
+    const top = this.many?.ranks.top ?? 0;
     const cell = this.heat
       ? heatCellAt(
           this.heat,
@@ -269,68 +271,6 @@ export class TimelineView extends Widget {
       return;
     }
     showTooltip(this.hover.tooltip, heatText(cell), x, y, this.cssWidth);
-  }
-
-  private updateHeatBar(): void {
-    const ranks = this.rankRows;
-    if (!ranks) {
-      return;
-    }
-    const mode = this.rankMode;
-    renderHeatBar(this.heatBar, {
-      ranks: this.ranks,
-      mode,
-      measure: ranks.measure,
-      vzoom: ranks.vzoom,
-      theme: currentTheme(),
-      setMeasure: m => {
-        ranks.measure = m;
-        this.updateHeatBar();
-        this.scheduleDraw();
-      },
-      zoom: factor => this.setVerticalZoom(ranks.vzoom * factor)
-    });
-    this.heatBar.hidden = false;
-    this.node.dataset.rankMode = mode.mode;
-    this.updateInView();
-  }
-
-  /** The bar's "ranks a–b in view" and the node's data-ranks-in-view (ui-tests). */
-  private updateInView(): void {
-    const ranks = this.rankRows;
-    if (!ranks) {
-      return;
-    }
-    const range = ranks.inView(this.plotHeight());
-    const text = inViewText(ranks.layout, range);
-    const span = this.heatBar.querySelector(`.${IN_VIEW_CLASS}`);
-    if (span && span.textContent !== text) {
-      span.textContent = text;
-    }
-    this.node.dataset.ranksInView = `${range[0]}:${range[1]}`;
-  }
-
-  /** The scroller's height: the spacer under the stage makes up the ranks not drawn. */
-  private updateExtent(): void {
-    const ranks = this.rankRows;
-    const plot = this.plotHeight();
-    const content = ranks ? ranks.contentHeight(plot) : 0;
-    this.spacer.style.height = `${Math.max(0, content - plot)}px`;
-  }
-
-  private handleScroll(): void {
-    const ranks = this.rankRows;
-    if (!ranks) {
-      return;
-    }
-    const plot = this.plotHeight();
-    ranks.scrollTo(this.scroller.scrollTop, plot);
-    this.hover.leave();
-    this.updateInView();
-    this.scheduleDraw();
-    if (ranks.needsRequest(plot)) {
-      this.requestWindow();
-    }
   }
 
   private setData(data: ITimeline): void {
@@ -353,7 +293,7 @@ export class TimelineView extends Widget {
       'aria-label',
       `Timeline from ${formatDuration(data.window[0])} to ${formatDuration(data.window[1])}, ` +
         (this.heat
-          ? `${this.ranks} ranks as a heat map of ${this.heat.map.rows.length} rows ` +
+          ? `${this.many?.ranks.ranks} ranks as a heat map of ${this.heat.map.rows.length} rows ` +
             `(share of time in MPI or busy). `
           : `${data.locations.length} location(s); regions: ${regions || 'none'}. `) +
         KEYS_HELP
@@ -402,7 +342,7 @@ export class TimelineView extends Widget {
       t1: this._view.t1,
       width: Math.round(this.cssWidth),
       // the heat map's rows, or the ranks about the view; one process: every location
-      ...this.rankRows?.request(this.plotHeight(), this.locationCount)
+      ...this.many?.ranks.request(this.plotHeight(), this.locationCount)
     });
   }
 
@@ -414,9 +354,7 @@ export class TimelineView extends Widget {
     }
     this.cssWidth = width;
     this.lastPlot = plot;
-    this.rankRows?.scrollTo(this.scroller.scrollTop, plot);
-    this.updateExtent();
-    this.updateHeatBar();
+    this.many?.resized();
     this.draw();
     this.requestWindow();
     // the metrics charts share the axis: they need the new width too
@@ -441,12 +379,10 @@ export class TimelineView extends Widget {
     const mode = this.rankMode;
     const heat = mode.mode === 'heatmap' ? this.heat : null;
     // many ranks: the plot is a window of the plot's height onto them, scrolled by `top`
-    const ranks = this.rankRows;
-    const plot = this.plotHeight();
-    const top = ranks?.top ?? 0;
-    const content = ranks ? ranks.contentHeight(plot) : this.layout_.height;
+    const drawn = this.many?.drawn(this.layout_);
+    const top = this.many?.ranks.top ?? 0;
     const height =
-      AXIS_HEIGHT + (ranks ? Math.min(content, plot) : content) + 4;
+      AXIS_HEIGHT + (drawn ? drawn.height : this.layout_.height) + 4;
     const ctx = hiDpiContext(this.canvas, width, height);
     if (!ctx) {
       return;
@@ -454,12 +390,7 @@ export class TimelineView extends Widget {
     const started = performance.now();
     // a heat map: no spans and no lane titles; rows of an answer that came as a heat map
     // (the mode changed since): nothing until the rows come. Rows: the lanes in view only
-    const layout =
-      mode.mode === 'heatmap'
-        ? { ...this.layout_, lanes: [] }
-        : ranks
-          ? scrolledLayout(this.layout_, ranks.inView(plot), top)
-          : this.layout_;
+    const layout = drawn ? drawn.layout : this.layout_;
     this.drawn = layout;
     this.list =
       this._data && mode.mode === 'rows'
@@ -488,7 +419,7 @@ export class TimelineView extends Widget {
               heat,
               this._view,
               { top: -top, width, height: mode.height },
-              ranks?.measure ?? 'mpi',
+              this.many?.ranks.measure ?? 'mpi',
               theme,
               readThemeColors(this.node, theme)
             )
@@ -533,16 +464,12 @@ export class TimelineView extends Widget {
 
   readonly canvas: HTMLCanvasElement;
   private readonly range: [number, number];
-  /** the ranks when the layout has one row per rank (more than COLLAPSE_RANKS), else 0 */
-  private readonly ranks: number;
   private readonly locationCount: number;
-  /** the ranks' zoom, scroll and mode when there are many (else null) */
-  private readonly rankRows: RankRows | null;
+  /** the ranks when the layout has one row per rank (more than COLLAPSE_RANKS), else null */
+  private readonly many: RankScroller | null;
   private lastPlot = 0;
   private heat: IHeat | null = null;
-  private readonly heatBar: HTMLDivElement;
   private readonly scroller: HTMLDivElement;
-  private readonly spacer: HTMLDivElement;
   private readonly axisOrigin: number;
   private layout_: ILayout;
   /** the layout last drawn: the lanes in view, moved by the scroll */

@@ -77,9 +77,23 @@ test('many ranks: the heat map, one row per rank, the matrix', async ({
   await expect(tooltip).toContainText(/busy \(in a call\): \d+ % of the time/);
   await page.mouse.move(0, 0);
   await panel.screenshot({ path: testInfo.outputPath('heatmap-light.png') });
+  // the scale bar's low end is the map's empty background, in either theme
+  const ramp = bar.locator('.jp-scorep-heatbar-ramp');
+  await expect(ramp).toHaveCSS(
+    'background-image',
+    /^linear-gradient\(to right, rgb\(245, 245, 245\)/
+  );
   await page.theme.setDarkTheme();
+  await expect(ramp).toHaveCSS(
+    'background-image',
+    /^linear-gradient\(to right, rgb\(35, 35, 35\)/
+  );
   await panel.screenshot({ path: testInfo.outputPath('heatmap-dark.png') });
   await page.theme.setLightTheme();
+  await expect(ramp).toHaveCSS(
+    'background-image',
+    /^linear-gradient\(to right, rgb\(245, 245, 245\)/
+  );
   // the other measure: busy (in a call); the slow ranks' longer cell shows at the bottom
   await bar.getByRole('button', { name: 'Busy' }).click();
   await expect(bar.getByRole('button', { name: 'Busy' })).toHaveAttribute(

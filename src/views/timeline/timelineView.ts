@@ -158,7 +158,11 @@ export class TimelineView extends Widget {
     });
     this.resizeObserver = new ResizeObserver(() => this.handleResize());
     this.resizeObserver.observe(this.node);
-    this.themeObserver = observeTheme(() => this.scheduleDraw());
+    this.themeObserver = observeTheme(() => {
+      // the bar's colour scale is drawn in the theme's ramp too
+      this.many?.render();
+      this.scheduleDraw();
+    });
   }
 
   /** The visible window, ns since the run's start. */

@@ -37,9 +37,9 @@ REGION_ROLES = (
 # role and paradigm as Score-P would (formats.otf2_writer.REGION_ROLES). A reader takes
 # the description when it is one of REGION_ROLES; otherwise (a Score-P trace, whose
 # descriptions are its own) the OTF2 region role decides ARTIFICIAL -> "artificial", and
-# the name the rest (the naming rule below): a cell's own region (``cell_region_label``)
-# -> "cell", ``import:<module>`` -> "import", ``user:<name>`` -> "user", anything else ->
-# "function".
+# the name and group the rest (the naming rule below): a cell's own region (named
+# ``cell [n]`` or in group "cell", ``is_cell_region``) -> "cell", ``import:<module>`` ->
+# "import", ``user:<name>`` -> "user", anything else -> "function".
 
 
 _RUNTIME_NAME = re.compile(r"^(cuda|cu|hip|nccl)[A-Z]\w*$")
@@ -52,10 +52,12 @@ def encode_region_role(role: str) -> str:
     return role
 
 
-def decode_region_role(description: str | None, otf2_region_role: str = "", name: str = "") -> str:
+def decode_region_role(
+    description: str | None, otf2_region_role: str = "", name: str = "", group: str | None = None
+) -> str:
     """The role of a region read from any OTF2 trace (or CUBE4 profile), from its
     description, its OTF2 region role (the enum's name, any case: "ARTIFICIAL", "function"
-    ...) and its name."""
+    ...), its name and its region group (a cell's is "cell")."""
     if description in REGION_ROLES:
         return description
     if otf2_region_role.lower() == ROLE_ARTIFICIAL:
@@ -68,7 +70,7 @@ def decode_region_role(description: str | None, otf2_region_role: str = "", name
         return ROLE_MEMCPY
     if name and _RUNTIME_NAME.match(name):
         return ROLE_RUNTIME
-    if name and cell_region_label(name) is not None:
+    if name and cell_region_label(name, group) is not None:
         return ROLE_CELL
     module = region_module(name) if name else None
     if module == IMPORT_MODULE:
@@ -134,8 +136,11 @@ def region_module(name: str) -> str | None:
     return name.split(":", 1)[0] if ":" in name else None
 
 
-# Score-P's bindings name the cell's region "<module>:<name>" with an empty module
-# (":cell [3]"); the builtin tracer writes "cell [3]". Both are the cell of count 3.
+# A cell's own region is named by its label, "cell [3]" unless the user named it, in the
+# region group "cell" under either backend (Score-P's worker begins it through Score-P's C
+# user API, worker.scorep_user_api). Experiments written before that named it through the
+# bindings, "<module>:<name>" with an empty module: ":cell [3]"; they still read as cells.
+CELL_GROUP = "cell"
 _CELL_REGION = re.compile(r":?cell \[(\d+)\]")
 
 
@@ -145,13 +150,24 @@ def cell_region_count(region_name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def cell_region_label(region_name: str) -> str | None:
+def is_cell_region(region_name: str, group: str | None = None) -> bool:
+    """Whether a region is a cell's own: named ``cell [n]`` (or the older ``:cell [n]``), or
+    any region of group "cell" (a cell the user labelled) that is not a function of a
+    module named ``cell`` (``cell:f``, which the bindings also put in group "cell")."""
+    if cell_region_count(region_name) is not None:
+        return True
+    return group == CELL_GROUP and region_module(region_name) != CELL_GROUP
+
+
+def cell_region_label(region_name: str, group: str | None = None) -> str | None:
     """What a viewer shows for a cell's own region, the same under either backend ("cell
-    [3]" for the builtin's "cell [3]" and Score-P's ":cell [3]"); None for other regions.
-    Under Score-P every region of the empty module is a cell's: the kernel names nothing
-    else so (a builtin trace marks a cell by its role instead)."""
+    [3]" for "cell [3]" and the older ":cell [3]", a labelled cell's label); None for other
+    regions. In an older Score-P experiment every region of the empty module is a cell's:
+    the kernel named nothing else so."""
     if cell_region_count(region_name) is not None:
         return region_name.removeprefix(":")
+    if is_cell_region(region_name, group):
+        return region_name
     if region_name.startswith(":") and len(region_name) > 1:
         return region_name[1:]
     return None

@@ -65,6 +65,30 @@ def cube_visits(exp: Path) -> dict[str, int]:
     return totals
 
 
+def cell_definitions(exp: Path) -> tuple[list[str], list[str]]:
+    """(the cell regions' names, the REGIONS groups' names) of the trace, by otf2-print -G:
+    a cell's region is a member of the group "cell"."""
+    out = subprocess.run(
+        [scorep_tool("otf2-print"), "-G", str(exp / "traces.otf2")],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    groups = re.findall(r'^GROUP\s+\d+\s+Name: "(.*?)" <\d+>, Type: REGIONS', out, re.M)
+    cell = re.search(
+        r'^GROUP\s+\d+\s+Name: "cell" <\d+>, Type: REGIONS.*Members?: (.*)$', out, re.M
+    )
+    members = re.findall(r'"(.*?)" <\d+>', cell.group(1)) if cell else []
+    return members, groups
+
+
+def cube_cell_regions(exp: Path) -> list[str]:
+    """The regions cube_dump -w lists with paradigm user in region group cell."""
+    out = subprocess.run(
+        [scorep_tool("cube_dump"), "-w", str(exp / "profile.cubex")],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    return re.findall(r"^\s*(.+?):\1\s+\(\s*id=\d+.*paradigm=user:cell,", out, re.M)
+
+
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     k = KernelHandle(tmp_path_factory.mktemp("real-scorep"))
@@ -124,7 +148,18 @@ def test_auto_picks_scorep_and_a_cell_with_threads_numpy_and_a_class_runs(kernel
     assert manifest["start_ns"] < manifest["cells"][0]["start_ns"] < manifest["end_ns"]
     found = events(exp)
     counts = collections.Counter(name for _, kind, name in found if kind == "ENTER")
-    assert counts[f":cell [{manifest['cells'][0]['execution_count']}]"] == 1
+    # the cell's region is named by its label in both files, in the region group "cell"
+    cell = f"cell [{manifest['cells'][0]['execution_count']}]"
+    assert counts[cell] == 1 and not [n for n in counts if n.startswith(":")]
+    members, groups = cell_definitions(exp)
+    assert members == [cell] and "cell" in groups
+    assert cube_cell_regions(exp) == [cell]
+    assert cube_visits(exp)[cell] == 1
+    stat = subprocess.run(
+        [scorep_tool("cube_stat"), "-m", "visits", "-r", cell, str(exp / "profile.cubex")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert stat.returncode == 0 and f"EXCL({cell}),1" in stat.stdout.splitlines(), stat
     assert counts["__main__:work"] == 2 and counts["__main__.Acc:add"] == 5
     assert counts["__main__.Acc:__init__"] == 1
     # the helper thread has a location of its own, with its calls
@@ -169,8 +204,9 @@ def test_a_multi_cell_run_is_one_score_p_process_with_a_region_per_cell(kernel):
     assert second.status == "ok", second.reply
     assert second.bundle()["path"] == first.bundle()["path"]
     counts = [c["execution_count"] for c in manifest["cells"]]
-    cells = [name for _, kind, name in events(exp) if kind == "ENTER" and name.startswith(":cell")]
-    assert cells == [f":cell [{n}]" for n in counts]
+    cells = [name for _, kind, name in events(exp) if kind == "ENTER" and name.startswith("cell")]
+    assert cells == [f"cell [{n}]" for n in counts]
+    assert cell_definitions(exp)[0] == cells  # each in the region group "cell"
     assert visits(exp)["__main__:step"] == 2
     assert kernel.value("v") == 3
     # and through the paper's magics

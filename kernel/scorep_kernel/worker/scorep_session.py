@@ -16,7 +16,9 @@ top-level statement of the cell is compiled as
 (``MeasuredCompiler``), and the two calls are functions of this module, whose frames the
 bindings skip (they skip every module named ``scorep*``). IPython's machinery around the
 cell, the worker's own threads and the namespace transfer stay out of the trace; the cell
-is one region ``:cell [n]`` around its statements, as in the builtin tracer.
+is one region around its statements, named by its label (``cell [n]``) in group ``cell``
+as in the builtin tracer: begun and ended through Score-P's C user API
+(``scorep_user_api``), since the bindings would name it ``<module>:cell [n]``.
 
 ``import x`` in a cell is one region ``import:x`` with the instrumenter off while the
 module loads (``imports_as_regions``, on by default): ``import torch`` alone is ~1.2M
@@ -35,11 +37,15 @@ from typing import Any
 from IPython.core.compilerop import CachingCompiler
 
 from scorep_kernel import region_words as rw
+from scorep_kernel.worker.scorep_user_api import RegionKey, UserRegions, loaded_user_regions
 
 ON_NAME = "__scorep_kernel_on__"
 OFF_NAME = "__scorep_kernel_off__"
 VALUE_NAME = "__scorep_kernel_value__"  # the last expression's value, between two steps
-CELL_MODULE = ""  # the bindings name a region "<module>:<function>": ":cell [3]"
+# Where Score-P's user API cannot be reached (never under ``python -m scorep``), the cell
+# is begun through the bindings, which name a region "<module>:<function>": ":cell [3]"
+# (what experiments before the user API read as, region_words.cell_region_label).
+CELL_MODULE = ""
 IMPORT_MODULE = "import"
 USER_MODULE = "user"
 
@@ -59,6 +65,8 @@ class ScorePSession:
         # user regions begun on the cell's thread and not ended yet: closed at the cell's
         # end (Score-P aborts with an inconsistent profile otherwise)
         self._open_user: list[str] = []
+        self._user_api: UserRegions | None = None  # Score-P's C user API, at the first cell
+        self._open_cell: RegionKey | None = None
         self._region_begin = self.instrumenter.region_begin
         self._region_end = self.instrumenter.region_end
         self.instrumenter.region_begin = self._user_begin
@@ -104,14 +112,24 @@ class ScorePSession:
         self.instrumenter.unregister()
 
     def cell_begin(self, label: str, filename: str) -> None:
-        self._region_begin(CELL_MODULE, label, filename, 1)
+        if self._user_api is None:
+            self._user_api = loaded_user_regions()
+        if self._user_api is None:
+            self._region_begin(CELL_MODULE, label, filename, 1)
+            return
+        self._open_cell = self._user_api.key(label, rw.CELL_GROUP, filename, 1)
+        self._user_api.begin(self._open_cell)
 
     def cell_end(self, label: str) -> None:
         left_open = list(reversed(self._open_user))
         for name in left_open:
             self._region_end(USER_MODULE, name)
         self._open_user.clear()
-        self._region_end(CELL_MODULE, label)
+        if self._user_api is not None and self._open_cell is not None:
+            self._user_api.end(self._open_cell)
+            self._open_cell = None
+        else:
+            self._region_end(CELL_MODULE, label)
         if left_open:
             sys.stderr.write(rw.unclosed_regions_note(left_open))
 

@@ -280,16 +280,21 @@ COMPARED = {
 @pytest.mark.parametrize("case", list(COMPARED))
 def test_a_compare_with_score_p_matches_function_by_function(tmp_path, case):
     """The panel's Compare of the same cell under Score-P and the builtin tracer (both
-    isolations): every function in both, with the same visits, nothing unmatched (the
-    cell's region is matched by its count; ``import scorep.user`` is no region under
-    either backend)."""
+    isolations): every function in both, with the same visits, nothing unmatched
+    (``import scorep.user`` is no region under either backend). The cell's region is
+    ``cell [n]`` in all three profiles, as written (Score-P's bindings would write
+    ``:cell [n]``), and Compare matches it by that name."""
     from jupyterlab_scorep.analysis.compare import compare_trees
     from jupyterlab_scorep.trace.calltree import from_cubex
 
-    trees = {}
+    trees, cells = {}, set()
     for mode in MODES:
         ran = run_case(tmp_path / mode, mode, case, COMPARED[case])
-        trees[mode] = from_cubex(Path(ran.cell.bundle()["path"]) / "profile.cubex")
+        profile = Path(ran.cell.bundle()["path"]) / "profile.cubex"
+        cell = f"cell [{ran.manifest['cells'][0]['execution_count']}]"
+        assert cell_regions_written(profile) == [cell], mode
+        cells.add(cell)
+        trees[mode] = from_cubex(profile)
     for mode in ("builtin-inprocess", "builtin-subprocess"):
         c = compare_trees(trees["scorep"], trees[mode])
         unmatched = [(f.name, f.status) for f in c.functions if f.status != "both"]
@@ -300,7 +305,17 @@ def test_a_compare_with_score_p_matches_function_by_function(tmp_path, case):
             if f.visits_changed and f.status == "both"
         ]
         assert not visits, (mode, visits)
-        assert any(f.status == "both" and not f.name.startswith(":cell") for f in c.functions)
+        assert [f.name for f in c.functions if f.module == "cell"] == sorted(cells), mode
+        assert any(f.status == "both" and f.module != "cell" for f in c.functions)
+
+
+def cell_regions_written(profile: Path) -> list[str]:
+    """The names of the profile's regions that are a cell's, as written (pycubexr)."""
+    from pycubexr import CubexParser
+
+    with CubexParser(profile) as cube:
+        names = {cube.get_region(c).name for c in cube.all_cnodes()}
+    return sorted(n for n in names if re.fullmatch(r":?cell \[\d+\]", n))
 
 
 def test_a_region_left_open_is_closed_at_the_cell_end(tmp_path, mode):

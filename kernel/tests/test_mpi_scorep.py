@@ -41,6 +41,13 @@ def scorep_tool(name: str) -> str:
     return str(Path(config).resolve().parent / name)
 
 
+def _region_ref(defs: str, name: str) -> str:
+    """The REGION definition's reference of ``name`` in otf2-print -G's text."""
+    m = re.search(rf'^REGION\s+(\d+)\s+Name: "{re.escape(name)}"', defs, re.M)
+    assert m, f"no region {name!r}"
+    return m.group(1)
+
+
 def test_two_ranks_under_scorep(tmp_path):
     kernel = KernelHandle(tmp_path)
     try:
@@ -62,6 +69,15 @@ def test_two_ranks_under_scorep(tmp_path):
         assert re.findall(r'LOCATION_GROUP .*Name: "MPI Rank (\d)"', defs) == ["0", "1"]
         lines = subprocess.run([scorep_tool("otf2-print"), str(exp / "traces.otf2")],
                                capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
+        # one cell region, named by its label and in the group "cell", once on each rank
+        cell = f"cell [{manifest['cells'][0]['execution_count']}]"
+        entered = [line.split()[1] for line in lines if line.startswith("ENTER")
+                   and line.endswith(f'Region: "{cell}" <{_region_ref(defs, cell)}>')]  # fmt: skip
+        assert len(entered) == 2 and len(set(entered)) == 2, entered
+        assert re.search(
+            rf'^GROUP .*Name: "cell" <\d+>, Type: REGIONS, .*"{re.escape(cell)}"', defs, re.M
+        )
+        assert not [line for line in lines if 'Region: ":cell' in line]
         sends = [line for line in lines if line.startswith("MPI_SEND") and "Tag: 3," in line]
         assert len(sends) == 2
         for r in (0, 1):

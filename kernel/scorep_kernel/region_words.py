@@ -142,6 +142,7 @@ def region_module(name: str) -> str | None:
 # bindings, "<module>:<name>" with an empty module: ":cell [3]"; they still read as cells.
 CELL_GROUP = "cell"
 _CELL_REGION = re.compile(r":?cell \[(\d+)\]")
+_NOT_CELLS = (CELL_GROUP, USER_MODULE, IMPORT_MODULE)
 
 
 def cell_region_count(region_name: str) -> int | None:
@@ -152,11 +153,12 @@ def cell_region_count(region_name: str) -> int | None:
 
 def is_cell_region(region_name: str, group: str | None = None) -> bool:
     """Whether a region is a cell's own: named ``cell [n]`` (or the older ``:cell [n]``), or
-    any region of group "cell" (a cell the user labelled) that is not a function of a
-    module named ``cell`` (``cell:f``, which the bindings also put in group "cell")."""
+    any region of group "cell" (a cell the user labelled) but a function of a module named
+    ``cell`` (``cell:f``, which the bindings also put in group "cell") and a user region or
+    an import by its name."""
     if cell_region_count(region_name) is not None:
         return True
-    return group == CELL_GROUP and region_module(region_name) != CELL_GROUP
+    return group == CELL_GROUP and region_module(region_name) not in _NOT_CELLS
 
 
 def cell_region_label(region_name: str, group: str | None = None) -> str | None:

@@ -6,9 +6,11 @@ as both backends name them, see scorep_kernel.experiment); a call path is the se
 names from its top-level call down. Two parts of a name are normalised so that runs of one
 cell compare across executions and backends:
 
-- a cell's own region (the builtin's ``cell [7]``, Score-P's ``:cell [7]``) is matched by
-  its place among the run's cells (``cell #1`` for the first), not by its execution count,
-  which changes with every run; it is shown as ``cell [7]``;
+- a cell's own region (``cell [7]`` under either backend; ``:cell [7]`` in older Score-P
+  experiments) is matched by its place among the run's cells (``cell #1`` for the first),
+  not by its execution count, which changes with every run; it is shown as ``cell [7]``.
+  A cell the user labelled is a region of group ``cell`` (``is_cell``), matched and shown
+  by its label;
 - a top-level region whose name has no ``module:`` part and is not a cell (Score-P's
   program region ``python3.11``, the builtin profile's synthetic root named after the run),
   and any node the reader marked as the measurement's frame (``CallTree.frame``, e.g.
@@ -36,6 +38,15 @@ def visit_count(x: float) -> int:
 
 def cell_key(ordinal: int) -> str:
     return f"cell #{ordinal}"
+
+
+def labelled_cell_key(label: str) -> str:
+    return f"cell {label!r}"
+
+
+def is_cell(node: dict) -> bool:
+    """Whether a tree's node is a cell's own region: by its name or its group "cell"."""
+    return rw.is_cell_region(str(node["name"]), str(node.get("group") or ""))
 
 
 def _display(name: str) -> str:
@@ -204,7 +215,12 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         name = node["name"]
         count = rw.cell_region_count(name)
         # an anonymous function (<listcomp>, <lambda>, ...) is also told apart by its place
-        place = _place(node, cell_files, ordinal) if count is None and anonymous(name) else None
+        labelled = count is None and is_cell(node)
+        place = (
+            _place(node, cell_files, ordinal)
+            if count is None and not labelled and anonymous(name)
+            else None
+        )
         known = (name, place[0] if place else "")
         group = str(node.get("group") or "")
         if known not in name_ids:
@@ -212,6 +228,8 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
                 name_ids[known] = vocab.id(
                     cell_key(ordinal[count]), _display(name), "cell", group="cell"
                 )
+            elif labelled:  # its label is the same in every run
+                name_ids[known] = vocab.id(labelled_cell_key(name), name, "cell", group="cell")
             elif place:
                 name_ids[known] = vocab.id(
                     f"{name} @{place[0]}",
@@ -227,8 +245,8 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
     key = dict_key[rank[per_dict]] if n else np.zeros(0, np.int64)
     run_root = np.zeros(n, bool)
     for i in np.flatnonzero(parent0 < 0).tolist():
-        name = tree.nodes[i]["name"]
-        run_root[i] = ":" not in name and rw.cell_region_count(name) is None
+        node = tree.nodes[i]
+        run_root[i] = ":" not in node["name"] and not is_cell(node)
     frame = getattr(tree, "frame", None)  # the measurement's frame, as the reader marked it
     if frame is not None:
         run_root |= np.asarray(frame, bool).reshape(n)
@@ -257,7 +275,7 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
         return m @ np.ones(m.shape[1]) if m.ndim == 2 else m.reshape(n)
 
     incl, excl, visits = summed(tree.incl_s), summed(tree.excl_s), summed(tree.visits)
-    cells = _cell_regions(tree, dict_names, rank, per_dict, n) & ~run_root
+    cells = _cell_regions(dict_nodes, rank, per_dict, n) & ~run_root
     cell_loc = None
     cell_top = cells & (parent < 0)
     extra: dict = {}
@@ -296,10 +314,10 @@ def key_tree(tree: CallTree, vocab: Vocabulary) -> KeyedTree:
     )
 
 
-def _cell_regions(tree: CallTree, dict_names, rank, per_dict, n: int) -> np.ndarray:
+def _cell_regions(dict_nodes: list[dict], rank, per_dict, n: int) -> np.ndarray:
     """bool [N]: the nodes that are a cell's own region."""
-    is_cell = np.asarray([rw.cell_region_count(nm) is not None for nm in dict_names], bool)
-    return is_cell[rank[per_dict]] if n else np.zeros(0, bool)
+    cell = np.asarray([is_cell(node) for node in dict_nodes], bool)
+    return cell[rank[per_dict]] if n else np.zeros(0, bool)
 
 
 def keyed_total(k: KeyedTree) -> float:

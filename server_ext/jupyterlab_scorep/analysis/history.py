@@ -157,7 +157,7 @@ def cell_span(index: LoadedIndex) -> list[int] | None:
         int(ref)
         for ref, info in index.regions.items()
         if info.get("role") == rw.ROLE_CELL
-        or rw.cell_region_count(str(info.get("name"))) is not None
+        or rw.is_cell_region(str(info.get("name")), str(info.get("group") or ""))
     ]
     if not cells:
         return None

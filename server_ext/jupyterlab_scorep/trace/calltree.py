@@ -83,6 +83,12 @@ def from_cubex(path: str | Path) -> CallTree:
         ) from None
 
 
+def _cube_group(paradigm: str | None) -> str | None:
+    """The region group in Cube's "<paradigm>:<group>"; None where it names none."""
+    _, colon, group = (paradigm or "").partition(":")
+    return group if colon else None
+
+
 def _from_cubex(path: Path) -> CallTree:
     from pycubexr import CubexParser
     from pycubexr.utils.exceptions import MissingMetricError
@@ -92,7 +98,12 @@ def _from_cubex(path: Path) -> CallTree:
         for root in cube.get_root_cnodes():
             every += root.get_all_children()  # depth-first pre-order
         regions = [c.region or cube.get_region(c) for c in every]
-        roles = [rw.decode_region_role(r.description, r.role or "", r.name or "") for r in regions]
+        # Cube's paradigm reads "<paradigm>:<group>" ("user:__main__", a cell's "user:cell")
+        groups = [_cube_group(r.paradigm) for r in regions]
+        roles = [
+            rw.decode_region_role(r.description, r.role or "", r.name or "", g)
+            for r, g in zip(regions, groups)
+        ]
         # the artificial top: artificial roots and artificial children of those (parents
         # come first in pre-order), but never the flush and recording-off markers
         position = {c.id: i for i, c in enumerate(every)}
@@ -137,17 +148,15 @@ def _from_cubex(path: Path) -> CallTree:
         cpu = metric("cpu_time", convert_to_exclusive=True)
         queue = metric("queue_time", convert_to_exclusive=True) if cpu is not None else None
         nodes = []
-        for c, region, role in zip(cnodes, regions, roles):
+        for c, region, role, group in zip(cnodes, regions, roles, groups):
             name = region.name or f"region {c.callee_region_id}"
-            # Cube's paradigm reads "<paradigm>:<group>" ("user:__main__"); ``mod`` holds
-            # the source file, under both writers
-            _, colon, group = (region.paradigm or "").partition(":")
+            # ``mod`` holds the source file, under both writers
             file = region.url or region.mod or ""
             line = int(region.begin) if str(region.begin).lstrip("-").isdigit() else 0
             nodes.append(
                 {
                     "name": region_label(name, role),
-                    "group": region_group(name, role, group if colon else None, file),
+                    "group": region_group(name, role, group, file),
                     "file": file,
                     "line": max(line, 0),
                 }

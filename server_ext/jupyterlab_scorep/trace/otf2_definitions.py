@@ -55,8 +55,9 @@ def region_group(name: str, role: str, group: str | None, source_file: str = "")
 
 
 def region_label(name: str, role: str) -> str:
-    """The name shown: a cell's region reads "cell [n]" under either backend (Score-P's
-    bindings write ":cell [n]"); other names as recorded."""
+    """The name shown: a cell's region reads as written, "cell [n]" or its label, under
+    either backend (Score-P experiments before its cells were begun through the user API
+    hold ":cell [n]", shown "cell [n]"); other names as recorded."""
     if role == rw.ROLE_CELL:
         return rw.cell_region_label(name) or name
     return name
@@ -84,7 +85,7 @@ def _region_fields(
     group: str | None,
 ) -> dict[str, Any]:
     name = name or ""
-    role = rw.decode_region_role(description, otf2_role, name)
+    role = rw.decode_region_role(description, otf2_role, name, group)
     return {
         "name": region_label(name, role),
         "group": region_group(name, role, group, source_file or ""),

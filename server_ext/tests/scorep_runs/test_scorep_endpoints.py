@@ -4,8 +4,8 @@ Skipped, with the kernel's reason, where Score-P is not installed (CI has it).
 
 What is checked is what Score-P's files hold and the builtin tracer's do not: the CPU's
 ticks per second (not 1e9), a clock that starts when the worker process started, the
-program region and its THREADS node on top of the profile, the cell's region ":cell [n]",
-"Orphan thread" locations, the flush and recording-off records, rusage metrics in scaled
+program region and its THREADS node on top of the profile, the cell's region "cell [n]" in
+the region group "cell" (begun through Score-P's user API), "Orphan thread" locations, the flush and recording-off records, rusage metrics in scaled
 units, and Score-P's own tools on the run (scorep-score)."""
 
 from __future__ import annotations
@@ -234,4 +234,8 @@ def test_scorep_files_are_what_this_test_assumes(runs):
     assert "Date: UNDEFINED" in header
     counts = collections.Counter(re.findall(r'REGION\s+\d+\s+Name: "([^"]+)"', header))
     assert counts["MEASUREMENT OFF"] == 1 and counts["TRACE BUFFER FLUSH"] == 1
-    assert any(name.startswith(":cell [") for name in counts)
+    cells = [name for name in counts if re.fullmatch(r"cell \[\d+\]", name)]
+    assert len(cells) == 1 and not [name for name in counts if name.startswith(":")]
+    assert re.search(
+        rf'^GROUP .*Name: "cell" .*Type: REGIONS, .*"{re.escape(cells[0])}"', header, re.M
+    )

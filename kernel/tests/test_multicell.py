@@ -27,13 +27,14 @@ def kernel(workdir):
 
 
 def cell_regions(path: Path) -> list[str]:
-    """Names of the cell regions entered, in time order. (Score-P's bindings name a region
-    "<module>:<name>", so under Score-P the cell's region is ":cell [n]".)"""
+    """Names of the cell regions entered, in time order: "cell [n]" under both backends
+    (Score-P's worker begins it through Score-P's user API, not the bindings, which would
+    write ":cell [n]")."""
     names = []
     with otf2.reader.open(str(path / "traces.otf2")) as trace:
         for _location, event in trace.events:
             if isinstance(event, otf2.events.Enter):
-                cell = re.fullmatch(r":?(cell \[\d+\])", event.region.name)
+                cell = re.fullmatch(r"(cell \[\d+\])", event.region.name)
                 if cell:
                     names.append(cell.group(1))
     return names

@@ -177,7 +177,8 @@ export function totalVisits(root: ICallNode, name: string): number {
 }
 
 /**
- * Every call path of a region (by name; a cell's ':cell [n]' and 'cell [n]' are one):
+ * Every call path of a region (by name; a cell's 'cell [n]' and the ':cell [n]' of older
+ * Score-P experiments are one):
  * the keys of its nodes in pre-order, and the ancestors to expand so all are visible.
  */
 export function regionPaths(root: ICallNode, name: string): ISearchResult {

@@ -93,7 +93,8 @@ export function barFraction(value: number, max: number): number {
 }
 
 /** Whether two region names mean the same region: a cell's region reads "cell [n]" under
- * the builtin tracer and ":cell [n]" under Score-P. */
+ * both backends, ":cell [n]" in Score-P experiments written before the worker began it
+ * through Score-P's user API. */
 export function sameRegion(a: string, b: string): boolean {
   const norm = (s: string) => (/^:cell \[\d+\]$/.test(s) ? s.slice(1) : s);
   return norm(a) === norm(b);

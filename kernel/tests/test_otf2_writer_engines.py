@@ -12,7 +12,14 @@ import pytest
 from scorep_kernel import experiment, otf2_layout
 from scorep_kernel.formats import _otf2_encode, _otf2_fast
 from scorep_kernel.formats.otf2_writer import write_otf2
-from scorep_kernel.formats.recording import ENTER, LEAVE, MetricSamples, Region, ThreadEvents
+from scorep_kernel.formats.recording import (
+    ENTER,
+    LEAVE,
+    MetricSamples,
+    Region,
+    ThreadEvents,
+    ThreadSpan,
+)
 
 
 def _event_files(exp_dir) -> dict[str, bytes]:
@@ -185,3 +192,78 @@ def test_fast_engine_falls_back_where_the_encoder_does_not_apply(tmp_path, rec, 
         ("Master thread", "Enter", 0, "m:f"),
         ("Master thread", "Leave", 10, "m:f"),
     ]
+
+
+def _with_spans(recording, before=(100, 0), after=(0, 50)):
+    """Every thread but the first gets THREAD_BEGIN / _END: begin ``before[i % 2]`` ns
+    before its first event, end ``after[i % 2]`` ns after its last (0: at the event)."""
+    for i, t in enumerate(recording.threads[1:]):
+        first, last = int(t.times[0]), int(t.times[-1])
+        t.span = ThreadSpan(first - before[i % 2], last + after[i % 2])
+    return recording
+
+
+def test_engines_write_identical_thread_records(tmp_path, rec, readback):
+    """THREAD_BEGIN first and THREAD_END last on each thread but the master, the same
+    bytes from every engine; the begin and end at the event's time or apart from it."""
+    recording = _with_spans(rec.random_recording(seed=3, n_threads=3, n_events=2000))
+    fast, high = _write_both(recording, tmp_path)
+    _, ctypes_ = _write_both(recording, tmp_path / "c", other="ctypes")
+    assert _event_files(fast.parent) == _event_files(ctypes_.parent)
+    per_location = readback.events_by_location(readback.read_events(fast))
+    for t in recording.threads:
+        kinds = [e[0] for e in per_location[t.name]]
+        if t.span is None:
+            assert "ThreadBegin" not in kinds and "ThreadEnd" not in kinds
+            continue
+        assert kinds[0] == "ThreadBegin" and kinds[-1] == "ThreadEnd"
+        assert "ThreadBegin" not in kinds[1:] and "ThreadEnd" not in kinds[:-1]
+        offset = recording.clock_offset_ns
+        assert per_location[t.name][0][1] == t.span.begin_ns + offset
+        assert per_location[t.name][-1][1] == t.span.end_ns + offset
+    assert _definitions(fast) == _definitions(high)
+    with otf2.reader.open(str(fast)) as trace:
+        for location, event in trace.events:
+            if type(event).__name__ in ("ThreadBegin", "ThreadEnd"):
+                assert event.thread_contingent.name == ""
+                assert event.thread_contingent.group.name == "SCOREP_GROUP_PTHREAD"
+                assert event.sequence_count == 2**64 - 1
+            if type(event).__name__ == "ThreadBegin":
+                thread = next(t for t in recording.threads if t.name == location.name)
+                assert {a.name: v for a, v in event.attributes.items()} == {
+                    "ThreadId": thread.thread_id
+                }
+
+
+def test_thread_records_match_libotf2_where_the_end_needs_a_chunk_of_its_own(tmp_path, rec):
+    """A location of one chunk and a little: the events shifted by the begin records, and
+    THREAD_END in the last chunk or, when libotf2's request no longer fits, in a chunk of
+    its own; every case byte for byte as libotf2 writes it."""
+    rng = np.random.default_rng(11)
+    regions = [Region(f"mod:f{i}", "mod") for i in range(300)]
+    n_max = 140_000
+    steps = rng.integers(0, 3, n_max) * rng.integers(1, 500, n_max)
+    times = rec.MONO_BASE + np.cumsum(steps)
+    regs = rng.integers(0, 300, n_max).astype(np.int32)
+    kinds = np.tile([ENTER, LEAVE], n_max // 2).astype(np.int8)  # unbalanced: bytes only
+    # where the first chunk ends without thread records: the cases straddle it
+    plain = _otf2_encode.encode(times + 1, regs, kinds)
+    last_of_first = int(np.frombuffer(plain[10:18].tobytes(), "<u8")[0])
+    own_chunk = in_last = 0
+    for n in range(last_of_first - 30, last_of_first + 4):
+        master = ThreadEvents("Master thread", 1, times[:2], regs[:2], kinds[:2])
+        t = ThreadEvents("Thread 1", 2, times[:n], regs[:n], kinds[:n])
+        t.span = ThreadSpan(int(times[0]) - (n % 2), int(times[n - 1]) + (n % 3 == 0))
+        recording = rec.make_recording([master, t], regions)
+        fast, _ = _write_both(recording, tmp_path / str(n), other="ctypes")
+        data = _event_files(fast.parent)["1.evt"]
+        chunks = (len(data) - 1) // otf2_layout.CHUNK_SIZE + 1
+        last_chunk = data[(chunks - 1) * otf2_layout.CHUNK_SIZE :]
+        if (
+            last_chunk[otf2_layout.HEADER_SIZE + otf2_layout.TIMESTAMP_SIZE]
+            == otf2_layout.THREAD_END
+        ):
+            own_chunk += 1
+        else:
+            in_last += 1
+    assert own_chunk and in_last

@@ -116,6 +116,11 @@ def write_enter_leave(writer_addr: int, times, region_refs, kinds, what: str) ->
     _check(codes, what)
 
 
+def write_enter_leave_as(writer_addr: int, what: str, times, region_refs, kinds) -> None:
+    """``write_enter_leave`` with the arguments in the order a partial binds them."""
+    write_enter_leave(writer_addr, times, region_refs, kinds, what)
+
+
 def write_metrics(writer_addr: int, times, metric_ref: int, values: np.ndarray, what: str):
     """One metric event per row of ``values`` (float64 [n, k], k <= 255) for one metric
     class whose members are all DOUBLE."""

@@ -137,3 +137,24 @@ def write_thread(
         write()
     write_enter_leave(times[lo:], refs[lo:], kinds[lo:])
     return len(t) + len(entries)
+
+
+def write_all(
+    writer: Any,
+    t: ThreadEvents,
+    times: np.ndarray,
+    refs: np.ndarray,
+    parameters: dict[tuple[str, str], Any],
+    callsite_parameter: Any,
+    clock_offset_ns: int,
+    write_enter_leave: Callable[..., None],
+) -> int:
+    """All the thread's events: with its markers (``write_thread``) where it has any,
+    else its enters and leaves in one run; the number of events written."""
+    if has_markers(t):
+        return write_thread(
+            writer, t, times, refs, parameters, callsite_parameter, clock_offset_ns,
+            write_enter_leave,
+        )  # fmt: skip
+    write_enter_leave(times, refs, np.asarray(t.kinds))
+    return len(t)

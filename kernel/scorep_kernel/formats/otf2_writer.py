@@ -56,6 +56,7 @@ bundled libotf2 3.0 (trace format 2, see ``_otf2_encode``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +86,7 @@ from otf2.enums import (
 from scorep_kernel import region_words as rw
 
 from .. import experiment, otf2_layout
-from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices, otf2_markers
+from . import CREATOR, _otf2_encode, _otf2_fast, otf2_devices, otf2_markers, otf2_threads
 from .callpath import unique_location_names, writer_role
 from .recording import (
     ROLE_ARTIFICIAL,
@@ -146,6 +147,7 @@ class _Definitions:
     metric_classes: list = field(default_factory=list)
     devices: otf2_devices.DeviceDefinitions = field(default_factory=otf2_devices.DeviceDefinitions)
     parameters: dict = field(default_factory=dict)  # (name, kind) -> otf2 Parameter
+    threads: otf2_threads.ThreadDefinitions | None = None  # THREAD_BEGIN / _END
 
 
 def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
@@ -193,6 +195,7 @@ def _define(trace: otf2.writer.Writer, recording: Recording) -> _Definitions:
         thread_locations=threads,
         devices=otf2_devices.define(defs, recording, node, process, threads),
         parameters=otf2_markers.define(defs, recording, node),
+        threads=otf2_threads.define(defs, recording, threads),
     )
     metrics = recording.metrics
     if metrics is not None and len(metrics.series):
@@ -261,6 +264,8 @@ def _clock(recording: Recording) -> tuple[int, int, int]:
     for t in recording.threads:
         if len(t):
             lo, hi = min(lo, int(t.times[0])), max(hi, int(t.times[-1]))
+        if t.span is not None:
+            lo, hi = min(lo, t.span.begin_ns), max(hi, t.span.end_ns)
     m = recording.metrics
     if m is not None and len(m.times):
         lo, hi = min(lo, int(np.min(m.times))), max(hi, int(np.max(m.times)))
@@ -292,26 +297,30 @@ def _write_fast(
     for t, location in zip(recording.threads, defs.thread_locations):
         # libotf2 creates the location's event and local definition files either way.
         writer = trace.event_writer_from_location(location)
-        n = len(t)
         times = _epoch(t.times, recording.clock_offset_ns)
         refs = defs.region_refs[np.asarray(t.regions, dtype=np.int64)]
-        if otf2_markers.has_markers(t):  # parameters, on/off: runs of enter/leave
-            addr = _otf2_fast.handle_address(writer)
-            label = f"the events of {t.name!r}"
-            n = otf2_markers.write_thread(
-                writer, t, times, refs, defs.parameters, defs.devices.parameter,
-                recording.clock_offset_ns,
-                lambda tt, rr, kk, addr=addr, label=label: _otf2_fast.write_enter_leave(
-                    addr, tt, rr, kk, label
-                ),
-            )  # fmt: skip
-        elif encoded is not None and _otf2_encode.supported(times, refs):
+        thread = otf2_threads.records(t, defs.threads, recording.clock_offset_ns)
+        if (
+            encoded is not None
+            and not otf2_markers.has_markers(t)
+            and _otf2_encode.supported(times, refs, thread)
+        ):
             path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
-            encoded[path] = _otf2_encode.encode(times, refs, t.kinds, CHUNK_SIZE_EVENTS)
-        else:
-            _otf2_fast.write_enter_leave(
-                _otf2_fast.handle_address(writer), times, refs, t.kinds, f"the events of {t.name!r}"
+            encoded[path] = _otf2_encode.encode(
+                times, refs, t.kinds, CHUNK_SIZE_EVENTS, thread=thread
             )
+            n = len(t) + (0 if thread is None else 2)
+        else:
+            enter_leave = functools.partial(
+                _otf2_fast.write_enter_leave_as,
+                _otf2_fast.handle_address(writer),
+                f"the events of {t.name!r}",
+            )
+            events = functools.partial(
+                otf2_markers.write_all, writer, t, times, refs, defs.parameters,
+                defs.devices.parameter, recording.clock_offset_ns, enter_leave,
+            )  # fmt: skip
+            n = otf2_threads.around(writer, thread, defs.threads, events)
         location._number_of_events_written = n  # private, see _otf2_fast
         total += n
     total += _write_devices(trace, recording, defs)
@@ -365,15 +374,12 @@ def _write_highlevel(trace: otf2.writer.Writer, recording: Recording, defs: _Def
                     writer.leave(ts, regions[region])
 
         times = _epoch(t.times, recording.clock_offset_ns)
-        indices = np.asarray(t.regions, dtype=np.int64)
-        if otf2_markers.has_markers(t):
-            total += otf2_markers.write_thread(
-                writer, t, times, indices, defs.parameters, defs.devices.parameter,
-                recording.clock_offset_ns, enter_leave,
-            )  # fmt: skip
-        else:
-            enter_leave(times, indices, np.asarray(t.kinds))
-            total += len(t)
+        events = functools.partial(
+            otf2_markers.write_all, writer, t, times, np.asarray(t.regions, dtype=np.int64),
+            defs.parameters, defs.devices.parameter, recording.clock_offset_ns, enter_leave,
+        )  # fmt: skip
+        thread = otf2_threads.records(t, defs.threads, recording.clock_offset_ns)
+        total += otf2_threads.around(writer, thread, defs.threads, events)
     total += _write_devices(trace, recording, defs)
     if defs.metric_location is not None and recording.metrics is not None:
         writer = trace.event_writer_from_location(defs.metric_location)

@@ -52,6 +52,7 @@ __all__ = [
     "Recording",
     "Region",
     "ThreadEvents",
+    "ThreadSpan",
 ]
 
 ENTER = 1
@@ -94,9 +95,23 @@ class ThreadEvents:
     # not read (the writers then count all time as running).
     run_ns: np.ndarray | None = None
     queue_ns: np.ndarray | None = None
+    # When a thread other than the master began and ended: written as Score-P's pthread
+    # adapter writes it (THREAD_BEGIN with the ThreadId attribute = ``thread_id`` before
+    # the first event, THREAD_END after the last); None for the master thread, which
+    # Score-P gives no such records.
+    span: ThreadSpan | None = None
 
     def __len__(self) -> int:
         return int(self.times.shape[0])
+
+
+@dataclass(frozen=True)
+class ThreadSpan:
+    """A thread's begin and end, ns of the events' clock; the writers never put the begin
+    after the thread's first event nor the end before its last."""
+
+    begin_ns: int
+    end_ns: int
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from scorep_kernel import experiment
 from scorep_kernel import manifest as mf
 from scorep_kernel.measure.measure_config import MeasureConfig
 from scorep_kernel.measure.session import Measurement
+from scorep_kernel.measure.thread_hooks import ThreadLifetimes
 
 WORKLOAD = """
 import time, threading
@@ -154,3 +155,24 @@ def test_write_files_into_a_directory_without_manifest_does_not_raise(tmp_path):
     thread.join(60)
     assert (tmp_path / "traces.otf2").exists() and (tmp_path / "profile.cubex").exists()
     assert not (tmp_path / "manifest.json").exists()
+
+
+def test_threads_but_the_master_get_their_begin_and_end(exp_dir):
+    """Score-P's THREAD_BEGIN / _END: the worker thread's span from the hooks on its start
+    (before its first event) and its end, within the run; the master has none."""
+    _, rec = measured(exp_dir)
+    by_name = {t.name: t for t in rec.threads}
+    assert by_name["Master thread"].span is None
+    worker = by_name["Thread 1 (worker)"]
+    assert worker.span is not None
+    assert rec.start_ns <= worker.span.begin_ns < int(worker.times[0])
+    assert int(worker.times[-1]) <= worker.span.end_ns <= rec.end_ns
+
+
+def test_a_thread_not_seen_starting_or_ending_spans_what_is_known():
+    """Without the hooks (a Python without Thread._set_native_id / _delete) a thread
+    begins at its first event and ends with the run; one alive before the run begins
+    with it."""
+    lifetimes = ThreadLifetimes()
+    assert lifetimes.span(7, 50, 60, (10, 100), before_run=False) == (50, 100)
+    assert lifetimes.span(7, 50, 60, (10, 100), before_run=True) == (10, 100)

@@ -22,13 +22,14 @@ from scorep_kernel import manifest as mf
 from scorep_kernel import region_words as rw
 
 from ..accel.torch_session import TorchProfiling
-from ..formats.recording import ROLE_IMPORT, Recording, Region
+from ..formats.recording import ROLE_IMPORT, Recording, Region, ThreadSpan
 from . import engine, imports, machine_speed
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
 from .io_recorder import IoRecorder
 from .measure_config import MeasureConfig
 from .sampler import MetricSampler
 from .thread_clock import ThreadClocks
+from .thread_hooks import ThreadLifetimes
 from .user_recorder import UserRecorder
 
 _active: Measurement | None = None
@@ -138,6 +139,7 @@ class Measurement:
             exclude_files=engine.IMPORT_MACHINERY,
         )
         self._clocks = ThreadClocks()
+        self._lifetimes = ThreadLifetimes()  # THREAD_BEGIN / THREAD_END of the trace
         # the machine's speed now, before anything of the run (measure.machine_speed)
         self._speed_chunks = machine_speed.chunks()
         # The sampler thread starts before the tracer, so it is not traced.
@@ -159,6 +161,7 @@ class Measurement:
             self._before_start = frozenset(self._preexisting) | {self._start_tid}
             self._clocks.note_all(self._preexisting)
             self._clocks.watch_thread_ends()
+            self._lifetimes.watch()
             if self.config.imports_as_regions:
                 imports.install(self)
             _active = self
@@ -177,6 +180,7 @@ class Measurement:
             if self._io is not None:
                 self._io.uninstall()
             self._clocks.unwatch_thread_ends()
+            self._lifetimes.unwatch()
             _active = None
             self._state = "failed"
             self._sampler.stop()
@@ -205,6 +209,7 @@ class Measurement:
         t_stop = time.perf_counter()
         self._notes += self._tracer.stop()
         self._clocks.unwatch_thread_ends()
+        self._lifetimes.unwatch()
         end_perf = time.perf_counter_ns()
         self._speed_chunks += machine_speed.chunks()  # and after it (the same thread)
         if self._io is not None:
@@ -243,6 +248,14 @@ class Measurement:
             markers=self.user.markers,
         )
         regions, threads = build_threads(inp, to_perf)
+        for t in threads:  # Score-P's THREAD_BEGIN / _END, on every thread but the master
+            if t.thread_id != master and len(t):
+                run = (self._start_perf, end_perf)
+                before = t.thread_id in self._before_start
+                span = self._lifetimes.span(
+                    t.thread_id, int(t.times[0]), int(t.times[-1]), run, before
+                )
+                t.span = ThreadSpan(*span)
         events = sum(len(t) for t in threads)
         notes = self._manifest_notes(inp.stats, events)
         self.recording = Recording(

@@ -25,8 +25,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
+
+from . import thread_hooks
 
 _TASK_DIR = "/proc/self/task"
 
@@ -52,7 +55,7 @@ class ThreadClocks:
         self.enabled = available()
         self._rows: dict[int, list[tuple[int, int, int]]] = {}
         self._lock = threading.Lock()
-        self._original_delete = None
+        self._stop_watching: Callable[[], None] | None = None
 
     def note(self, tid: int) -> None:
         """One reading of thread ``tid`` now."""
@@ -78,23 +81,20 @@ class ThreadClocks:
 
     # --- the end of a thread -----------------------------------------------------------
     def watch_thread_ends(self) -> None:
-        """Read a thread's clock when it ends (its task is gone right after)."""
-        if not self.enabled or self._original_delete is not None:
+        """Read a thread's clock when it ends (its task is gone right after), through the
+        one wrapper of ``threading.Thread._delete`` that measure.thread_hooks keeps (none
+        where Python lacks that method: the threads' last readings are then the sampler's
+        and the stop's)."""
+        if not self.enabled or self._stop_watching is not None:
             return
-        original = threading.Thread._delete  # type: ignore[attr-defined]
-        clocks = self
-
-        def _delete(thread: threading.Thread) -> None:
-            clocks.note(threading.get_native_id())
-            original(thread)
-
-        self._original_delete = original
-        threading.Thread._delete = _delete  # type: ignore[attr-defined]
+        self._stop_watching = thread_hooks.listen(
+            "end", lambda _thread: self.note(threading.get_native_id())
+        )
 
     def unwatch_thread_ends(self) -> None:
-        if self._original_delete is not None:
-            threading.Thread._delete = self._original_delete
-            self._original_delete = None
+        if self._stop_watching is not None:
+            self._stop_watching()
+            self._stop_watching = None
 
     # --- afterwards --------------------------------------------------------------------
     def tids(self) -> list[int]:

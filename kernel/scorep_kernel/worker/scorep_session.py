@@ -37,6 +37,7 @@ from typing import Any
 from IPython.core.compilerop import CachingCompiler
 
 from scorep_kernel import region_words as rw
+from scorep_kernel.measure import thread_hooks
 from scorep_kernel.worker.scorep_user_api import RegionKey, UserRegions, loaded_user_regions
 
 ON_NAME = "__scorep_kernel_on__"
@@ -187,17 +188,15 @@ class ScorePSession:
 
 def _watch_thread_starts(threads: dict[int, threading.Thread]) -> None:
     """Note every thread as it starts, in the thread itself, before Score-P's profile
-    hook is set there (this module's frames are never recorded: its name is scorep*)."""
-    original = getattr(threading.Thread, "_set_native_id", None)
-    if original is None:  # no native thread ids on this platform
-        return
+    hook is set there, through the one wrapper of ``threading.Thread._set_native_id`` that
+    measure.thread_hooks keeps (its frames are never recorded: its module's name is
+    scorep*). Where Python lacks that method, no thread is noted."""
 
-    def set_native_id(thread: threading.Thread) -> None:
-        original(thread)
+    def started(thread: threading.Thread) -> None:
         if thread.native_id is not None:
             threads[thread.native_id] = thread
 
-    threading.Thread._set_native_id = set_native_id  # type: ignore[attr-defined]
+    thread_hooks.listen("start", started)
 
 
 def _scorep_library() -> Any:

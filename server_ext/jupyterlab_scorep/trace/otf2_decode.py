@@ -20,7 +20,10 @@ not know how to read exactly returns None, and the caller reads that location wi
 ctypes reader.
 
 Only the builtin writer's records are read here (timestamps, Enter, Leave, the end
-markers): a file with any other record on its walk returns None and is read by the
+markers, and a thread's ATTRIBUTE_LIST + THREAD_BEGIN first and THREAD_END last, stepped
+over by their length byte within ``WINDOW`` bytes of the file's first record and of its
+end, where the writer puts them): a file with any other record on its walk, or with
+these elsewhere, returns None and is read by the
 native scanner (otf2_scan, which steps over records it does not draw as libotf2 does) or
 the ctypes reader. (Counting events alone does not catch a foreign record: an unknown
 record type where an Enter was keeps the count and shifts the walk; the fuzz test in
@@ -44,12 +47,21 @@ from scorep_kernel.otf2_layout import (
     HEADER_SIZE,
     LEAVE,
     LITTLE_ENDIAN,
+    THREAD_BEGIN,
+    THREAD_END,
     TIMESTAMP,
 )
 
 # The records this decoder reads; a walk that meets any other returns None.
 _READ_HERE = np.zeros(256, bool)
 _READ_HERE[[END_OF_CHUNK, END_OF_BUFFER, END_OF_FILE, TIMESTAMP, ENTER, LEAVE]] = True
+# A thread's records (ATTRIBUTE_LIST + THREAD_BEGIN first, THREAD_END last), stepped over
+# by their length byte only within WINDOW bytes of the file's first record and of its end,
+# where the builtin writer puts them.
+_THREAD_RECORDS = np.zeros(256, bool)
+_THREAD_RECORDS[[ATTRIBUTE_LIST, THREAD_BEGIN, THREAD_END]] = True
+_READ_HERE |= _THREAD_RECORDS
+WINDOW = 64
 SEGMENT = 96  # bytes per speculative cursor: ~8 records of ~12 bytes
 UINT32_MAX = 0xFFFFFFFF
 # the value bytes a compressed uint32's count byte stands for (5: 0xFF, UINT32_MAX)
@@ -86,6 +98,9 @@ def decode(data: bytes | np.ndarray, chunk_size: int) -> DecodedEvents | None:
     types = buf[starts]
     if not _READ_HERE[types].all():
         return None
+    thread_records = starts[_THREAD_RECORDS[types]]
+    if len(thread_records) and not _in_windows(thread_records, n).all():
+        return None  # where the builtin writer never puts them: not read here
     # One end marker per chunk (END_OF_CHUNK, or END_OF_FILE in the last, whose
     # END_OF_BUFFER the walk jumps over): a zero read as a record elsewhere is damage.
     if int(np.count_nonzero(types <= END_OF_FILE)) != len(chunk_starts):
@@ -128,12 +143,25 @@ def _sizes(buf: np.ndarray, chunk_starts: np.ndarray, chunk_ends: np.ndarray) ->
             nxt[last + 1 : c1] = c1
     if n >= 2 and buf[-2] == END_OF_FILE and buf[-1] == END_OF_BUFFER:
         nxt[n - 2 :] = n
+    # A thread's records, by their length byte, near the file's start and end only (a
+    # random byte read as a length elsewhere would throw cursors far and often).
+    near = np.union1d(
+        np.arange(HEADER_SIZE, min(HEADER_SIZE + WINDOW, n - 1)),
+        np.arange(max(n - WINDOW, HEADER_SIZE), n - 1),
+    ).astype(np.int64)
+    near = near[_THREAD_RECORDS[buf[near]] & (buf[near + 1] != 0xFF)]
+    chunk_end = chunk_ends[np.searchsorted(chunk_starts, near, side="right") - 1]
+    nxt[near] = np.minimum(near + 2 + buf[near + 1].astype(np.int64), chunk_end).astype(index)
     # never past the chunk's end (a record cut by the end is not a record): only the last
     # few bytes of each chunk can point further
     for c0, c1 in zip(chunk_starts.tolist(), chunk_ends.tolist()):
         tail = slice(max(c0, c1 - 16), c1)
         np.minimum(nxt[tail], c1, out=nxt[tail])
     return nxt
+
+
+def _in_windows(positions: np.ndarray, n: int) -> np.ndarray:
+    return (positions < HEADER_SIZE + WINDOW) | (positions >= n - WINDOW)
 
 
 def _last_nonzero(buf: np.ndarray, c0: int, c1: int) -> int:

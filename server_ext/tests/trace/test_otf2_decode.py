@@ -184,15 +184,75 @@ def test_records_it_does_not_draw_are_stepped_over_as_libotf2_does(tmp_path, dec
     assert d.program_begin == expected.program_begin == 10
 
 
+def _thread_records(begin: int, end: int, thread_id: int = 4242):
+    from scorep_kernel.formats._otf2_encode import ThreadRecords
+
+    return ThreadRecords(begin=begin, end=end, contingent=0, attribute=0, thread_id=thread_id)
+
+
+def test_thread_records_are_stepped_over(decode):
+    """A thread's ATTRIBUTE_LIST + THREAD_BEGIN first and THREAD_END last (the builtin
+    writer's, byte for byte libotf2's: the kernel's engine test checks that), THREAD_END
+    in the last chunk or in a chunk of its own: read, not left to the ctypes reader."""
+    from scorep_kernel.formats._otf2_encode import encode
+
+    rng = np.random.default_rng(3)
+    n_max, chunk = 700, 4096
+    refs = rng.integers(0, 1 << 17, n_max) >> rng.integers(0, 17, n_max)
+    times = np.cumsum(rng.integers(0, 3, n_max)) + 10
+    kinds = rng.integers(0, 2, n_max).astype(np.int8)
+    chunks_seen = set()
+    for n in range(395, 440):  # the first chunk fills at ~415 events
+        thread = _thread_records(int(times[0]) - n % 2, int(times[n - 1]) + n % 3)
+        data = encode(times[:n], refs[:n], kinds[:n], chunk_size=chunk, thread=thread)
+        own_chunk = len(data) % chunk == 18 + 9 + 4 + 2  # header, time, THREAD_END, ends
+        chunks_seen.add((len(data) // chunk, own_chunk))
+        d = decode(data, chunk)
+        assert d is not None, n
+        np.testing.assert_array_equal(d.times, times[:n])
+        np.testing.assert_array_equal(
+            d.signed_regions, np.where(kinds[:n] == 1, refs[:n], ~refs[:n])
+        )
+    assert {own for _c, own in chunks_seen} == {True, False}
+
+
+def test_a_written_thread_with_its_records_reads_as_libotf2_reads_it(tmp_path, decode):
+    from scorep_kernel.formats.otf2_writer import write_otf2
+    from scorep_kernel.formats.recording import Recording, Region, ThreadEvents, ThreadSpan
+
+    times = np.array([10, 20, 30, 40], np.int64)
+    regions, kinds = np.array([0, 1, 1, 0], np.int32), np.array([1, 1, 0, 0], np.int8)
+    master = ThreadEvents("Master thread", 100, times, regions, kinds)
+    worker = ThreadEvents("Thread 1", 101, times + 1, regions, kinds, span=ThreadSpan(5, 60))
+    rec = Recording(
+        regions=[Region("m:f", "m"), Region("m:g", "m")],
+        threads=[master, worker],
+        clock_offset_ns=1_700_000_000_000_000_000,
+        start_ns=0,
+        end_ns=70,
+    )
+    write_otf2(rec, tmp_path)
+    assert (tmp_path / "traces" / "1.evt").read_bytes()[27] == 0x06  # ATTRIBUTE_LIST
+    pairs = both(tmp_path, decode)
+    assert len(pairs) == 2
+    for ev, d in pairs:
+        assert d is not None, f"location {ev.ref} fell back"
+        np.testing.assert_array_equal(d.times, ev.times)
+        np.testing.assert_array_equal(d.signed_regions, ev.signed_regions)
+
+
 @functools.cache
-def _small_file() -> np.ndarray:
-    """~3000 events in 4 KiB chunks, from the writer's encoder."""
+def _small_file(threads: bool = False) -> np.ndarray:
+    """~3000 events in 4 KiB chunks, from the writer's encoder; with ``threads``, between
+    a THREAD_BEGIN and a THREAD_END."""
     from scorep_kernel.formats._otf2_encode import encode
 
     rng = np.random.default_rng(7)
     n = 3000
     refs = rng.integers(0, 1 << 17, n) >> rng.integers(0, 17, n)
-    return encode(np.cumsum(rng.integers(0, 3, n)) + 1, refs, rng.integers(0, 2, n), 4096)
+    times = np.cumsum(rng.integers(0, 3, n)) + 1
+    thread = _thread_records(1, int(times[-1]) + 5) if threads else None
+    return encode(times, refs, rng.integers(0, 2, n), 4096, thread=thread)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -202,14 +262,15 @@ def _small_file() -> np.ndarray:
     ),
     # anywhere, or just after a chunk's start (inside or right after its header)
     cut=st.one_of(st.none(), st.floats(0, 1), st.tuples(st.integers(0, 10), st.integers(0, 24))),
+    threads=st.booleans(),
 )
-def test_damaged_bytes_never_crash_and_both_readers_agree(edits, cut):
+def test_damaged_bytes_never_crash_and_both_readers_agree(edits, cut, threads):
     """The scanner is C reading untrusted files: bytes changed anywhere and files cut
     anywhere must give None or events, never a crash or a read past the buffer; where
     both readers read a damaged file, they read the same events. (Score-P's event files,
     with their mappings, clock offsets, metrics, flushes and switches, are damaged the
     same way in test_scorep_archives.py and checked against libotf2.)"""
-    data = _small_file().copy()
+    data = _small_file(threads).copy()
     for where, value in edits:
         data[int(where * len(data))] = value
     if isinstance(cut, float):

@@ -56,6 +56,31 @@ class Trace:
         out = subprocess.run([str(OTF2_PRINT), str(anchor)], capture_output=True, text=True)
         assert out.stderr == "", out.stderr
         self.text = out.stdout
+        self.anchor = anchor
+
+    def cpu_locations(self) -> dict[int, str]:
+        """{location id: name} of the CPU thread locations (``otf2-print -G``)."""
+        out = subprocess.run(
+            [str(OTF2_PRINT), "-G", str(self.anchor)], capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        pattern = r'^LOCATION\s+(\d+)\s+Name: "(.*)" <\d+>, Type: CPU_THREAD,'
+        return {int(i): name for i, name in re.findall(pattern, out.stdout, re.MULTILINE)}
+
+    def events_of(self, location: int) -> list[tuple[str, str]]:
+        """(event, the rest of its line and of its ADDITIONAL ATTRIBUTES line) of one
+        location, in its order."""
+        out: list[tuple[str, str]] = []
+        current = None  # the location of the event line before
+        for line in self.text.split("\n"):
+            m = re.match(r"^([A-Z_]+)\s+(\d+)\s+\d+\s+(.*)$", line)
+            if m:
+                current = int(m.group(2))
+                if current == location:
+                    out.append((m.group(1), m.group(3)))
+            elif line.lstrip().startswith("ADDITIONAL ATTRIBUTES:") and current == location:
+                out[-1] = (out[-1][0], out[-1][1] + " " + line.strip())
+        return out
 
     def _region(self, event: str, region: str) -> str:
         return f'{event}[ ]*[0-9 ]*[0-9 ]*Region: "{re.escape(region)}"'
@@ -217,6 +242,28 @@ def test_threads(tmp_path, mode):
     assert ran.trace.has_region("__main__:foo")
     assert ran.trace.has_region("instrumentation2:bar")
     assert ran.trace.has_region("instrumentation2:baz")
+    # Score-P's pthread records: THREAD_BEGIN first (ThreadId attribute: the native id) and
+    # THREAD_END last on each thread's location but the master's, which has neither.
+    locations = ran.trace.cpu_locations()
+    workers = [ref for ref, name in locations.items() if name != "Master thread"]
+    assert len(workers) >= 2, locations
+    thread_ids = set()
+    for ref in workers:
+        events = ran.trace.events_of(ref)
+        kinds = [kind for kind, _rest in events]
+        assert kinds[0] == "THREAD_BEGIN" and kinds[-1] == "THREAD_END", (locations[ref], kinds)
+        assert "THREAD_BEGIN" not in kinds[1:] and "THREAD_END" not in kinds[:-1]
+        for _kind, rest in (events[0], events[-1]):
+            assert re.match(
+                r'Thread Contingent: "" <\d+>, Sequence Count: 18446744073709551615', rest
+            )
+        found = re.search(r'\("ThreadId" <\d+>; UINT64; (\d+)\)', events[0][1])
+        assert found, events[0]
+        thread_ids.add(int(found.group(1)))
+    assert len(thread_ids) == len(workers) and 0 not in thread_ids
+    master = [ref for ref, name in locations.items() if name == "Master thread"]
+    assert len(master) == 1
+    assert not {"THREAD_BEGIN", "THREAD_END"} & {k for k, _ in ran.trace.events_of(master[0])}
 
 
 def test_force_finalize(tmp_path, mode):

@@ -146,6 +146,64 @@ def test_operator_crossing_its_caller_is_cut_and_a_crossing_hook_left_out():
                       (1000, "__main__:f", 0), (2000, "__main__:hook", 1), (3000, "__main__:hook", 0)]  # fmt: skip
 
 
+def _steps(step_ns: list[tuple[int, int]]) -> ThreadEvents:
+    """A master thread: a cell [0, 10^9] around Python calls ``__main__:step``."""
+    times = [0] + [t for pair in step_ns for t in pair] + [10**9]
+    regions = [0] + [1] * (2 * len(step_ns)) + [0]
+    kinds = [1] + [1, 0] * len(step_ns) + [0]
+    return ThreadEvents("Master thread", 1, np.array(times), np.array(regions, np.int32),
+                        np.array(kinds, np.int8))  # fmt: skip
+
+
+STEP_REGIONS = [Region("cell [1]", "cell", role=ROLE_CELL), Region("__main__:step", "__main__"),
+                Region("aten::matmul", "aten", role=ROLE_OPERATOR),
+                Region("aten::mm", "aten", role=ROLE_OPERATOR)]  # fmt: skip
+
+
+def _merged_nesting(thread, starts, ends, shift):
+    """Merge matmul/mm pairs (alternating) moved by ``shift``: (left out, parents)."""
+    regions = np.array([2, 3] * (len(starts) // 2), np.int32)
+    new = host_merge.HostIntervals(np.array(starts) + shift, np.array(ends) + shift, regions,
+                                   np.full(len(starts), -1))  # fmt: skip
+    merged, dropped = host_merge.merge(thread, new)
+    return dropped, _nesting(merged, STEP_REGIONS)
+
+
+def test_operators_early_on_our_clock_get_a_shift_and_nest():
+    """Kineto's clock 40 ns behind ours: each step's matmul (6 ns into it on a shared
+    clock) starts before the step's enter and was left out; the shift that nests the most
+    (the smallest of them) puts all three back under their step."""
+    steps = [(100 + k * 1000, 600 + k * 1000) for k in range(3)]
+    thread = _steps(steps)
+    starts, ends = [], []
+    for a, _ in steps:  # matmul [a+6, a+400] around mm [a+50, a+350], 40 ns early
+        starts += [a + 6 - 40, a + 50 - 40]
+        ends += [a + 400 - 40, a + 350 - 40]
+    dropped, _ = _merged_nesting(thread, starts, ends, 0)
+    assert dropped == 3  # as before the shift: every matmul crossed its step
+    windows = host_merge.nest_windows(thread, np.array(starts), np.array(ends))
+    shift = host_merge.clock_shift(windows)
+    assert shift == 34  # the smallest that nests all six: matmul's start on the step's enter
+    dropped, parents = _merged_nesting(thread, starts, ends, shift)
+    assert dropped == 0
+    assert parents["aten::matmul"] == "__main__:step" and parents["aten::mm"] == "aten::matmul"
+
+
+def test_a_single_stray_gets_no_shift_and_is_left_out():
+    """One operator crossing its step's enter, the others nested: no shift (it would
+    nest one more, not two), and the stray is left out as before."""
+    steps = [(100 + k * 1000, 600 + k * 1000) for k in range(3)]
+    thread = _steps(steps)
+    starts, ends = [90, 150], [400, 350]  # the stray matmul 10 ns before step 1
+    for a, _ in steps[1:]:
+        starts += [a + 6, a + 50]
+        ends += [a + 400, a + 350]
+    windows = host_merge.nest_windows(thread, np.array(starts), np.array(ends))
+    assert host_merge.clock_shift(windows) == 0
+    dropped, parents = _merged_nesting(thread, starts, ends, 0)
+    assert dropped == 1 and parents["aten::matmul"] == "__main__:step"
+
+
 def test_device_streams_in_otf2_as_scoreps_cuda_adapter(step_trace, tmp_path):
     ts, doc = step_trace
     rec = _recording(ts)

@@ -7,6 +7,12 @@ operator that ends right before its caller returns may appear to end just after 
 an operator is cut at its caller's end (the innermost call open at its start); one that
 still crosses a Python call (a Python hook that outlives the operator that ran it) is
 left out and counted. Whole arrays throughout, but for that rare repair.
+
+The two clocks are calibrated apart, though: ours maps perf_counter to Unix time when the
+measurement starts, Kineto maps its TSC to Unix time when the profiler starts, and under
+load either reading can be late by more than the 6-35 µs between a Python call and the
+first operator it runs. ``clock_shift`` finds the shift that undoes such a disagreement
+(``nest_windows`` says, per operator, which shifts nest it), for all threads at once.
 """
 
 from __future__ import annotations
@@ -30,7 +36,29 @@ class HostIntervals:
     callsite: np.ndarray  # int64
 
 
-def _calls(thread: ThreadEvents):
+@dataclass(frozen=True)
+class ShiftWindows:
+    """Per new interval that falls in a call: the shifts (ns, added to its times) that
+    nest it wholly in that call, ``lo[i] <= shift <= hi[i]``."""
+
+    lo: np.ndarray  # int64
+    hi: np.ndarray  # int64
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """A thread's calls as intervals, with the event times and, after each event, the
+    innermost call open (-1: none)."""
+
+    starts: np.ndarray  # int64
+    ends: np.ndarray  # int64
+    regions: np.ndarray  # int32
+    parent: np.ndarray  # int64, the enclosing call (-1: none)
+    times: np.ndarray  # int64, the thread's event times
+    open_after: np.ndarray  # int64, per event
+
+
+def _calls(thread: ThreadEvents) -> _Calls:
     """The thread's calls as (start, end, region) intervals, and the innermost call open
     after each event (-1: none). At one stack level enters and leaves alternate, so a
     stable sort by level pairs them; a call's parent is the latest call one level up
@@ -57,7 +85,7 @@ def _calls(thread: ThreadEvents):
     call_of_event[leaves] = np.arange(n)
     open_after = np.where(is_enter, call_of_event, parent[call_of_event])
     regions = np.asarray(thread.regions, np.int32)
-    return times[enters], times[leaves], regions[enters], times, open_after
+    return _Calls(times[enters], times[leaves], regions[enters], parent, times, open_after)
 
 
 def _clip_to_callers(s, e, ends, times, open_after) -> np.ndarray:
@@ -70,6 +98,55 @@ def _clip_to_callers(s, e, ends, times, open_after) -> np.ndarray:
     out = e.copy()
     out[has] = np.minimum(e[has], ends[container[has]])
     return out
+
+
+def nest_windows(thread: ThreadEvents, starts: np.ndarray, ends: np.ndarray) -> ShiftWindows:
+    """For each new interval, the call of ``thread`` it falls in (the innermost one open
+    at its midpoint and at least as long as it) and the shifts that put it wholly inside
+    that call; intervals in no call are left out."""
+    s = np.asarray(starts, np.int64)
+    e = np.asarray(ends, np.int64)
+    calls = _calls(thread)
+    if not len(calls.times) or not len(s):
+        return ShiftWindows(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    mid = s + (e - s) // 2
+    pos = np.searchsorted(calls.times, mid, side="right") - 1
+    call = np.where(pos >= 0, calls.open_after[np.maximum(pos, 0)], -1)
+    length = e - s
+    while True:  # up the stack, a level per pass, past calls shorter than the interval
+        short = call >= 0
+        short[short] = calls.ends[call[short]] - calls.starts[call[short]] < length[short]
+        if not short.any():
+            break
+        call[short] = calls.parent[call[short]]
+    has = call >= 0
+    return ShiftWindows(calls.starts[call[has]] - s[has], calls.ends[call[has]] - e[has])
+
+
+def clock_shift(windows: ShiftWindows, limit_ns: int = 1_000_000, min_gain: int = 2) -> int:
+    """The shift (ns, added to the framework's times) that nests the most intervals in
+    the calls they fall in, the smallest one (|shift| <= ``limit_ns``) where several do;
+    0 unless it nests at least ``min_gain`` more than no shift does.
+
+    Why: the framework's clock and ours are calibrated apart (module doc), and an
+    operator whose start lands before its caller's enter crosses the caller and is left
+    out (a shift of -10 ns loses an operator 6 ns into its call). A disagreement moves
+    every operator alike, so many gain from one shift; a single stray (a hook that
+    outlives its operator) does not, and is left out as before. The count is a step
+    function of the shift, changing only at the windows' ends: it is read there (and at
+    0) for all candidates at once, from the sorted ends."""
+    lo = np.sort(np.asarray(windows.lo, np.int64))
+    hi = np.sort(np.asarray(windows.hi, np.int64))
+    if not len(lo):
+        return 0
+    candidates = np.unique(np.concatenate([[0], lo, hi]))
+    candidates = candidates[np.abs(candidates) <= limit_ns]
+    # windows holding d: those begun by d, less those ended before it
+    nested = np.searchsorted(lo, candidates, side="right") - np.searchsorted(hi, candidates)
+    at_zero = int(nested[np.searchsorted(candidates, 0)])
+    best = candidates[nested == nested.max()]
+    shift = int(best[np.argmin(np.abs(best))])  # the smallest; ties: the negative one
+    return shift if int(nested.max()) >= at_zero + min_gain else 0
 
 
 def _drop_crossing(ids: np.ndarray, kinds: np.ndarray, is_new: np.ndarray) -> np.ndarray:
@@ -102,10 +179,11 @@ def merge(thread: ThreadEvents, new: HostIntervals) -> tuple[ThreadEvents, int]:
     """The thread with ``new`` nested in; the number of new intervals left out."""
     if not len(new.starts):
         return thread, 0
-    ps, pe, pr, times_old, open_after = _calls(thread)
+    calls = _calls(thread)
+    ps, pe, pr = calls.starts, calls.ends, calls.regions
     s = np.asarray(new.starts, np.int64)
     e = np.asarray(new.ends, np.int64)
-    e = np.maximum(_clip_to_callers(s, e, pe, times_old, open_after), s)
+    e = np.maximum(_clip_to_callers(s, e, pe, calls.times, calls.open_after), s)
     n_old = len(ps)
     S = np.concatenate([ps, s])
     E = np.concatenate([pe, e])

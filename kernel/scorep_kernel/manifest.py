@@ -175,6 +175,25 @@ class ErrorRecord(TypedDict, total=False):
     message: str
 
 
+class AcceleratorNotes(TypedDict, total=False):
+    """``measurement.accelerator``: torch.profiler with a builtin run (``accel``)."""
+
+    profiler: str  # "torch.profiler"
+    torch: str  # torch's version
+    activities: list[str]  # "cpu", "cuda"
+    file: str  # the trace in the experiment directory (torch.pt.trace.json)
+    error: str  # why the profiler did not start, stop, or merge: the rest was measured
+    seconds: dict[str, float]  # the profiler's own cost: start, stop_export, parse
+    operators: int
+    runtime_calls: int
+    device_activities: int
+    streams: list[str]  # the device streams' locations, CUDA[device:stream]
+    left_out_not_nested: int  # host events that crossed a Python call
+    device_starts_moved: int  # device activity started before the stream's previous end
+    skipped_events: int  # trace events without the numbers they need
+    clock_shift_ns: int  # added to Kineto's times to nest its operators in their callers
+
+
 # The measurement's own account (the tracer's notes, or what measured a Score-P run: tool,
 # scorep_config, scorep_messages, notes): open-ended, readers take the keys they know.
 Measurement = dict[str, object]

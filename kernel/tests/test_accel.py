@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import otf2
 import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "server_ext" / "tests"))
-from kineto_factory import GEMM, TrainingStep
+from kineto_factory import GEMM, LOADER, TrainingStep
 
 from scorep_kernel.accel import host_merge, kineto_trace
 from scorep_kernel.accel.device_recording import add_to_recording
@@ -121,6 +122,7 @@ def test_operators_nest_under_the_python_function(step_trace):
         and len(cs.ids) == len({a.correlation for a in kineto_trace.parse(doc).device}) + ts.steps
     )
     assert rec.devices[0].name == f"CUDA[{ts.device}:{ts.stream}]"
+    assert notes["clock_shift_ns"] == 0  # the clocks agree: nothing moves
 
 
 def test_operator_crossing_its_caller_is_cut_and_a_crossing_hook_left_out():
@@ -202,6 +204,30 @@ def test_a_single_stray_gets_no_shift_and_is_left_out():
     assert host_merge.clock_shift(windows) == 0
     dropped, parents = _merged_nesting(thread, starts, ends, 0)
     assert dropped == 1 and parents["aten::matmul"] == "__main__:step"
+
+
+def test_a_trace_on_a_disagreeing_clock_moves_host_and_device_alike():
+    """The factory's trace under a Python call per step that begins 6 ns before the step's
+    first operator, read 40 ns early (the clock offset 40 ns too large): each step's
+    DataLoader annotation crosses its Python call unless the trace moves, device streams
+    with it."""
+    ts = TrainingStep(profiler_steps=False)
+    trace = kineto_trace.parse(ts.build())
+    loads = sorted(e.start_ns - ts.base_ns for e in trace.host if e.name == LOADER)
+    last = trace.span_ns[1] - ts.base_ns
+    late = 40
+    rec = _recording(ts)
+    rec.clock_offset_ns += late
+    steps = [(a - 6, b - 1000) for a, b in zip(loads, loads[1:] + [last + 2000])]
+    rec.threads = [replace(_steps(steps), thread_id=ts.tid)]
+    rec.regions = list(STEP_REGIONS[:2])
+    notes = add_to_recording(rec, trace)
+    assert notes["clock_shift_ns"] == late - 6
+    assert notes["left_out_not_nested"] == 0
+    parents = _nesting(rec.threads[0], rec.regions)
+    assert parents[LOADER] == "__main__:step"
+    first = min(a.start_ns for a in trace.device)
+    assert rec.devices[0].starts[0] == first - rec.clock_offset_ns + notes["clock_shift_ns"]
 
 
 def test_device_streams_in_otf2_as_scoreps_cuda_adapter(step_trace, tmp_path):

@@ -105,6 +105,7 @@ TYPED = {
     "IManifestSource": mf.SourceRecord,
     "IManifestError": mf.ErrorRecord,
     "ICellTime": mf.CellTime,
+    "IAcceleratorNotes": mf.AcceleratorNotes,
 }
 # a manifest field whose TypeScript type is a union of the contract's words (FIELDS), or
 # an open JSON object the interface spells with the keys it knows

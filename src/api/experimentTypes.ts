@@ -138,7 +138,38 @@ export interface IMeasurement {
   scorep_messages?: string[];
   /** what Score-P said, in words (cause and fix) */
   notes?: string[];
+  /** torch.profiler with a builtin run */
+  accelerator?: IAcceleratorNotes;
   [key: string]: unknown;
+}
+
+/** The measurement's `accelerator` (manifest.py's AcceleratorNotes). */
+export interface IAcceleratorNotes {
+  /** "torch.profiler" */
+  profiler?: string;
+  /** torch's version */
+  torch?: string;
+  /** "cpu", "cuda" */
+  activities?: string[];
+  /** the trace in the experiment directory (torch.pt.trace.json) */
+  file?: string;
+  /** why the profiler did not start, stop or merge (the rest was measured) */
+  error?: string;
+  /** the profiler's own cost: start, stop_export, parse */
+  seconds?: Record<string, number>;
+  operators?: number;
+  runtime_calls?: number;
+  device_activities?: number;
+  /** the device streams' locations, CUDA[device:stream] */
+  streams?: string[];
+  /** host events that crossed a Python call */
+  left_out_not_nested?: number;
+  /** device activities started before the stream's previous end */
+  device_starts_moved?: number;
+  /** trace events without the numbers they need */
+  skipped_events?: number;
+  /** ns added to Kineto's times so its operators nest in their Python callers */
+  clock_shift_ns?: number;
 }
 
 export interface IVersion {

@@ -6,6 +6,9 @@ Kineto stamps events in epoch ns (``KinetoTrace``); the Recording counts monoton
 (Kineto's ``tid`` is the OS thread id, ``ThreadEvents.thread_id`` the native id); a
 thread the tracer did not record (a DataLoader worker's pin-memory thread) gets a lane of
 its own, named as Kineto names it. Only what lies within the recording's span is taken.
+Kineto's clock and ours are calibrated apart: where they disagree by more than the gap
+between a Python call and its first operator, every event moves by the shift that nests
+the operators in their callers (``host_merge.clock_shift``; the notes' ``clock_shift_ns``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..formats.recording import (
     Region,
     ThreadEvents,
 )
+from ..manifest import AcceleratorNotes
 from . import host_merge
 from .kineto_trace import (
     DEVICE_KERNEL,
@@ -127,19 +131,45 @@ def _lane(name: str, tid: int, intervals: host_merge.HostIntervals) -> ThreadEve
     return merged
 
 
-def add_to_recording(recording: Recording, trace: KinetoTrace) -> dict:
+def _by_tid(events: list[HostEvent], offset: int, lo: int, hi: int) -> dict[int, list[HostEvent]]:
+    """The host events within [lo, hi] (monotonic ns, ``epoch - offset``) by thread id."""
+    by_tid: dict[int, list[HostEvent]] = {}
+    for e in events:
+        if e.end_ns - offset >= lo and e.start_ns - offset <= hi:
+            by_tid.setdefault(e.tid, []).append(e)
+    return by_tid
+
+
+def _clock_shift(recording: Recording, by_tid: dict[int, list[HostEvent]]) -> int:
+    """The shift (ns) that nests the host events of the recorded threads in their
+    Python calls (``host_merge.clock_shift``), one for all: the clocks are the process's."""
+    offset = recording.clock_offset_ns
+    lows, highs = [], []
+    for thread in recording.threads:
+        events = by_tid.get(thread.thread_id, [])
+        starts = np.array([e.start_ns - offset for e in events], np.int64)
+        ends = np.array([e.end_ns - offset for e in events], np.int64)
+        windows = host_merge.nest_windows(thread, starts, ends)
+        lows.append(windows.lo)
+        highs.append(windows.hi)
+    if not lows:
+        return 0
+    return host_merge.clock_shift(
+        host_merge.ShiftWindows(np.concatenate(lows), np.concatenate(highs))
+    )
+
+
+def add_to_recording(recording: Recording, trace: KinetoTrace) -> AcceleratorNotes:
     """``recording`` with the trace's operators, launches and device streams; returns
     what the manifest's ``measurement.accelerator`` says of it (counts, what was left
-    out)."""
-    offset = recording.clock_offset_ns
+    out, the clock shift)."""
     lo, hi = recording.start_ns, recording.end_ns
     table = _Regions(recording.regions)
     pids = {e.pid for e in trace.host}
     mine = [e for e in trace.host if e.pid == recording.pid or len(pids) == 1]
-    by_tid: dict[int, list[HostEvent]] = {}
-    for e in mine:
-        if e.end_ns - offset >= lo and e.start_ns - offset <= hi:
-            by_tid.setdefault(e.tid, []).append(e)
+    shift = _clock_shift(recording, _by_tid(mine, recording.clock_offset_ns, lo, hi))
+    offset = recording.clock_offset_ns - shift  # Kineto's epoch ns -> ours, shifted
+    by_tid = _by_tid(mine, offset, lo, hi)
     threads = list(recording.threads)
     index = {t.thread_id: i for i, t in enumerate(threads)}
     dropped = 0
@@ -166,16 +196,16 @@ def add_to_recording(recording: Recording, trace: KinetoTrace) -> dict:
     recording.threads = threads
     recording.regions = table.regions
     recording.devices = streams
-    notes = {
-        "operators": sum(1 for e in mine if e.kind != HOST_RUNTIME),
-        "runtime_calls": sum(1 for e in mine if e.kind == HOST_RUNTIME),
-        "device_activities": sum(len(s) for s in streams),
-        "streams": [s.name for s in streams],
-        "left_out_not_nested": dropped,
-        "device_starts_moved": moved,
-        "skipped_events": trace.skipped,
-    }
-    return notes
+    return AcceleratorNotes(
+        operators=sum(1 for e in mine if e.kind != HOST_RUNTIME),
+        runtime_calls=sum(1 for e in mine if e.kind == HOST_RUNTIME),
+        device_activities=sum(len(s) for s in streams),
+        streams=[s.name for s in streams],
+        left_out_not_nested=dropped,
+        device_starts_moved=moved,
+        skipped_events=trace.skipped,
+        clock_shift_ns=shift,
+    )
 
 
 def device_thread_events(stream: DeviceStream) -> ThreadEvents:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import experiment
+from ..manifest import AcceleratorNotes
 from .kineto_trace import KinetoTrace, KinetoTraceError, load
 
 
@@ -125,7 +126,7 @@ class TorchProfiling:
         self.exp_dir = Path(exp_dir)
         self.enabled = enabled
         self._profile: Any = None
-        self.notes: dict[str, Any] = {}
+        self.notes = AcceleratorNotes()  # the manifest's measurement.accelerator
         self.seconds: dict[str, float] = {}
 
     @property
@@ -160,9 +161,11 @@ class TorchProfiling:
             return
         self._profile = prof
         self.notes.update(
-            profiler="torch.profiler",
-            torch=str(getattr(torch, "__version__", "")),
-            activities=["cpu", "cuda"] if cuda else ["cpu"],
+            AcceleratorNotes(
+                profiler="torch.profiler",
+                torch=str(getattr(torch, "__version__", "")),
+                activities=["cpu", "cuda"] if cuda else ["cpu"],
+            )
         )
         self.seconds["start"] = round(time.perf_counter() - t0, 4)
 
@@ -192,7 +195,7 @@ class TorchProfiling:
         if not trace.host and not trace.device:
             # torch was imported, but the run used none of it: no file, nothing to say
             path.unlink(missing_ok=True)
-            self.notes.clear()
+            self.notes = AcceleratorNotes()
             return None
         self.notes["file"] = experiment.KINETO_TRACE
         return trace

@@ -321,7 +321,7 @@ class Measurement:
 
         recording = self.recording
         assert recording is not None
-        notes: dict = dict(self._torch.notes)
+        notes = self._torch.notes.copy()
         if kineto is not None:
             try:
                 notes.update(add_to_recording(recording, kineto))

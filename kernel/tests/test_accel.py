@@ -174,7 +174,7 @@ def _merged_nesting(thread, starts, ends, shift):
 def test_operators_early_on_our_clock_get_a_shift_and_nest():
     """Kineto's clock 40 ns behind ours: each step's matmul (6 ns into it on a shared
     clock) starts before the step's enter and was left out; the shift that nests the most
-    (the smallest of them) puts all three back under their step."""
+    (the middle of the range that does) puts all three back under their step."""
     steps = [(100 + k * 1000, 600 + k * 1000) for k in range(3)]
     thread = _steps(steps)
     starts, ends = [], []
@@ -185,7 +185,8 @@ def test_operators_early_on_our_clock_get_a_shift_and_nest():
     assert dropped == 3  # as before the shift: every matmul crossed its step
     windows = host_merge.nest_windows(thread, np.array(starts), np.array(ends))
     shift = host_merge.clock_shift(windows)
-    assert shift == 34  # the smallest that nests all six: matmul's start on the step's enter
+    assert shift == (34 + 140) // 2  # matmul nests from its start on the step's enter (34)
+    # to its end on the step's return (140): the middle leaves it room either side
     dropped, parents = _merged_nesting(thread, starts, ends, shift)
     assert dropped == 0
     assert parents["aten::matmul"] == "__main__:step" and parents["aten::mm"] == "aten::matmul"
@@ -222,7 +223,7 @@ def test_a_trace_on_a_disagreeing_clock_moves_host_and_device_alike():
     rec.threads = [replace(_steps(steps), thread_id=ts.tid)]
     rec.regions = list(STEP_REGIONS[:2])
     notes = add_to_recording(rec, trace)
-    assert notes["clock_shift_ns"] == late - 6
+    assert notes["clock_shift_ns"] >= late - 6  # at least: the annotation on its step's enter
     assert notes["left_out_not_nested"] == 0
     parents = _nesting(rec.threads[0], rec.regions)
     assert parents[LOADER] == "__main__:step"

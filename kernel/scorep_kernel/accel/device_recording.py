@@ -144,19 +144,13 @@ def _clock_shift(recording: Recording, by_tid: dict[int, list[HostEvent]]) -> in
     """The shift (ns) that nests the host events of the recorded threads in their
     Python calls (``host_merge.clock_shift``), one for all: the clocks are the process's."""
     offset = recording.clock_offset_ns
-    lows, highs = [], []
+    threads = []
     for thread in recording.threads:
         events = by_tid.get(thread.thread_id, [])
         starts = np.array([e.start_ns - offset for e in events], np.int64)
         ends = np.array([e.end_ns - offset for e in events], np.int64)
-        windows = host_merge.nest_windows(thread, starts, ends)
-        lows.append(windows.lo)
-        highs.append(windows.hi)
-    if not lows:
-        return 0
-    return host_merge.clock_shift(
-        host_merge.ShiftWindows(np.concatenate(lows), np.concatenate(highs))
-    )
+        threads.append((thread, starts, ends))
+    return host_merge.find_shift(threads)
 
 
 def add_to_recording(recording: Recording, trace: KinetoTrace) -> AcceleratorNotes:

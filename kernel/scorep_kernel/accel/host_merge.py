@@ -24,6 +24,9 @@ import numpy as np
 from ..formats.recording import ENTER, LEAVE, Callsites, ThreadEvents
 from ..measure.build import _order as event_order  # nested intervals -> event order
 
+SHIFT_LIMIT_NS = 1_000_000  # the largest disagreement clock_shift undoes
+NEIGHBOURS = 8  # calls each side an operator is also judged against (nest_windows)
+
 
 @dataclass(frozen=True)
 class HostIntervals:
@@ -38,8 +41,8 @@ class HostIntervals:
 
 @dataclass(frozen=True)
 class ShiftWindows:
-    """Per new interval that falls in a call: the shifts (ns, added to its times) that
-    nest it wholly in that call, ``lo[i] <= shift <= hi[i]``."""
+    """Per new interval and call it may belong in: the shifts (ns, added to its times)
+    that nest it wholly in that call, ``lo[i] <= shift <= hi[i]``."""
 
     lo: np.ndarray  # int64
     hi: np.ndarray  # int64
@@ -54,8 +57,10 @@ class _Calls:
     ends: np.ndarray  # int64
     regions: np.ndarray  # int32
     parent: np.ndarray  # int64, the enclosing call (-1: none)
+    level: np.ndarray  # int64, 1 for the outermost calls
     times: np.ndarray  # int64, the thread's event times
     open_after: np.ndarray  # int64, per event
+    call_of: np.ndarray  # int64, per event: the call it enters or leaves
 
 
 def _calls(thread: ThreadEvents) -> _Calls:
@@ -85,7 +90,16 @@ def _calls(thread: ThreadEvents) -> _Calls:
     call_of_event[leaves] = np.arange(n)
     open_after = np.where(is_enter, call_of_event, parent[call_of_event])
     regions = np.asarray(thread.regions, np.int32)
-    return _Calls(times[enters], times[leaves], regions[enters], parent, times, open_after)
+    return _Calls(
+        times[enters],
+        times[leaves],
+        regions[enters],
+        parent,
+        call_level,
+        times,
+        open_after,
+        call_of_event,
+    )
 
 
 def _clip_to_callers(s, e, ends, times, open_after) -> np.ndarray:
@@ -100,18 +114,45 @@ def _clip_to_callers(s, e, ends, times, open_after) -> np.ndarray:
     return out
 
 
-def nest_windows(thread: ThreadEvents, starts: np.ndarray, ends: np.ndarray) -> ShiftWindows:
+def _level_ranks(calls: _Calls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The calls by level, then start (disjoint at one level, so ends sorted too); each
+    call's place in that order; and where each level begins in it."""
+    by_level = np.lexsort((calls.starts, calls.level))
+    rank = np.empty(len(by_level), np.int64)
+    rank[by_level] = np.arange(len(by_level))
+    level_start = np.searchsorted(calls.level[by_level], np.arange(int(calls.level.max()) + 2))
+    return by_level, rank, level_start
+
+
+def nest_windows(
+    thread: ThreadEvents,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    at_shift: int = 0,
+    neighbours: int = NEIGHBOURS,
+    limit_ns: int = SHIFT_LIMIT_NS,
+) -> ShiftWindows:
     """For each new interval, the call of ``thread`` it falls in (the innermost one open
-    at its midpoint and at least as long as it) and the shifts that put it wholly inside
-    that call; intervals in no call are left out."""
+    at its midpoint moved by ``at_shift`` and at least as long as it), and the shifts that put it wholly inside
+    that call or another at the same stack level within ``limit_ns`` (at most
+    ``neighbours`` each side); intervals in no call are left out.
+
+    Why every call at that level: a shift larger than the gap between two calls moves an
+    operator's midpoint into the neighbouring call, and judged against that one alone it
+    votes for a shift that nests it there, not for the one that undoes the disagreement.
+    Calls at one level are disjoint, so are an interval's windows: the windows holding a
+    shift count the intervals it nests, once each."""
     s = np.asarray(starts, np.int64)
     e = np.asarray(ends, np.int64)
     calls = _calls(thread)
     if not len(calls.times) or not len(s):
         return ShiftWindows(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    mid = s + (e - s) // 2
+    mid = s + (e - s) // 2 + at_shift
     pos = np.searchsorted(calls.times, mid, side="right") - 1
     call = np.where(pos >= 0, calls.open_after[np.maximum(pos, 0)], -1)
+    # before or after every call (a recording's edge, read early or late): the
+    # outermost call nearest to it, where the shift may move it back
+    call = np.where(call >= 0, call, calls.call_of[np.maximum(pos, 0)])
     length = e - s
     while True:  # up the stack, a level per pass, past calls shorter than the interval
         short = call >= 0
@@ -120,33 +161,88 @@ def nest_windows(thread: ThreadEvents, starts: np.ndarray, ends: np.ndarray) -> 
             break
         call[short] = calls.parent[call[short]]
     has = call >= 0
-    return ShiftWindows(calls.starts[call[has]] - s[has], calls.ends[call[has]] - e[has])
+    return _level_windows(calls, call[has], s[has], e[has], neighbours, limit_ns)
 
 
-def clock_shift(windows: ShiftWindows, limit_ns: int = 1_000_000, min_gain: int = 2) -> int:
+def _level_windows(calls: _Calls, call, s, e, neighbours: int, limit_ns: int) -> ShiftWindows:
+    """The windows of intervals [s, e] against the calls at their ``call``'s level, up
+    to ``neighbours`` each side of it: those as long as the interval, within the limit."""
+    by_level, rank, level_start = _level_ranks(calls)
+    lvl = calls.level[call]
+    lo_rank, hi_rank = level_start[lvl], level_start[lvl + 1]
+    los, his = [], []
+    for j in range(-neighbours, neighbours + 1):  # a pass per neighbour, all intervals at once
+        r = rank[call] + j
+        ok = (r >= lo_rank) & (r < hi_rank)
+        other = by_level[np.where(ok, r, 0)]
+        lo = calls.starts[other] - s
+        hi = calls.ends[other] - e
+        ok &= (lo <= hi) & (lo <= limit_ns) & (hi >= -limit_ns)
+        los.append(lo[ok])
+        his.append(hi[ok])
+    return ShiftWindows(np.concatenate(los), np.concatenate(his))
+
+
+def _count_steps(windows: ShiftWindows, limit_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The number of windows holding a shift, a step function on [-limit, limit]: the
+    edges where it changes (a window's lo, the ns after its hi; and -limit, 0, limit+1)
+    and the count on [edge k, edge k+1)."""
+    lo = np.sort(np.asarray(windows.lo, np.int64))
+    hi = np.sort(np.asarray(windows.hi, np.int64))
+    edges = np.unique(np.concatenate([[-limit_ns, 0, limit_ns + 1], lo, hi + 1]))
+    edges = edges[(edges >= -limit_ns) & (edges <= limit_ns + 1)]
+    # windows holding d: those begun by d, less those ended before it
+    count = np.searchsorted(lo, edges[:-1], side="right") - np.searchsorted(hi, edges[:-1])
+    return edges, count
+
+
+def clock_shift(windows: ShiftWindows, limit_ns: int = SHIFT_LIMIT_NS, min_gain: int = 2) -> int:
     """The shift (ns, added to the framework's times) that nests the most intervals in
-    the calls they fall in, the smallest one (|shift| <= ``limit_ns``) where several do;
-    0 unless it nests at least ``min_gain`` more than no shift does.
+    calls: the middle of the widest range of shifts (|shift| <= ``limit_ns``) that nest
+    the most (ties: the range nearest 0); 0 unless it nests at least ``min_gain`` more
+    than no shift does.
 
     Why: the framework's clock and ours are calibrated apart (module doc), and an
     operator whose start lands before its caller's enter crosses the caller and is left
-    out (a shift of -10 ns loses an operator 6 ns into its call). A disagreement moves
-    every operator alike, so many gain from one shift; a single stray (a hook that
-    outlives its operator) does not, and is left out as before. The count is a step
-    function of the shift, changing only at the windows' ends: it is read there (and at
-    0) for all candidates at once, from the sorted ends."""
-    lo = np.sort(np.asarray(windows.lo, np.int64))
-    hi = np.sort(np.asarray(windows.hi, np.int64))
-    if not len(lo):
+    out. A disagreement moves every operator alike, so many gain from one shift; a single
+    stray (a hook that outlives its operator) does not, and is left out as before. The
+    range's middle, not its edge: at an edge the operators that set it just fit, and
+    the jitter between one operator and the next puts others across their call's enter
+    or leave; the middle leaves each side the most room."""
+    if not len(windows.lo):
         return 0
-    candidates = np.unique(np.concatenate([[0], lo, hi]))
-    candidates = candidates[np.abs(candidates) <= limit_ns]
-    # windows holding d: those begun by d, less those ended before it
-    nested = np.searchsorted(lo, candidates, side="right") - np.searchsorted(hi, candidates)
-    at_zero = int(nested[np.searchsorted(candidates, 0)])
-    best = candidates[nested == nested.max()]
-    shift = int(best[np.argmin(np.abs(best))])  # the smallest; ties: the negative one
-    return shift if int(nested.max()) >= at_zero + min_gain else 0
+    edges, count = _count_steps(windows, limit_ns)
+    best = int(count.max())
+    if best < int(count[np.searchsorted(edges, 0)]) + min_gain:
+        return 0
+    top = np.concatenate([[False], count == best, [False]]).astype(np.int8)
+    change = np.diff(top)
+    first = edges[np.flatnonzero(change == 1)]  # a run of the most begins here...
+    last = edges[np.flatnonzero(change == -1)] - 1  # ...and ends here (inclusive)
+    middle = first + (last - first) // 2
+    pick = np.lexsort((np.abs(middle), -(last - first)))[0]
+    return int(middle[pick])
+
+
+def find_shift(threads: list[tuple[ThreadEvents, np.ndarray, np.ndarray]], passes: int = 3) -> int:
+    """The clock shift for new intervals (starts, ends) on several threads at once (the
+    clocks are the process's): ``clock_shift`` over their ``nest_windows``, read again
+    at the midpoints that shift moves them to, until it stays (at most ``passes``).
+
+    Why again: an interval outside every call (read late past the cell's end) or in the
+    gap between two calls is judged against the call that holds everything, whose window
+    holds almost any shift and so cannot tell the right one from one a few us off; at
+    the shift found, it lies in the call it belongs to and its window says how far."""
+    shift = 0
+    for _ in range(passes):
+        parts = [nest_windows(t, s, e, at_shift=shift) for t, s, e in threads]
+        lo = np.concatenate([np.zeros(0, np.int64)] + [w.lo for w in parts])
+        hi = np.concatenate([np.zeros(0, np.int64)] + [w.hi for w in parts])
+        found = clock_shift(ShiftWindows(lo, hi))
+        if found == shift:
+            break
+        shift = found
+    return shift
 
 
 def _drop_crossing(ids: np.ndarray, kinds: np.ndarray, is_new: np.ndarray) -> np.ndarray:

@@ -43,6 +43,25 @@ def test_exclude_drops_the_module_and_what_it_calls(tmp_path):
     assert set(DEFAULT_EXCLUDE) <= set(rec.notes["filters"]["exclude"])
 
 
+def test_only_regions_entered_are_defined(tmp_path):
+    """As Score-P defines a region when it is first entered: functions dropped by a filter
+    (an excluded module, calls outside the cell) are no region of the recording, and are
+    not named (naming a method may scan the heap for its self's class)."""
+    source = "import json\ndef use():\n    return json.dumps({'a': [1, 2]}, indent=1)\n"
+    m = Measurement(tmp_path, MeasureConfig.from_mapping({"exclude": ["json"]}))
+    m.start()
+    try:
+        json_outside = __import__("json").dumps([1])  # before the cell: outside it
+        run_cell(m, "cell [1]", source + "use()\n")
+    finally:
+        rec = m.stop()
+    assert json_outside == "[1]"
+    defined = {r.name for r in rec.regions}
+    assert "__main__:use" in defined
+    assert not any(n.startswith("json") for n in defined), sorted(defined)
+    assert defined == set(names(rec)) | {"cell [1]"}
+
+
 def test_include_wins_over_exclude(tmp_path):
     config = MeasureConfig.from_mapping({"exclude": "json", "include": "json.encoder"})
     got = calls(measure(tmp_path, JSON_CELL, config))

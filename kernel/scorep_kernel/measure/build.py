@@ -18,7 +18,7 @@ from ..formats.recording import ENTER, LEAVE, ROLE_CELL, Marker, Markers, Region
 from ..region_words import thread_location_name
 from .engine import RawCalls
 from .measure_config import MeasureConfig
-from .naming import ModuleNames, c_region, code_region, matches
+from .naming import ModuleNames, c_module, c_region, code_region, matches
 from .self_class import SelfClasses
 
 
@@ -131,25 +131,35 @@ def _drop_crossing_events(ids: np.ndarray, kinds: np.ndarray, n: int) -> np.ndar
 
 
 class _Keys:
-    """Per recorded function (key): its region index, and the filter decisions."""
+    """Per recorded function (key): the filter decisions, and its region index, named only
+    when a call of it is kept (``regions_of``).
+
+    Naming costs most for methods of classes with subclasses (self_class's census of live
+    instances scans the heap: ~20 ms in a worker), and most of what a light cell records is
+    dropped: the worker's and IPython's machinery around the cell, excluded modules. A
+    function of an excluded module (and not included), a shim frame and a cell's
+    ``<module>`` never become regions at all (-1)."""
 
     def __init__(self, inp: BuildInput, regions: _RegionTable):
         cfg = inp.config
+        self._raw_keys = inp.raw.keys
+        self._regions = regions
         cell_files = tuple(c.code_filename for c in inp.cells if c.code_filename)
-        modules = ModuleNames(cell_files)
+        self._modules = ModuleNames(cell_files)
+        self._classes = SelfClasses()
         n = len(inp.raw.keys)
-        self.region = np.full(n, -1, np.int32)
+        self._region = np.full(n, -1, np.int32)
+        self._named = np.zeros(n, bool)
         self.excluded = np.zeros(n, bool)
         self.included = np.zeros(n, bool)
+        self.no_region = np.zeros(n, bool)  # never a region: excluded, or not a region itself
         self.by_file: dict[str, list[int]] = {}
-        classes = SelfClasses()
-        py = [k[1] for k in inp.raw.keys if k[0] == "py"]
-        classes.prepare([(code, modules.module(code.co_filename)) for code in py])
+        self._module_of: list[str] = []
         for i, key in enumerate(inp.raw.keys):
             if key[0] == "py":
                 code = key[1]
-                region, module = code_region(code, modules, classes)
                 filename = code.co_filename
+                module = self._modules.module(filename)
                 self.by_file.setdefault(filename, []).append(i)
                 drop_self = (
                     filename.startswith(inp.drop_file_prefixes) if inp.drop_file_prefixes else False
@@ -157,12 +167,36 @@ class _Keys:
                 if filename in cell_files and code.co_name == "<module>":
                     drop_self = True  # the cell region stands for the cell's top level
             else:
-                region, module = c_region(key[1], key[2], key[3])
+                module = c_module(key[1], key[2])
                 drop_self = False
+            self._module_of.append(module)
             self.included[i] = matches(module, cfg.include)
             self.excluded[i] = matches(module, cfg.exclude) and not self.included[i]
-            if not drop_self:
-                self.region[i] = regions.index(region)
+            self.no_region[i] = drop_self or self.excluded[i]
+
+    def regions_of(self, keys: np.ndarray) -> np.ndarray:
+        """The region index of each key (-1: none), naming those not named yet, with one
+        census of live instances for all of them."""
+        todo = [i for i in np.unique(keys).tolist() if not self._named[i]]
+        if todo:
+            self._classes.prepare(
+                [
+                    (self._raw_keys[i][1], self._module_of[i])
+                    for i in todo
+                    if self._raw_keys[i][0] == "py" and not self.no_region[i]
+                ]
+            )
+            for i in todo:
+                self._named[i] = True
+                if self.no_region[i]:
+                    continue
+                key = self._raw_keys[i]
+                if key[0] == "py":
+                    region, _ = code_region(key[1], self._modules, self._classes)
+                else:
+                    region, _ = c_region(key[1], key[2], key[3])
+                self._region[i] = self._regions.index(region)
+        return self._region[keys]
 
     def of_file(self, filename: str) -> np.ndarray:
         return np.asarray(self.by_file.get(filename, ()), np.int32)
@@ -254,7 +288,8 @@ def build_threads(
         n_raw, n_x = len(s), len(xs)
         S = np.concatenate([s, xs, cs])
         E = np.concatenate([e, xe, ce])
-        R = np.concatenate([keys.region[k], xr, cr]).astype(np.int32)
+        # the calls' regions are named below, for the calls kept; -1 here where none can be
+        R = np.concatenate([np.where(keys.no_region[k], -1, 0), xr, cr]).astype(np.int32)
         N = len(S)
         if N == 0:
             continue
@@ -329,6 +364,8 @@ def build_threads(
 
         if not kept_ev.any():
             continue
+        kept_calls = np.flatnonzero(keep[:n_raw])
+        R[kept_calls] = keys.regions_of(k[kept_calls])
         sel = order[kept_ev]
         times = np.maximum.accumulate(to_perf(np.concatenate([S, E])[sel]))
         if tid == inp.master_tid:
@@ -406,11 +443,11 @@ def _reuse_function_regions(inp: BuildInput, keys: _Keys, regions: _RegionTable)
     by_code = {id(k[1]): i for i, k in enumerate(raw.keys) if k[0] == "py"}
     for x in inp.extras:
         key = by_code.get(id(x.code)) if x.code is not None else None
-        if key is None or keys.region[key] < 0:
+        if key is None or keys.regions_of(np.array([key]))[0] < 0:
             continue
         rows = (raw.key == key) & (raw.start < x.t0)
         for tid in np.unique(raw.tid[rows]).tolist():
             starts = raw.start[rows & (raw.tid == tid)]
             if not _starts_in(inp.instrumenter_off.get(tid, []), starts).all():
-                x.region = regions.regions[keys.region[key]]
+                x.region = regions.regions[keys.regions_of(np.array([key]))[0]]
                 break

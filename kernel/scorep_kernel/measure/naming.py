@@ -104,19 +104,22 @@ def code_region(code, modules: ModuleNames, classes: SelfClasses) -> tuple[Regio
     return region, module
 
 
+def c_module(module: str | None, type_name: str | None) -> str:
+    """The module of a builtin function or method (``c_region``'s group)."""
+    if module:
+        return module
+    if type_name and "." in type_name:
+        return type_name.rsplit(".", 1)[0]
+    return "builtins"
+
+
 def c_region(module: str | None, type_name: str | None, name: str) -> tuple[Region, str]:
     """A builtin function (module-level: ``time:sleep``) or method (``builtins.list:append``)."""
+    mod = c_module(module, type_name)
     if module:
-        mod = module
         full = f"{module}:{name}"
     elif type_name:
-        if "." in type_name:
-            mod = type_name.rsplit(".", 1)[0]
-            full = f"{type_name}:{name}"
-        else:
-            mod = "builtins"
-            full = f"builtins.{type_name}:{name}"
+        full = f"{type_name}:{name}" if "." in type_name else f"builtins.{type_name}:{name}"
     else:
-        mod = "builtins"
         full = f"builtins:{name}"
     return Region(name=full, group=mod, role=ROLE_FUNCTION), mod

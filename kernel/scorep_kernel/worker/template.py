@@ -38,7 +38,10 @@ from scorep_kernel.worker.import_watch import import_all
 from scorep_kernel.worker.protocol import BlockingChannel, ChannelClosed
 
 # Imported here once, so that a forked worker has them already: what every worker loads.
+# numpy.ma: numpy 2's np.unique asks np.ma.is_masked, and a fork that never imported it
+# paid ~50 ms for it in every profiled run's recording build.
 _WORKER_MODULES = (
+    "numpy.ma",
     "scorep_kernel.measure.session",
     "scorep_kernel.shim",
     "scorep_kernel.worker.shell",

@@ -23,11 +23,13 @@ index and the MPI records for it are http/rank_routes.py.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from scorep_kernel import region_words as rw
+
+from ..trace import matrix_pairs
 
 IMBALANCE_PCT = 20.0
 COMMUNICATION_SHARE = 0.2
@@ -38,33 +40,20 @@ MATRIX_FORMS = ("dense", "pairs")
 SLOWEST_NAMED = 5  # ranks the imbalance verdict names
 
 
-class MatrixPairs(TypedDict):
-    """The non-zero cells of the N x N matrix, row-major: ``sender`` sent to ``receiver``."""
-
-    sender: list[int]
-    receiver: list[int]
-    bytes: list[int]
-    messages: list[int]
-
-
 def matrix_of(traffic: dict[str, Any], form: str = "dense") -> dict[str, Any]:
     """GET ranks' ``matrix``: dense, or (``form`` "pairs") ``size`` and ``pairs`` with
-    ``bytes`` and ``messages`` empty."""
+    ``bytes`` and ``messages`` empty. (GET ranks finds the pairs once per index:
+    ``matrix_pairs.of_index``.)"""
     dense_bytes = traffic.get("bytes") or []
     dense_messages = traffic.get("messages") or []
-    n = len(dense_bytes)
     if form != "pairs":
         return {"bytes": dense_bytes, "messages": dense_messages}
-    b = np.asarray(dense_bytes, np.int64)
-    m = np.asarray(dense_messages, np.int64).reshape(b.shape)
-    sender, receiver = np.nonzero((b != 0) | (m != 0))
-    pairs: MatrixPairs = {
-        "sender": sender.tolist(),
-        "receiver": receiver.tolist(),
-        "bytes": b[sender, receiver].tolist(),
-        "messages": m[sender, receiver].tolist(),
-    }
-    return {"bytes": [], "messages": [], "size": n, "pairs": pairs}
+    return pairs_matrix(matrix_pairs.from_dense(dense_bytes, dense_messages))
+
+
+def pairs_matrix(pairs: matrix_pairs.Pairs) -> dict[str, Any]:
+    """GET ranks' ``matrix`` in the form "pairs"."""
+    return {"bytes": [], "messages": [], "size": pairs.size, "pairs": pairs.as_json()}
 
 
 def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

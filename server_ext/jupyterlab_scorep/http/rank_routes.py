@@ -12,6 +12,7 @@ from scorep_kernel import manifest as mf
 
 from ..analysis import ranks
 from ..domain_errors import BadParameter
+from ..trace import matrix_pairs
 from ..trace.index_store import LoadedIndex
 from .experiment_reads import ExperimentReads
 
@@ -19,7 +20,8 @@ from .experiment_reads import ExperimentReads
 async def answer(
     reads: ExperimentReads, path: str | None, matrix: str | None = None
 ) -> dict[str, Any]:
-    """GET ranks (docs/API.md); ``matrix`` "pairs": the matrix as its non-zero cells."""
+    """GET ranks (docs/API.md); ``matrix`` "pairs": the matrix as its non-zero cells,
+    found once per index build (``matrix_pairs``: kept with the index)."""
     if matrix is not None and matrix not in ranks.MATRIX_FORMS:
         raise BadParameter(
             f"matrix={matrix!r} is not a matrix form: use {' or '.join(ranks.MATRIX_FORMS)}"
@@ -28,9 +30,11 @@ async def answer(
     index = await reads.index(exp, manifest)
     body = dict(await summary_of(reads, exp, index))
     if matrix == "pairs":
-        body["matrix"] = await reads.compute(
-            "the matrix's pairs", ranks.matrix_of, body["matrix"], "pairs"
+        dense = body["matrix"]
+        pairs = await reads.compute(
+            "the matrix's pairs", matrix_pairs.of_index, index, dense["bytes"], dense["messages"]
         )
+        body["matrix"] = ranks.pairs_matrix(pairs)
     body["mpi"] = manifest.get("mpi")
     return body
 

@@ -18,6 +18,8 @@ file created cost ~0.5 ms here, 3 of the 5.6 s a 1,024-rank build took)::
                          was merged at
     mt|mm|mv.npy         metric events: time, member ref, value
     ct.*.npy             call-path profile derived from the trace (see intervals.CallPaths)
+    mpi.pairs.npz        the MPI matrix's non-zero pairs, added on the first GET ranks
+                         that asks for them (matrix_pairs; not written by the build)
 
 ``index_store.LoadedIndex.array("L<i>.<column>")`` hands out location i's part of a column
 as it was stored per location before (``ptr`` as its 2-d table).

@@ -196,3 +196,57 @@ async def test_get_ranks_sends_the_matrix_as_pairs_only_when_asked(api, mpi_run)
     assert rebuilt == dense["matrix"]["bytes"] and any(map(any, rebuilt))
     code, body = await api("ranks", path=str(mpi_run), matrix="sparse")
     assert code == 400 and "matrix='sparse'" in body["message"] and "pairs" in body["message"]
+
+
+def test_get_ranks_finds_the_pairs_once_per_index_and_keeps_them_with_it(tmp_path, monkeypatch):
+    """The pairs are found in the dense matrix on the first GET ranks?matrix=pairs only:
+    kept in the loaded index, stored in its directory for a restarted server, and found
+    again once the trace changes (the index's freshness rule)."""
+    import asyncio
+    import os
+
+    from jupyterlab_scorep.http import rank_routes
+    from jupyterlab_scorep.http.service import Service
+    from jupyterlab_scorep.trace import matrix_pairs
+    from jupyterlab_scorep.trace.index_build import INDEX_NAME
+
+    exp = write_mpi_run(tmp_path / "scorep-experiments" / "mpi-run")
+    stored = exp / ".index" / INDEX_NAME / matrix_pairs.PAIRS_FILE
+    found = []
+    real_from_dense = matrix_pairs.from_dense
+    monkeypatch.setattr(
+        matrix_pairs, "from_dense", lambda *a: found.append(1) or real_from_dense(*a)
+    )
+
+    def ask(matrix):
+        svc = Service(str(tmp_path), version="test")  # a server (re)started
+        try:
+
+            async def twice():
+                first = await rank_routes.answer(svc.reads, str(exp), matrix)
+                return first, await rank_routes.answer(svc.reads, str(exp), matrix)
+
+            return asyncio.run(twice())
+        finally:
+            svc.shutdown()
+
+    dense, _ = ask(None)
+    first, second = ask("pairs")
+    expected = {"sender": [0], "receiver": [1], "bytes": [800], "messages": [1]}
+    assert dense["matrix"]["bytes"] == [[0, 800], [0, 0]]
+    assert first["matrix"] == {"bytes": [], "messages": [], "size": 2, "pairs": expected}
+    assert second == first and len(found) == 1 and stored.is_file()
+    with np.load(stored) as f:
+        assert [f[k].tolist() for k in expected] == [[0], [1], [800], [1]] and f["size"] == 2
+    written = stored.stat().st_mtime_ns
+    assert matrix_pairs.load(stored.parent, {"traces.otf2": [1, 2]}) is None  # another build's
+    # a restarted server reads them from the index's directory
+    first, _ = ask("pairs")
+    assert first["matrix"]["pairs"] == expected and len(found) == 1
+    assert stored.stat().st_mtime_ns == written
+    # a changed trace: a new index, and the pairs are found again
+    evt = next((exp / "traces").glob("*.evt"))
+    os.utime(evt, ns=(evt.stat().st_atime_ns, evt.stat().st_mtime_ns + 10**9))
+    first, second = ask("pairs")
+    assert first["matrix"]["pairs"] == expected == second["matrix"]["pairs"]
+    assert len(found) == 2 and stored.is_file()

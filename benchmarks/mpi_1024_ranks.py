@@ -107,6 +107,25 @@ def make_experiment(exp: Path) -> None:
     }))  # fmt: skip
 
 
+def finish_experiment(exp: Path) -> float:
+    """What the kernel does once the ranks of a builtin MPI cell have ended: the run is over
+    (manifest status "ok", its end and wall time, at the cell's reply), then the ranks'
+    recordings merged into one OTF2 archive and one CUBE4 profile (``files_status``
+    "ready"). The merge's wall seconds; RuntimeError when it fails. (The Galata fixture
+    ui-tests/fixtures/many_ranks.py finishes its experiment with this too.)"""
+    from scorep_kernel import manifest as mf
+    from scorep_kernel.mpi import merge
+
+    manifest = mf.read_manifest(exp)
+    end_ns = time.time_ns()
+    wall_s = (end_ns - manifest["start_ns"]) / 1e9
+    mf.update_manifest(exp, status=mf.STATUS_OK, end_ns=end_ns, wall_s=wall_s)
+    start = time.perf_counter()
+    if merge.merge_files(exp) != 0:
+        raise RuntimeError(f"merging the ranks of {exp} failed: see its manifest's errors")
+    return time.perf_counter() - start
+
+
 def fetch(server, route: str) -> tuple[float, bytes]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{server.port}/scorep/api/{route}",
@@ -145,15 +164,13 @@ def spread(values: list[float], digits: int = 1) -> str:
 
 def main() -> None:
     from scorep_kernel import manifest as mf
-    from scorep_kernel.mpi import merge
 
     with tempfile.TemporaryDirectory() as tmp:
         exp = Path(tmp) / "mpi-1024"
         make_experiment(exp)
-        start = time.perf_counter()
-        assert merge.merge_files(exp) == 0
-        merge_s = time.perf_counter() - start
+        merge_s = finish_experiment(exp)
         manifest = mf.read_manifest(exp)
+        assert (manifest["status"], manifest["files_status"]) == (mf.STATUS_OK, mf.FILES_READY)
         events = manifest["measurement"]["merge"]["events"]
         q = {"path": exp.name}
         with jupyter_server(Path(tmp)) as server:

@@ -197,3 +197,93 @@ def test_stored_levels_are_merges_of_the_level_below():
         )
         cur = want
     assert next(stored, None) is None
+
+
+def merges_equal(a: lod.Spans, b: lod.Spans) -> None:
+    for name in ("start", "end", "region", "count", "segment"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+
+
+@pytest.mark.parametrize("without_bitwise_count", [False, True])
+def test_merge_finds_the_dominant_region_as_the_merge_before(monkeypatch, without_bitwise_count):
+    """lod.merge against the merge before ``_group_dominant`` (lod_before, verbatim): ties
+    of weight, regions repeated in a pixel, region ids equal modulo 32, pixels of more
+    than 32 calls, and weights the packed maximum cannot hold (negative, >= 2**53)."""
+    import lod_before
+
+    if without_bitwise_count:  # numpy < 2
+        monkeypatch.delattr(np, "bitwise_count")
+    rng = np.random.default_rng(3)
+    for trial in range(150):
+        n = int(rng.integers(1, 2500))
+        regions = int(rng.choice([1, 2, 5, 33, 64, 300]))
+        gaps = rng.integers(0, 20, n)
+        lens = rng.choice([0, 1, 2, 5, 10, 50, 400], n)
+        start = np.cumsum(gaps + np.r_[0, lens[:-1]]).astype(np.int64)
+        end = start + lens
+        if trial % 10 == 9:  # damaged: a call that ends before it starts, or lasts ages
+            end[rng.integers(0, n)] = start[0] - 5 if trial % 20 == 9 else 2**60
+        segment = np.sort(rng.integers(0, 3, n))
+        region = rng.integers(0, regions, n).astype(np.int32)
+        count = rng.integers(1, 4, n).astype(np.int32)
+        for px in (1.5, 3.0, 8.0, 64.0, 1000.0):
+            args = (start, end, region, count, segment, px, 0)
+            merges_equal(lod.merge(*args), lod_before.merge(*args))
+
+
+def test_pixels_of_different_regions_are_merged_without_sorting(monkeypatch):
+    """A pixel whose calls are all of different regions (the common case: every call of
+    the 1,024-rank benchmark's) takes the heaviest call's region with no sort
+    (``_dominant``); pixels that repeat a region still go through it, and only they."""
+    sorted_items = []
+    real = lod._dominant
+
+    def spy(group, region, weight, n_groups):
+        sorted_items.append(group.size)
+        return real(group, region, weight, n_groups)
+
+    monkeypatch.setattr(lod, "_dominant", spy)
+    k = np.arange(4000)
+    start = (1000 * k + 1).astype(np.int64)  # calls of 499 ns every 1,000 ns, 20 regions
+    end = start + 499
+    region = (1 + k % 20).astype(np.int32)
+    ones = np.ones(k.size, np.int32)
+    merged = lod.merge(start, end, region, ones, np.zeros(k.size, np.int64), 1996.0, 0)
+    assert len(merged) < k.size and sorted_items == []
+    repeated = np.where(k % 2 == 1, region - 1, region).astype(np.int32)  # pairs of one region
+    lod.merge(start, end, repeated, ones, np.zeros(k.size, np.int64), 1996.0, 0)
+    assert sorted_items and sum(sorted_items) < k.size
+
+
+def test_levels_of_a_generated_archive_are_what_the_merge_before_built(tmp_path, monkeypatch):
+    """Every stored table of the index (levels, pointers, pixel sizes) of a generated
+    archive equals the one built with the merge before ``_group_dominant``."""
+    import lod_before
+    from experiment_factory import write_experiment
+    from test_otf2_read import RANDOM_REGIONS, random_thread
+
+    from jupyterlab_scorep.trace import index_build
+    from scorep_kernel.formats.recording import Region
+
+    regions = RANDOM_REGIONS + [Region(f"m:f{i}", "m", "/src/m.py", i) for i in range(60)]
+    threads = [
+        random_thread(21, "Master thread", 0, n_events=20_000, max_depth=5),
+        random_thread(22, "Thread 1", 1, n_events=8_000, n_regions=72, max_depth=3),
+        random_thread(23, "Thread 2", 2, n_events=4_000, n_regions=2, max_depth=8),
+    ]
+    exp = write_experiment(tmp_path / "exp", threads=threads, regions=regions, metrics=None,
+                           cubex=False)  # fmt: skip
+    now = index_build.build_index(exp, tmp_path / "now")
+    monkeypatch.setattr(lod, "merge", lod_before.merge)
+    monkeypatch.setattr(lod, "_pixel_groups", lod_before._pixel_groups)
+    before = index_build.build_index(exp, tmp_path / "before")
+    assert now["levels"] == before["levels"] and len(now["levels"]) >= 3
+    names = sorted(p.name for p in (tmp_path / "now" / index_build.INDEX_NAME).glob("*.npy"))
+    assert "start.npy" in names and "ptr.npy" in names
+    for name in names:
+        a = np.load(tmp_path / "now" / index_build.INDEX_NAME / name)
+        b = np.load(tmp_path / "before" / index_build.INDEX_NAME / name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -83,7 +84,7 @@ def load(index_dir: Path, sources: dict[str, Any]) -> Pairs | None:
                 return None
             columns = [np.asarray(f[name], np.int64) for name in _COLUMNS]
             size = int(f["size"])
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # damaged: found again
         return None
     if len({c.shape for c in columns}) != 1 or columns[0].ndim != 1:
         return None

@@ -250,3 +250,30 @@ def test_get_ranks_finds_the_pairs_once_per_index_and_keeps_them_with_it(tmp_pat
     first, second = ask("pairs")
     assert first["matrix"]["pairs"] == expected == second["matrix"]["pairs"]
     assert len(found) == 2 and stored.is_file()
+
+
+def test_stored_pairs_are_read_only_by_their_index_and_never_when_damaged(tmp_path):
+    from jupyterlab_scorep.trace import matrix_pairs
+
+    sources = {"traces.otf2": [1, 2]}
+    pairs = matrix_pairs.from_dense(
+        [[0, 5, 0], [0, 0, 0], [7, 0, 0]], [[0, 1, 0], [0, 0, 0], [2, 0, 0]]
+    )
+    assert pairs.as_json() == {
+        "sender": [0, 2],
+        "receiver": [1, 0],
+        "bytes": [5, 7],
+        "messages": [1, 2],
+    }
+    assert matrix_pairs.load(tmp_path, sources) is None  # none stored
+    assert matrix_pairs.save(tmp_path, sources, pairs)
+    back = matrix_pairs.load(tmp_path, sources)
+    assert back is not None and back.size == 3 and back.as_json() == pairs.as_json()
+    assert matrix_pairs.load(tmp_path, {"traces.otf2": [1, 3]}) is None  # another build's
+    stored = tmp_path / matrix_pairs.PAIRS_FILE
+    whole = stored.read_bytes()
+    for damaged in (whole[: len(whole) // 2], b"not a file of pairs"):
+        stored.write_bytes(damaged)
+        assert matrix_pairs.load(tmp_path, sources) is None
+    assert [p.name for p in tmp_path.iterdir()] == [matrix_pairs.PAIRS_FILE]  # no temporaries
+    assert not matrix_pairs.save(tmp_path / "gone", sources, pairs)

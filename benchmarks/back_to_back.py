@@ -17,7 +17,8 @@ Back to back is the headline (no think time); the paper cells with 2 s of think 
 between cells are the second figure. Each figure: the median over rounds of the case
 against that round's stock run, with the range. Needs torch (``make bench`` installs it).
 Run: ``flock /tmp/locks/heavy.lock .venv/bin/python benchmarks/back_to_back.py``
-(ROUNDS=3: ~6 min on 2 cores).
+(ROUNDS=3: ~6 min on 2 cores). ``BACK_TO_BACK_CASES=light,print`` runs only the cases of
+those groups (paper, think, light, print), each beside its stock run, and reports theirs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from _report import report  # noqa: E402
 from paper_overhead import EXAMPLES, cells  # noqa: E402
 
 ROUNDS = int(os.environ.get("BACK_TO_BACK_ROUNDS", "3"))
+GROUPS = ("paper", "think", "light", "print")
+CASES = [g for g in os.environ.get("BACK_TO_BACK_CASES", ",".join(GROUPS)).split(",") if g]
 THINK_S = 2.0
 SUB = {"profile": True, "backend": "builtin", "isolation": "subprocess"}
 INPROC = {"profile": True, "backend": "builtin", "isolation": "inprocess"}
@@ -96,10 +99,16 @@ def _over(cases: dict[str, list[float]], label: str, stock: str, ratio: bool = F
 
 
 def main() -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise SystemExit("back_to_back needs torch (make bench installs it)") from None
+    unknown = set(CASES) - set(GROUPS)
+    if unknown:
+        raise SystemExit(f"BACK_TO_BACK_CASES: no case group {sorted(unknown)}; use {GROUPS}")
+    if {"paper", "think"} & set(CASES):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise SystemExit(
+                "back_to_back's paper cells need torch (make bench installs it)"
+            ) from None
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     plan = [
@@ -116,6 +125,7 @@ def main() -> None:
         ("print in-process", lambda: printing("scorep-python", INPROC)),
         ("print subprocess", lambda: printing("scorep-python", SUB)),
     ]
+    plan = [(label, case) for label, case in plan if label.split()[0] in CASES]
     times: dict[str, list[float]] = {}
     for round_no in range(1, ROUNDS + 1):
         order = plan if round_no % 2 else plan[::-1]
@@ -123,42 +133,46 @@ def main() -> None:
             seconds = case()
             times.setdefault(label, []).append(seconds)
             print(f"round {round_no} {label}: {seconds:.3f} s", flush=True)
-    stock = statistics.median(times["paper stock"])
-    for label, target, limit in (
-        ("paper builtin subprocess", "<= +1.0 s", 1.0),
-        ("paper builtin subprocess raw", "<= +1.5 s", 1.5),
-    ):
-        med, note = _over(times, label, "paper stock")
-        name = label.replace("paper ", "").replace(" raw", ", raw client (no notice)")
-        report(f"two paper cells back to back, {name}, over stock", med, "s",
-               peer="stock ipykernel, same cells", peer_value=stock,
-               target=target, met=med <= limit, note=note)  # fmt: skip
-    pcts = [100 * (x / b - 1) for x, b in zip(times["paper builtin in-process"],
-                                              times["paper stock"])]  # fmt: skip
-    report("two paper cells back to back, builtin in-process, over stock",
-           statistics.median(pcts), "%", peer="stock ipykernel, same cells", peer_value=stock,
-           target="<= +10 %", met=statistics.median(pcts) <= 10.0,
-           note=f"range {min(pcts):+.1f} .. {max(pcts):+.1f} % over {len(pcts)} rounds")  # fmt: skip
-    think_stock = statistics.median(times["think stock"])
-    med, note = _over(times, "think builtin subprocess", "think stock")
-    report(f"two paper cells, {THINK_S:.0f} s think time, builtin subprocess, over stock", med,
-           "s", peer="stock ipykernel, same cells", peer_value=think_stock, note=note)  # fmt: skip
-    pcts = [100 * (x / b - 1) for x, b in zip(times["think builtin in-process"],
-                                              times["think stock"])]  # fmt: skip
-    report(f"two paper cells, {THINK_S:.0f} s think time, builtin in-process, over stock",
-           statistics.median(pcts), "%", peer="stock ipykernel, same cells",
-           peer_value=think_stock,
-           note=f"range {min(pcts):+.1f} .. {max(pcts):+.1f} % over {len(pcts)} rounds")  # fmt: skip
-    med, note = _over(times, "light builtin subprocess", "light stock")
-    report("four light cells back to back, builtin subprocess, over stock", med, "s",
-           peer="stock ipykernel, same cells", peer_value=statistics.median(times["light stock"]),
-           target="<= +0.4 s", met=med <= 0.4, note=note)  # fmt: skip
-    for label in ("print in-process", "print subprocess"):
-        med, note = _over(times, label, "print stock", ratio=True)
-        report(f"cell printing 100,000 lines, {label[6:]}, ratio to stock", med, "x",
-               peer="stock ipykernel, same cell",
-               peer_value=statistics.median(times["print stock"]),
-               target="<= 1.25x", met=med <= 1.25, note=note)  # fmt: skip
+    if "paper" in CASES:
+        stock = statistics.median(times["paper stock"])
+        for label, target, limit in (
+            ("paper builtin subprocess", "<= +1.0 s", 1.0),
+            ("paper builtin subprocess raw", "<= +1.5 s", 1.5),
+        ):
+            med, note = _over(times, label, "paper stock")
+            name = label.replace("paper ", "").replace(" raw", ", raw client (no notice)")
+            report(f"two paper cells back to back, {name}, over stock", med, "s",
+                   peer="stock ipykernel, same cells", peer_value=stock,
+                   target=target, met=med <= limit, note=note)  # fmt: skip
+        pcts = [100 * (x / b - 1) for x, b in zip(times["paper builtin in-process"],
+                                                  times["paper stock"])]  # fmt: skip
+        report("two paper cells back to back, builtin in-process, over stock",
+               statistics.median(pcts), "%", peer="stock ipykernel, same cells", peer_value=stock,
+               target="<= +10 %", met=statistics.median(pcts) <= 10.0,
+               note=f"range {min(pcts):+.1f} .. {max(pcts):+.1f} % over {len(pcts)} rounds")  # fmt: skip
+    if "think" in CASES:
+        think_stock = statistics.median(times["think stock"])
+        med, note = _over(times, "think builtin subprocess", "think stock")
+        report(f"two paper cells, {THINK_S:.0f} s think time, builtin subprocess, over stock", med,
+               "s", peer="stock ipykernel, same cells", peer_value=think_stock, note=note)  # fmt: skip
+        pcts = [100 * (x / b - 1) for x, b in zip(times["think builtin in-process"],
+                                                  times["think stock"])]  # fmt: skip
+        report(f"two paper cells, {THINK_S:.0f} s think time, builtin in-process, over stock",
+               statistics.median(pcts), "%", peer="stock ipykernel, same cells",
+               peer_value=think_stock,
+               note=f"range {min(pcts):+.1f} .. {max(pcts):+.1f} % over {len(pcts)} rounds")  # fmt: skip
+    if "light" in CASES:
+        med, note = _over(times, "light builtin subprocess", "light stock")
+        report("four light cells back to back, builtin subprocess, over stock", med, "s",
+               peer="stock ipykernel, same cells", peer_value=statistics.median(times["light stock"]),
+               target="<= +0.4 s", met=med <= 0.4, note=note)  # fmt: skip
+    if "print" in CASES:
+        for label in ("print in-process", "print subprocess"):
+            med, note = _over(times, label, "print stock", ratio=True)
+            report(f"cell printing 100,000 lines, {label[6:]}, ratio to stock", med, "x",
+                   peer="stock ipykernel, same cell",
+                   peer_value=statistics.median(times["print stock"]),
+                   target="<= 1.25x", met=med <= 1.25, note=note)  # fmt: skip
     load = os.getloadavg()
     print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(json.dumps({k: [round(x, 3) for x in v] for k, v in times.items()}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import numpy as np
 import otf2
@@ -202,3 +203,132 @@ def test_a_missing_rank_recording_fails_in_words(run_dir):
     manifest = mf.read_manifest(run_dir)
     assert manifest["files_status"] == "failed"
     assert "no rank left a recording" in manifest["errors"][-1]
+
+
+def _with_workers(exp):
+    """Each rank gets a worker thread "Thread 1 (work)" with a span: rank 0's has no MPI
+    calls (its file is encoded with numpy), rank 1's makes a Send (through libotf2)."""
+    from dataclasses import replace
+
+    from scorep_kernel.formats.recording import ThreadEvents, ThreadSpan
+
+    for r, tid in ((0, 100), (1, 200)):
+        data = pickle.loads(rank_file(exp, r).read_bytes())
+        rec, mpi = data["recording"], data["mpi"]
+        base = int(rec.threads[0].times[0])
+        regions = list(rec.regions)
+        for extra in (WORK, SEND):
+            if extra not in regions:
+                regions.append(extra)
+        work, send = regions.index(WORK), regions.index(SEND)
+        rows = [(base + MS, work, 1), (base + 3 * MS // 2, send, 1),
+                (base + 8 * MS // 5, send, 0), (base + 2 * MS, work, 0)]  # fmt: skip
+        t, reg, k = zip(*rows)
+        worker = ThreadEvents("Thread 1 (work)", tid, np.array(t, np.int64),
+                              np.array(reg, np.int32), np.array(k, np.int8),
+                              span=ThreadSpan(base + 4 * MS // 5, base + 11 * MS // 5))  # fmt: skip
+        data["recording"] = replace(rec, regions=regions, threads=[*rec.threads, worker])
+        if r == 1:  # the worker's Send: a call on its thread, one MpiSend
+            names = [*mpi.region_names, mpi_calls.region_name("Send")]
+            call = len(mpi.call_t0)
+
+            def add(a, v, dtype=np.int64):
+                return np.append(a, np.asarray([v], dtype)).astype(a.dtype)
+
+            data["mpi"] = replace(
+                mpi,
+                region_names=names,
+                call_thread=add(mpi.call_thread, tid),
+                call_t0=add(mpi.call_t0, base + 3 * MS // 2),
+                call_t1=add(mpi.call_t1, base + 8 * MS // 5),
+                call_region=add(mpi.call_region, len(names) - 1),
+                ev_call=add(mpi.ev_call, call),
+                ev_kind=add(mpi.ev_kind, mpi_calls.SEND),
+                ev_comm=add(mpi.ev_comm, 0),
+                ev_peer=add(mpi.ev_peer, 0),
+                ev_tag=add(mpi.ev_tag, 9),
+                ev_bytes=add(mpi.ev_bytes, 16),
+                ev_bytes_recv=add(mpi.ev_bytes_recv, 0),
+                ev_op=add(mpi.ev_op, 0),
+                ev_request=add(mpi.ev_request, 0),
+            )
+        rank_file(exp, r).write_bytes(pickle.dumps(data))
+    return exp
+
+
+def test_merge_writes_each_ranks_thread_records_on_the_runs_clock(run_dir, monkeypatch):
+    """Score-P's THREAD_BEGIN / THREAD_END per rank (python -m scorep --mpp=mpi
+    --thread=pthread): one GROUP PTHREAD of all thread locations, per rank its own
+    SCOREP_GROUP_PTHREAD and COMM "", the thread's lifetime on the run's clock; through both
+    of the merge's engines (numpy's encoder, libotf2 around MPI events)."""
+    import shutil
+    import subprocess
+
+    from scorep_kernel.formats import _otf2_encode, otf2_threads
+    from scorep_kernel.mpi import otf2_ranks
+
+    _with_workers(run_dir)
+    engines: list[str] = []
+    encode, around = _otf2_encode.encode, otf2_threads.around
+
+    def spy_encode(*args, thread=None, **kw):
+        engines.append("numpy" if thread is not None else "numpy, no thread")
+        return encode(*args, thread=thread, **kw)
+
+    def spy_around(writer, rec, defs, events):
+        engines.append("libotf2" if rec is not None else "libotf2, no thread")
+        return around(writer, rec, defs, events)
+
+    monkeypatch.setattr(otf2_ranks._otf2_encode, "encode", spy_encode)
+    monkeypatch.setattr(otf2_ranks.otf2_threads, "around", spy_around)
+    assert merge.main([str(run_dir)]) == 0
+    assert mf.read_manifest(run_dir)["files_status"] == "ready"
+    assert sorted(engines) == ["libotf2", "libotf2, no thread", "libotf2, no thread", "numpy"]
+    got: dict[tuple[str, str], list] = {}
+    with otf2.reader.open(str(run_dir / "traces.otf2")) as trace:
+        for location, event in trace.events:
+            got.setdefault((location.group.name, location.name), []).append(event)
+    assert sorted(got) == [("MPI Rank 0", "Master thread"), ("MPI Rank 0", "Thread 1 (work)"),
+                           ("MPI Rank 1", "Master thread"), ("MPI Rank 1", "Thread 1 (work)")]  # fmt: skip
+    contingents = []
+    for (group, name), evs in got.items():
+        kinds = [type(e).__name__ for e in evs]
+        if name == "Master thread":
+            assert "ThreadBegin" not in kinds and "ThreadEnd" not in kinds
+            continue
+        # both workers' lives on the kernel's clock: rank 1's mapped 3 ms forward
+        assert [(k, e.time - EPOCH) for k, e in zip(kinds, evs)][::len(evs) - 1] == [
+            ("ThreadBegin", 4 * MS // 5), ("ThreadEnd", 11 * MS // 5)
+        ]  # fmt: skip
+        first, last = evs[0], evs[-1]
+        assert {a.name: v for a, v in first.attributes.items()} == {
+            "ThreadId": 100 if group == "MPI Rank 0" else 200
+        }
+        assert first.sequence_count == last.sequence_count == 2**64 - 1
+        assert first.thread_contingent is last.thread_contingent
+        contingents.append((group, first.thread_contingent))
+        inner = [(k, e.time - EPOCH) for k, e in zip(kinds[1:-1], evs[1:-1])]
+        mpi_send = [("MpiSend", 3 * MS // 2)] if group == "MPI Rank 1" else []
+        assert inner == [("Enter", MS), ("Enter", 3 * MS // 2), *mpi_send,
+                         ("Leave", 8 * MS // 5), ("Leave", 2 * MS)]  # fmt: skip
+    # a COMM "" per rank, its group that rank's locations
+    assert len({id(c) for _g, c in contingents}) == 2
+    for _group, comm in contingents:
+        assert comm.name == "" and comm.group.name == "SCOREP_GROUP_PTHREAD"
+        assert str(comm.group.group_type).endswith("COMM_GROUP")
+        assert str(comm.group.paradigm).endswith("PTHREAD")
+    otf2_print = shutil.which("otf2-print") or "/opt/scorep/bin/otf2-print"
+    defs = subprocess.run([otf2_print, "-G", str(run_dir / "traces.otf2")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert re.search(r'^PARADIGM +\d+ +PTHREAD, Name: "Pthread" <\d+>, Class: THREAD_CREATE_WAIT',
+                     defs, re.M)  # fmt: skip
+    pthread = re.findall(r'^GROUP .*Name: "PTHREAD" <\d+>, Type: COMM_LOCATIONS, .*4 Members: (.*)$',
+                         defs, re.M)  # fmt: skip
+    assert len(pthread) == 1
+    assert re.findall(r'"([^"]+)" <\d+>', pthread[0]) == ["Master thread", "Thread 1 (work)"] * 2
+    per_rank = re.findall(r'^GROUP .*Name: "SCOREP_GROUP_PTHREAD" <\d+>, Type: COMM_GROUP, '
+                          r'Paradigm: "Pthread" <\d+>, Flags: NONE, 2 Members: (.*)$', defs, re.M)  # fmt: skip
+    assert [re.findall(r"(\d+) \(\"", m) for m in per_rank] == [["0", "1"], ["2", "3"]]
+    assert (
+        len(re.findall(r'^COMM .*Name: "" <\d+>, Group: "SCOREP_GROUP_PTHREAD"', defs, re.M)) == 2
+    )

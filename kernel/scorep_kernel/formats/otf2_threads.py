@@ -11,7 +11,10 @@ adapter writes them (``python -m scorep --thread=pthread``, the kernel's Score-P
   has neither (Score-P gives it PROGRAM_BEGIN / _END, which the builtin trace does not
   write).
 
-Only a Recording with a thread that has a ``span`` gets these definitions.
+Only a Recording with a thread that has a ``span`` gets these definitions. An MPI run's
+archive (``define_ranks``, as ``python -m scorep --mpp=mpi --thread=pthread`` writes it):
+one GROUP "PTHREAD" of every rank's CPU thread locations, and per rank its own GROUP
+"SCOREP_GROUP_PTHREAD" (its locations, as indices into "PTHREAD") and COMM "".
 """
 
 from __future__ import annotations
@@ -44,6 +47,30 @@ def define(defs: Any, recording: Recording, locations: list) -> ThreadDefinition
     CPU thread locations, in the recording's order)."""
     if not any(t.span is not None for t in recording.threads):
         return None
+    comm_locations(defs, locations)
+    comm = _contingent(defs, locations)
+    return ThreadDefinitions(comm, _attribute(defs))
+
+
+def define_ranks(defs: Any, ranks: list[tuple[list, bool]]) -> list[ThreadDefinitions | None]:
+    """An MPI run's definitions: ``ranks`` is, per rank in the archive's location order,
+    its CPU thread locations and whether a thread of it has a span; per rank its
+    definitions (None for a rank without a span, or when no rank has one)."""
+    if not any(spanned for _locations, spanned in ranks):
+        return [None] * len(ranks)
+    comm_locations(defs, [loc for locations, _spanned in ranks for loc in locations])
+    comms = []
+    first = 0
+    for locations, spanned in ranks:
+        members = list(range(first, first + len(locations)))  # indices into "PTHREAD"
+        comms.append(_contingent(defs, members) if spanned else None)
+        first += len(locations)
+    attribute = _attribute(defs)
+    return [None if c is None else ThreadDefinitions(c, attribute) for c in comms]
+
+
+def comm_locations(defs: Any, locations: list) -> None:
+    """PARADIGM PTHREAD and GROUP "PTHREAD" of these locations (all of the archive's)."""
     defs.paradigm(Paradigm.PTHREAD, PARADIGM_NAME, ParadigmClass.THREAD_CREATE_WAIT)
     defs.group(
         LOCATIONS_GROUP,
@@ -52,16 +79,22 @@ def define(defs: Any, recording: Recording, locations: list) -> ThreadDefinition
         group_flags=GroupFlag.NONE,
         members=locations,
     )
+
+
+def _attribute(defs: Any) -> Any:
+    return defs.attribute(ATTRIBUTE_NAME, ATTRIBUTE_DESCRIPTION, Type.UINT64)
+
+
+def _contingent(defs: Any, members: list) -> Any:
+    """A process's GROUP "SCOREP_GROUP_PTHREAD" (COMM_GROUP) and its COMM "" (returned)."""
     group = defs.group(
         COMM_GROUP,
         group_type=GroupType.COMM_GROUP,
         paradigm=Paradigm.PTHREAD,
         group_flags=GroupFlag.NONE,
-        members=locations,
+        members=members,
     )
-    comm = defs.comm("", group=group, parent=None, flags=CommFlag.NONE)
-    attribute = defs.attribute(ATTRIBUTE_NAME, ATTRIBUTE_DESCRIPTION, Type.UINT64)
-    return ThreadDefinitions(comm, attribute)
+    return defs.comm("", group=group, parent=None, flags=CommFlag.NONE)
 
 
 def records(

@@ -11,9 +11,10 @@ and the kernel's epoch offset). Output: ``traces.otf2`` (``mpi.otf2_ranks``),
 ``profile.cubex`` with a process per rank, the manifest's ``files`` and
 ``files_status``; ``.ranks/`` is removed once both files are written.
 
-Clocks: a rank's times are its ``perf_counter_ns``; ``kernel = slope * t + offset`` (from
-ranks.json: slope 1 and offset 0 for ranks on the kernel's host, which share its
-CLOCK_MONOTONIC) and the kernel's epoch offset make them epoch ns on one clock.
+Clocks: a rank's times (its threads' events and their begins and ends, ``span``) are its
+``perf_counter_ns``; ``kernel = slope * t + offset`` (from ranks.json: slope 1 and offset 0
+for ranks on the kernel's host, which share its CLOCK_MONOTONIC) and the kernel's epoch
+offset make them epoch ns on one clock.
 
 MPI events: each of a rank's recorded calls is found in its thread's events as the Enter
 of its region at the call's start time (both went through the same tracer-to-perf map, so
@@ -40,7 +41,14 @@ from scorep_kernel import experiment
 from scorep_kernel import manifest as mf
 from scorep_kernel.formats.callpath import build_profile
 from scorep_kernel.formats.cube_writer import write_cubex
-from scorep_kernel.formats.recording import ENTER, LEAVE, Recording, Region, ThreadEvents
+from scorep_kernel.formats.recording import (
+    ENTER,
+    LEAVE,
+    Recording,
+    Region,
+    ThreadEvents,
+    ThreadSpan,
+)
 from scorep_kernel.measure.mpi_calls import AT_ENTER, RankMpi
 from scorep_kernel.mpi.common import RANKS_DIR, RANKS_JSON
 from scorep_kernel.mpi.otf2_ranks import (
@@ -59,6 +67,16 @@ def _mapped(times: np.ndarray, clock: dict[str, float], epoch_offset: int) -> np
     if slope == 1.0 and offset == 0.0:
         return t + np.int64(epoch_offset)
     return np.rint(slope * t.astype(np.float64) + offset).astype(np.int64) + np.int64(epoch_offset)
+
+
+def _mapped_span(
+    span: ThreadSpan | None, clock: dict[str, float], epoch_offset: int
+) -> ThreadSpan | None:
+    """A thread's begin and end on the run's clock, as its events are mapped."""
+    if span is None:
+        return None
+    begin, end = _mapped(np.asarray([span.begin_ns, span.end_ns], np.int64), clock, epoch_offset)
+    return ThreadSpan(int(begin), int(end))
 
 
 def place_calls(
@@ -194,6 +212,7 @@ def merge(exp_dir: str | os.PathLike) -> dict[str, Any]:
                 regions=remap[np.asarray(thread.regions, np.int64)] if len(thread) else
                 np.zeros(0, np.int32),
                 kinds=np.asarray(thread.kinds, np.int8),
+                span=_mapped_span(thread.span, clock, epoch_offset),
             )  # fmt: skip
             if events is not None:
                 events.time = _mapped(events.time, clock, epoch_offset)

@@ -14,6 +14,11 @@ for one process, laid out as Score-P lays out an MPI run:
   rank's first location in rank order (Score-P's "MPI locations": a rank's MPI events are
   on its master thread), and per communicator a COMM_GROUP of its members' world ranks and
   a Comm definition (``MPI_COMM_WORLD`` ...);
+- threads (``formats.otf2_threads``): where a thread but a rank's master has a ``span``,
+  PARADIGM PTHREAD, one GROUP "PTHREAD" of every rank's thread locations and per rank its
+  own GROUP "SCOREP_GROUP_PTHREAD" and COMM ""; such a thread's THREAD_BEGIN (ThreadId =
+  its native id) comes first and its THREAD_END last, as Score-P's pthread adapter writes
+  them under ``--mpp=mpi --thread=pthread``;
 - events: per location its enters and leaves, and where it made MPI calls the MpiSend /
   MpiRecv / MpiIsend / MpiIsendComplete / MpiCollectiveBegin / MpiCollectiveEnd records
   between the call's Enter and Leave (peer as the rank in the communicator, tag, bytes).
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -47,7 +53,7 @@ from otf2.enums import (
 )
 
 from scorep_kernel import experiment
-from scorep_kernel.formats import CREATOR, _otf2_encode, _otf2_fast
+from scorep_kernel.formats import CREATOR, _otf2_encode, _otf2_fast, otf2_threads
 from scorep_kernel.formats.callpath import unique_location_names, writer_role
 from scorep_kernel.formats.cube_writer import _text
 from scorep_kernel.formats.otf2_writer import (
@@ -176,9 +182,28 @@ class _EnterLeave:
         self.done = end
 
 
+def _write_with_mpi(
+    addr: int, times, refs, kinds, ev: MpiEvents | None, comm_refs: list[int], where: str
+) -> int:
+    """A location's enters and leaves through libotf2 with its MPI events between them;
+    the number of events written."""
+    segments = _EnterLeave(addr, times, refs, kinds, where)
+    order: Any = np.argsort(ev.before, kind="stable") if ev is not None else []
+    for i in order:
+        assert ev is not None
+        segments.write_until(int(ev.before[i]))
+        _otf2_fast._check([_write_mpi(addr, ev, int(i), comm_refs)], where)
+    n = len(segments.times)
+    segments.write_until(n)
+    return n + (len(ev) if ev is not None else 0)
+
+
 def _clock(locations: list[RankLocation]) -> tuple[int, int, int]:
     firsts = [int(x.thread.times[0]) for x in locations if len(x.thread)]
     lasts = [int(x.thread.times[-1]) for x in locations if len(x.thread)]
+    spans = [x.thread.span for x in locations if x.thread.span is not None]
+    firsts += [s.begin_ns for s in spans]
+    lasts += [s.end_ns for s in spans]
     lo = min(firsts, default=time.time_ns())
     hi = max(lasts, default=lo)
     return lo, hi - lo, lo
@@ -237,6 +262,10 @@ def write_otf2_ranks(
                 otf2_locations[id(loc)] = defs.location(
                     name, type=LocationType.CPU_THREAD, group=groups[rank]
                 )
+        thread_defs = dict(zip(by_rank, otf2_threads.define_ranks(defs, [
+            ([otf2_locations[id(x)] for x in locs], any(x.thread.span is not None for x in locs))
+            for locs in by_rank.values()
+        ])))  # fmt: skip
         # regions
         used = set()
         region_defs = []
@@ -277,23 +306,24 @@ def write_otf2_ranks(
             t = loc.thread
             times = np.asarray(t.times, np.int64)
             rrefs = refs[np.asarray(t.regions, np.int64)] if len(t) else np.zeros(0, np.int64)
-            n = len(t)
             ev = loc.mpi
-            if (ev is None or not len(ev)) and _otf2_encode.supported(times, rrefs):
+            tdefs = thread_defs[loc.rank]
+            thread = otf2_threads.records(t, tdefs, 0)
+            if (ev is None or not len(ev)) and _otf2_encode.supported(times, rrefs, thread):
                 path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
-                encoded[path] = _otf2_encode.encode(times, rrefs, t.kinds, CHUNK_SIZE_EVENTS)
+                encoded[path] = _otf2_encode.encode(
+                    times, rrefs, t.kinds, CHUNK_SIZE_EVENTS, thread=thread
+                )
+                n = len(t) + (0 if thread is None else 2)
             else:
                 addr = _otf2_fast.handle_address(event_writer)
                 where = f"the events of rank {loc.rank}'s {t.name!r}"
                 k = len(ev) if ev is not None else 0
-                segments = _EnterLeave(addr, times, rrefs, t.kinds, where)
-                order: Any = np.argsort(ev.before, kind="stable") if ev is not None else []
-                for i in order:
-                    assert ev is not None
-                    segments.write_until(int(ev.before[i]))
-                    _otf2_fast._check([_write_mpi(addr, ev, int(i), comm_refs)], where)
-                segments.write_until(n)
-                n += k
+                n = otf2_threads.around(
+                    event_writer, thread, tdefs,
+                    functools.partial(_write_with_mpi, addr, times, rrefs, t.kinds, ev,
+                                      comm_refs, where),
+                )  # fmt: skip
                 mpi_events += k
             location._number_of_events_written = n
             events += n

@@ -125,6 +125,65 @@ def test_ring_and_allreduce(kernel, n):
                 assert list(visits.cnode_values(cnode)) == [1] * n
 
 
+THREADED = """
+import threading
+from mpi4py import MPI
+
+def work():
+    return sum(i * i for i in range(20000))
+
+worker = threading.Thread(target=work, name="work")
+worker.start()
+worker.join()
+tid = worker.native_id
+MPI.COMM_WORLD.Barrier()
+"""
+
+
+def test_a_thread_on_each_rank_has_its_thread_records(kernel):
+    """Score-P's THREAD_BEGIN / THREAD_END on each rank's worker (its own COMM "" of its
+    rank's SCOREP_GROUP_PTHREAD, ThreadId = its native id), within the rank's cell on the
+    run's clock; the master threads have none."""
+    import otf2
+
+    result = kernel.run(THREADED, mpi_meta(2, gather=["tid"]), timeout=120)
+    assert result.status == "ok", result.reply
+    tids = kernel.value("tid")
+    manifest = wait_files(Path(result.bundle()["path"]))
+    assert manifest["files_status"] == "ready", manifest["errors"]
+    anchor = Path(result.bundle()["path"]) / "traces.otf2"
+    got: dict[tuple[str, str], list] = {}
+    with otf2.reader.open(str(anchor)) as trace:
+        for location, event in trace.events:
+            got.setdefault((location.group.name, location.name), []).append(event)
+    cell = f"cell [{manifest['cells'][0]['execution_count']}]"
+    for r in range(2):
+        group = f"MPI Rank {r}"
+        master = got[(group, "Master thread")]
+        assert not [e for e in master if "Thread" in type(e).__name__]
+        enter = next(
+            e.time for e in master if type(e).__name__ == "Enter" and e.region.name == cell
+        )
+        leave = next(
+            e.time for e in master if type(e).__name__ == "Leave" and e.region.name == cell
+        )
+        worker = got[(group, "Thread 1 (work)")]
+        begin, end = worker[0], worker[-1]
+        assert (type(begin).__name__, type(end).__name__) == ("ThreadBegin", "ThreadEnd")
+        assert {a.name: v for a, v in begin.attributes.items()} == {"ThreadId": tids[r]}
+        assert begin.thread_contingent is end.thread_contingent
+        assert begin.thread_contingent.group.name == "SCOREP_GROUP_PTHREAD"
+        assert enter <= begin.time <= worker[1].time and worker[-2].time <= end.time <= leave
+    lines = [line.split() for line in events(anchor) if line.startswith("THREAD_")]
+    assert sorted((x[0], x[1]) for x in lines) == [("THREAD_BEGIN", "1"), ("THREAD_BEGIN", "3"),
+                                                   ("THREAD_END", "1"), ("THREAD_END", "3")]  # fmt: skip
+    assert len({x[-4] for x in lines}) == 2  # a contingent per rank: "" <0>, "" <1>
+    defs = definitions(anchor)
+    assert (
+        sum(1 for line in defs if line.startswith("COMM") and "SCOREP_GROUP_PTHREAD" in line) == 2
+    )
+
+
 def test_a_rank_that_raises_is_named_and_rank_0_state_comes_back(kernel):
     code = (
         "from mpi4py import MPI\nr = MPI.COMM_WORLD.Get_rank()\nafter_raise = 'rank 0 ran'\n"

@@ -241,6 +241,57 @@ def test_a_written_thread_with_its_records_reads_as_libotf2_reads_it(tmp_path, d
         np.testing.assert_array_equal(d.signed_regions, ev.signed_regions)
 
 
+def test_an_mpi_runs_thread_files_read_as_libotf2_reads_them(tmp_path, decode):
+    """The builtin MPI merge's archive (mpi.otf2_ranks): each rank's worker with its
+    THREAD_BEGIN / THREAD_END, the contingent of its own rank (COMM refs 0 and 1); rank 1's
+    worker and master also with MPI events (libotf2 wrote those files). Files without MPI
+    events decode with both decoders; the native scanner reads every file; the server's
+    read_trace gives what libotf2's callbacks give."""
+    from scorep_kernel.formats.recording import Region, ThreadEvents, ThreadSpan
+    from scorep_kernel.mpi.otf2_ranks import MpiEvents, RankLocation, write_otf2_ranks
+
+    epoch = 1_700_000_000_000_000_000
+    times = epoch + np.array([10, 20, 30, 40], np.int64)
+    regions, kinds = np.array([0, 1, 1, 0], np.int32), np.array([1, 1, 0, 0], np.int8)
+
+    def send(before: int, at: int) -> MpiEvents:
+        one = np.ones(1, np.int64)
+        return MpiEvents(before=one * before, time=one * at, kind=one * 1, comm=one * 0,
+                         peer=one * 0, tag=one * 3, nbytes=one * 8, nbytes_recv=one * 0,
+                         op=one * 0, request=one * 0)  # fmt: skip
+
+    locations = []
+    for rank in (0, 1):
+        master = ThreadEvents("Master thread", 10 + rank, times, regions, kinds)
+        worker = ThreadEvents("Thread 1 (work)", 20 + rank, times + 1, regions, kinds,
+                              span=ThreadSpan(epoch + 5, epoch + 60))  # fmt: skip
+        mpi = (None, None) if rank == 0 else (send(2, epoch + 20), send(2, epoch + 21))
+        locations += [
+            RankLocation(rank, "a", master, mpi[0]),
+            RankLocation(rank, "a", worker, mpi[1]),
+        ]
+    write_otf2_ranks(locations, [Region("m:f", "m"), Region("m:Send", "MPI")],
+                     [("MPI_COMM_WORLD", (0, 1))], {"m:Send": "point2point"}, tmp_path)  # fmt: skip
+    for ref in (1, 3):  # the workers' files begin with THREAD_BEGIN's ATTRIBUTE_LIST
+        assert (tmp_path / "traces" / f"{ref}.evt").read_bytes()[27] == 0x06
+    pairs = both(tmp_path, decode)
+    assert len(pairs) == 4
+    for (ev, d), loc in zip(pairs, locations):
+        if d is None:
+            assert loc.mpi is not None and decode is otf2_decode.decode, f"{ev.ref} fell back"
+            continue
+        np.testing.assert_array_equal(d.times, ev.times)
+        np.testing.assert_array_equal(d.signed_regions, ev.signed_regions)
+    assert [d is not None for (_ev, d), loc in zip(pairs, locations) if loc.mpi is None] == [
+        True
+    ] * 2
+    _defs, fallback = otf2_read.read_trace(str(tmp_path / "traces.otf2"), decoder="callbacks")
+    _defs, served = otf2_read.read_trace(str(tmp_path / "traces.otf2"))
+    for a, b in zip(fallback, served):
+        np.testing.assert_array_equal(a.times, b.times)
+        np.testing.assert_array_equal(a.signed_regions, b.signed_regions)
+
+
 @functools.cache
 def _small_file(threads: bool = False) -> np.ndarray:
     """~3000 events in 4 KiB chunks, from the writer's encoder; with ``threads``, between

@@ -230,6 +230,9 @@ class Manifest(_ManifestCore, total=False):
     writers: list[WriterRecord]
     timings: dict[str, float]  # phase -> seconds
     thread_names: dict[str, str]  # Score-P's thread location -> the Python thread's name
+    # an MPI run under Score-P, whose names repeat across ranks: per location group
+    # ("MPI Rank r"), Score-P's thread location -> the Python thread's name
+    group_thread_names: dict[str, dict[str, str]]
     run: str  # the cell metadata's "run": the multi-cell run this cell began
     mpi: MpiRecord
     script: str  # ``python -m scorep_kernel.script``: the script that ran
@@ -252,6 +255,7 @@ class ManifestChanges(TypedDict, total=False):
     errors: Sequence[str]  # appended to the manifest's
     timings: dict[str, float]
     thread_names: dict[str, str]
+    group_thread_names: dict[str, dict[str, str]]
     mpi: MpiRecord
 
 

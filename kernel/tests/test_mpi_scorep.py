@@ -95,3 +95,63 @@ def test_two_ranks_under_scorep(tmp_path):
         assert by_region["MPI_Sendrecv"] == [80, 160]
     finally:
         kernel.shutdown()
+
+
+THREADED = """
+import threading
+from mpi4py import MPI
+
+def work():
+    return sum(i * i for i in range(20000))
+
+worker = threading.Thread(target=work, name="work")
+worker.start()
+worker.join()
+MPI.COMM_WORLD.Barrier()
+"""
+
+
+def test_each_ranks_thread_is_named_in_its_group(tmp_path):
+    """Score-P names a rank's Python thread "Orphan thread 1" on every rank; the manifest's
+    group_thread_names, the server's read_trace and profile.cubex say "Thread 1 (work)" in
+    each rank's group (OTF2's definitions stay as Score-P wrote them)."""
+    from pycubexr import CubexParser
+
+    from jupyterlab_scorep.trace import otf2_read
+
+    kernel = KernelHandle(tmp_path)
+    try:
+        meta = {"scorep": {"profile": True, "backend": "scorep", "mpi": {"ranks": 2}}}
+        result = kernel.run(THREADED, meta, timeout=240)
+        assert result.status == "ok", result.reply
+        exp = Path(result.bundle()["path"])
+        manifest = wait_files(exp, 180)
+        assert manifest["files_status"] == "ready", manifest["errors"]
+    finally:
+        kernel.shutdown()
+    defs = subprocess.run([scorep_tool("otf2-print"), "-G", str(exp / "traces.otf2")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    orphans = re.findall(
+        r'^LOCATION .*Name: "Orphan thread 1" .*Group: "(MPI Rank \d)"', defs, re.M
+    )
+    assert orphans == ["MPI Rank 0", "MPI Rank 1"]
+    shown = {"Orphan thread 1": "Thread 1 (work)"}
+    assert manifest["group_thread_names"] == {"MPI Rank 0": shown, "MPI Rank 1": shown}
+    definitions, _events = otf2_read.read_trace(str(exp / "traces.otf2"))
+    names = sorted((x["group"], x["name"]) for x in definitions.locations)
+    assert names == [
+        (f"MPI Rank {r}", n) for r in (0, 1) for n in ("Master thread", "Thread 1 (work)")
+    ]
+    with CubexParser(str(exp / "profile.cubex")) as cube:
+        assert [loc.name for loc in cube.get_locations()] == [
+            "Master thread",
+            "Thread 1 (work)",
+        ] * 2
+    anchor = subprocess.run(["tar", "-xOf", str(exp / "profile.cubex"), "anchor.xml"],
+                            capture_output=True, check=True).stdout.decode()  # fmt: skip
+    groups = re.findall(
+        r"<locationgroup[^>]*>\s*<name>([^<]*)</name>(.*?)</locationgroup>", anchor, re.S
+    )
+    assert [(g, re.findall(r"<location [^>]*>\s*<name>([^<]*)</name>", body)) for g, body in groups] == [
+        (f"MPI Rank {r}", ["Master thread", "Thread 1 (work)"]) for r in (0, 1)
+    ]  # fmt: skip

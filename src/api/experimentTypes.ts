@@ -116,6 +116,9 @@ export interface IManifest {
   timings?: Record<string, number>;
   /** Score-P's thread location -> the Python thread's name */
   thread_names?: Record<string, string>;
+  /** an MPI run under Score-P: per location group ("MPI Rank r"), Score-P's thread
+   * location -> the Python thread's name (names repeat across ranks) */
+  group_thread_names?: Record<string, Record<string, string>>;
   /** the multi-cell run this experiment belongs to (the cell metadata's "run") */
   run?: string;
   mpi?: IManifestMpi;

@@ -27,6 +27,8 @@ NO_OUT_OF_BAND = 1 << 62  # state.pack's threshold: every buffer in band
 # "1": the kernel treats every rank as on another host (the namespace in band, clocks
 # probed, the node sampled by its first rank), to try and test the multi-host paths on one
 ENV_AS_REMOTE = "SCOREP_KERNEL_MPI_AS_REMOTE"
+# A rank's process location group, as Score-P names it (and the builtin merge writes it)
+RANK_GROUP_NAME = "MPI Rank {rank}"
 
 
 def rank_file(exp_dir: str | os.PathLike, rank: int) -> Path:

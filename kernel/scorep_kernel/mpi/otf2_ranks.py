@@ -66,6 +66,7 @@ from scorep_kernel.formats.otf2_writer import (
     define_region,
 )
 from scorep_kernel.formats.recording import Region, ThreadEvents
+from scorep_kernel.mpi.common import RANK_GROUP_NAME
 
 # event kinds (measure.mpi_calls)
 SEND, RECV, ISEND, ISEND_COMPLETE, IRECV_REQUEST, IRECV, COLL_BEGIN, COLL_END = range(1, 9)
@@ -77,7 +78,6 @@ MPI_ROLES = {
     "coll_all2all": RegionRole.COLL_ALL2ALL,
     "coll_other": RegionRole.COLL_OTHER,
 }
-RANK_GROUP_NAME = "MPI Rank {rank}"
 
 
 @dataclass

@@ -110,6 +110,8 @@ class MpiRun(RunBase):
         self.cell = CellOnRanks(self, mpi, self._stopped)
         self.metrics = RunMetrics()
         self._interrupted = asyncio.Event()
+        # Score-P's ranks: per location group ("MPI Rank r"), {native id: Python name}
+        self.python_threads: dict[str, dict[str, str]] = {}
 
     @property
     def links(self) -> RankPool:
@@ -331,6 +333,12 @@ class MpiRun(RunBase):
             notes = stopped.get(0)
             if notes is not None and notes.notes:
                 extra["measurement"] = dict(notes.notes)
+            # Score-P's ranks: each rank's Python threads, to name its thread locations
+            self.python_threads = {
+                common.RANK_GROUP_NAME.format(rank=r): dict(s.notes.get("python_threads") or {})
+                for r, s in sorted(stopped.items())
+                if s.notes and "python_threads" in s.notes
+            }
             files = answers[msg.FilesDone]
             failed = [f"rank {r}: {e}" for r, f in sorted(files.items()) for e in f.errors]
             statuses = {r: f.status for r, f in files.items()}
@@ -358,7 +366,7 @@ class MpiRun(RunBase):
     async def _files(self) -> None:
         assert self.exp_dir is not None
         files = RunFiles(self.exp_dir, self.links, self.keep, self.backend, self.scorep_env,
-                         self.tool(), self.side.kept_ranks.merger)  # fmt: skip
+                         self.tool(), self.side.kept_ranks.merger, self.python_threads)  # fmt: skip
         await files.write()
 
     async def abort(self) -> None:

@@ -1,16 +1,17 @@
 """The end of an MPI run: the manifest's record of the run's ranks, hosts and settings
 (``mpi_manifest``), the system metrics of every host written on the kernel's clock
 (``RunMetrics``, which samples them while the run is open), and after the reply the files
-(``RunFiles``): Score-P's experiment noted, or the builtin ranks' recordings merged by
-``mpi.merge`` in a process of its own. ``mpi.run.MpiRun`` holds the first two and makes
-the third when it finishes."""
+(``RunFiles``): Score-P's experiment noted (each rank's threads named as its Python
+threads), or the builtin ranks' recordings merged by ``mpi.merge`` in a process of its
+own. ``mpi.run.MpiRun`` holds the first two and makes the third when it finishes."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from scorep_kernel.mpi import common
 from scorep_kernel.mpi.clocks import clock_map
 from scorep_kernel.mpi.merger import Merger, merge_once
 from scorep_kernel.mpi.rank_pool import Rank, RankPool, quiet_send
-from scorep_kernel.runs import scorep_backend
+from scorep_kernel.runs import scorep_backend, scorep_threads
 from scorep_kernel.settings import MpiSettings
 from scorep_kernel.worker import protocol as msg
 
@@ -147,6 +148,8 @@ class RunFiles:
     scorep_env: dict[str, str]
     tool: str | None  # what measured the run ("Score-P 8.4")
     merger: Merger  # the kernel's, beside kept ranks
+    # Score-P's ranks: per location group ("MPI Rank r"), {native id: Python thread name}
+    python_threads: dict[str, dict[str, str]] = field(default_factory=dict)
 
     async def write(self) -> None:
         exp_dir = self.exp_dir
@@ -156,6 +159,7 @@ class RunFiles:
             # fresh ranks end with the run (Score-P writes its files as they end)
             code = None if kept else await pool.wait_launcher(600.0)
             if self.backend == "scorep":
+                await self._name_scorep_threads()
                 self._note_scorep_files(code)
                 return
             manifest = mf.read_manifest(exp_dir)
@@ -198,6 +202,16 @@ class RunFiles:
         finally:
             if not kept:
                 pool.disconnect()
+
+    async def _name_scorep_threads(self) -> None:
+        """Each rank's "Orphan thread N" named as its Python thread, in its own group
+        (``runs.scorep_threads``): profile.cubex renamed, the manifest's
+        ``group_thread_names``."""
+        names = await asyncio.to_thread(
+            scorep_threads.name_group_threads, self.exp_dir, self.python_threads
+        )
+        if names:
+            mf.update_manifest(self.exp_dir, group_thread_names=names)
 
     def _note_scorep_files(self, code: int | None) -> None:
         files = scorep_backend.written_files(self.exp_dir)

@@ -258,20 +258,41 @@ def definitions_of(records: GlobalRecords) -> Definitions:
     )
 
 
-def thread_names_of(anchor: str) -> dict[str, str]:
-    """The manifest's ``thread_names`` beside the archive at ``anchor`` ({Score-P's
-    location name: the Python thread's, as the builtin tracer names it}; {} when none)."""
+@dataclass(frozen=True)
+class ThreadNames:
+    """The manifest's names for Score-P's thread locations: ``by_group`` (an MPI run's
+    ``group_thread_names``: {location group: {Score-P's name: ours}}) first, then
+    ``by_name`` (``thread_names``: {Score-P's name: ours})."""
+
+    by_name: dict[str, str]
+    by_group: dict[str, dict[str, str]]
+
+    def shown(self, group: str, name: str) -> str:
+        return self.by_group.get(group, {}).get(name) or self.by_name.get(name) or name
+
+
+def thread_names_of(anchor: str) -> ThreadNames:
+    """The manifest's ``thread_names`` and ``group_thread_names`` beside the archive at
+    ``anchor`` (empty when none)."""
     try:
         manifest = mf.read_manifest(Path(anchor).parent)
     except ex.ExperimentError:
-        return {}
-    names = manifest.get("thread_names")
+        return ThreadNames({}, {})
+    groups = manifest.get("group_thread_names")
+    return ThreadNames(
+        _names(manifest.get("thread_names")),
+        {str(g): _names(n) for g, n in groups.items()} if isinstance(groups, dict) else {},
+    )
+
+
+def _names(names: object) -> dict[str, str]:
     if not isinstance(names, dict):
         return {}
     return {str(k): str(v) for k, v in names.items() if isinstance(v, str) and v}
 
 
-def rename_locations(definitions: Definitions, names: dict[str, str]) -> None:
-    """Show Score-P's "Orphan thread N" as the Python thread it was."""
+def rename_locations(definitions: Definitions, names: ThreadNames) -> None:
+    """Show Score-P's "Orphan thread N" as the Python thread it was (looked up in its
+    location group first: under MPI every rank has its "Orphan thread 1")."""
     for location in definitions.locations:
-        location["name"] = names.get(location["name"], location["name"])
+        location["name"] = names.shown(location.get("group") or "", location["name"])

@@ -192,3 +192,39 @@ def test_known_recording_reads_back(tmp_path):
     assert roles["__main__:<cell 1>"] == "cell" and roles["__main__:f"] == "function"
     assert [e.times.size for e in events] == [12, 8, 0]
     assert events[2].metric_times.size == 11 * 4
+
+
+def test_score_p_thread_names_are_looked_up_by_group_then_by_name(tmp_path):
+    """Under MPI every rank has its "Orphan thread 1": the manifest's group_thread_names
+    names a location in its group; a group it does not name falls back to thread_names
+    (what older manifests hold), and without either the names are the trace's."""
+    from scorep_kernel import manifest as mf
+    from scorep_kernel.mpi.otf2_ranks import RankLocation, write_otf2_ranks
+
+    times = 1_700_000_000_000_000_000 + np.array([10, 20], np.int64)
+    regions, kinds = np.array([0, 0], np.int32), np.array([1, 0], np.int8)
+    locations = [
+        RankLocation(rank, "a", ThreadEvents(name, 1, times, regions, kinds))
+        for rank in (0, 1)
+        for name in ("Master thread", "Orphan thread 1")
+    ]
+    write_otf2_ranks(locations, [Region("m:f", "m")], [], {}, tmp_path)
+
+    def names() -> list[tuple[str, str]]:
+        definitions, _events = read_trace(str(tmp_path / "traces.otf2"))
+        return [(x["group"], x["name"]) for x in definitions.locations]
+
+    mf.write_manifest(tmp_path, mf.new_manifest("x", backend="scorep", isolation="subprocess"))
+    as_written = [
+        (f"MPI Rank {r}", n) for r in (0, 1) for n in ("Master thread", "Orphan thread 1")
+    ]
+    assert names() == as_written
+    mf.update_manifest(tmp_path, thread_names={"Orphan thread 1": "Thread 1 (old)"})
+    assert [n for _g, n in names()] == ["Master thread", "Thread 1 (old)"] * 2
+    mf.update_manifest(
+        tmp_path, group_thread_names={"MPI Rank 1": {"Orphan thread 1": "Thread 1 (work)"}}
+    )
+    assert names() == [
+        ("MPI Rank 0", "Master thread"), ("MPI Rank 0", "Thread 1 (old)"),
+        ("MPI Rank 1", "Master thread"), ("MPI Rank 1", "Thread 1 (work)"),
+    ]  # fmt: skip

@@ -205,7 +205,7 @@ def test_a_missing_rank_recording_fails_in_words(run_dir):
     assert "no rank left a recording" in manifest["errors"][-1]
 
 
-def _with_workers(exp):
+def _with_workers(exp, ranks=(0, 1)):
     """Each rank gets a worker thread "Thread 1 (work)" with a span: rank 0's has no MPI
     calls (its file is encoded with numpy), rank 1's makes a Send (through libotf2)."""
     from dataclasses import replace
@@ -213,6 +213,8 @@ def _with_workers(exp):
     from scorep_kernel.formats.recording import ThreadEvents, ThreadSpan
 
     for r, tid in ((0, 100), (1, 200)):
+        if r not in ranks:
+            continue
         data = pickle.loads(rank_file(exp, r).read_bytes())
         rec, mpi = data["recording"], data["mpi"]
         base = int(rec.threads[0].times[0])
@@ -332,3 +334,24 @@ def test_merge_writes_each_ranks_thread_records_on_the_runs_clock(run_dir, monke
     assert (
         len(re.findall(r'^COMM .*Name: "" <\d+>, Group: "SCOREP_GROUP_PTHREAD"', defs, re.M)) == 2
     )
+
+
+def test_a_rank_without_threads_still_has_its_contingent(run_dir):
+    """As Score-P (--mpp=mpi --thread=pthread, a thread on rank 0 only): rank 1's master
+    alone in its own SCOREP_GROUP_PTHREAD and COMM "", and no thread records there."""
+    import shutil
+    import subprocess
+
+    _with_workers(run_dir, ranks=(0,))
+    assert merge.main([str(run_dir)]) == 0
+    otf2_print = shutil.which("otf2-print") or "/opt/scorep/bin/otf2-print"
+    defs = subprocess.run([otf2_print, "-G", str(run_dir / "traces.otf2")],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    per_rank = re.findall(r'^GROUP .*Name: "SCOREP_GROUP_PTHREAD" .*Members?: (.*)$', defs, re.M)
+    assert [re.findall(r'(\d+) \("', m) for m in per_rank] == [["0", "1"], ["2"]]
+    assert len(re.findall(r'^COMM .*Group: "SCOREP_GROUP_PTHREAD"', defs, re.M)) == 2
+    events = subprocess.run([otf2_print, str(run_dir / "traces.otf2")],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert [line.split()[:2] for line in events.splitlines() if line.startswith("THREAD_")] == [
+        ["THREAD_BEGIN", "1"], ["THREAD_END", "1"]
+    ]  # fmt: skip

@@ -55,18 +55,19 @@ def define(defs: Any, recording: Recording, locations: list) -> ThreadDefinition
 def define_ranks(defs: Any, ranks: list[tuple[list, bool]]) -> list[ThreadDefinitions | None]:
     """An MPI run's definitions: ``ranks`` is, per rank in the archive's location order,
     its CPU thread locations and whether a thread of it has a span; per rank its
-    definitions (None for a rank without a span, or when no rank has one)."""
+    definitions (all None when no rank has a span). Score-P gives every rank its group
+    and COMM, one with only its master thread too."""
     if not any(spanned for _locations, spanned in ranks):
         return [None] * len(ranks)
     comm_locations(defs, [loc for locations, _spanned in ranks for loc in locations])
     comms = []
     first = 0
-    for locations, spanned in ranks:
+    for locations, _spanned in ranks:
         members = list(range(first, first + len(locations)))  # indices into "PTHREAD"
-        comms.append(_contingent(defs, members) if spanned else None)
+        comms.append(_contingent(defs, members))
         first += len(locations)
     attribute = _attribute(defs)
-    return [None if c is None else ThreadDefinitions(c, attribute) for c in comms]
+    return [ThreadDefinitions(c, attribute) for c in comms]
 
 
 def comm_locations(defs: Any, locations: list) -> None:

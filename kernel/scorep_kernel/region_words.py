@@ -153,12 +153,13 @@ def cell_region_count(region_name: str) -> int | None:
 
 def is_cell_region(region_name: str, group: str | None = None) -> bool:
     """Whether a region is a cell's own: named ``cell [n]`` (or the older ``:cell [n]``), or
-    any region of group "cell" (a cell the user labelled) but a function of a module named
-    ``cell`` (``cell:f``, which the bindings also put in group "cell") and a user region or
-    an import by its name."""
+    any region of group "cell" (a cell the user labelled) but a function or method of a
+    module named ``cell`` (``cell:f``, ``cell.K:m``, which the bindings also put in group
+    "cell") and a user region or an import by its name."""
     if cell_region_count(region_name) is not None:
         return True
-    return group == CELL_GROUP and region_module(region_name) not in _NOT_CELLS
+    module = region_module(region_name) or ""
+    return group == CELL_GROUP and module.split(".", 1)[0] not in _NOT_CELLS
 
 
 def cell_region_label(region_name: str, group: str | None = None) -> str | None:

@@ -47,6 +47,7 @@ def test_a_cell_is_shown_alike_under_both_backends():
         ("cell [3]", "cell", rw.ROLE_CELL),
         ("cell [3]", None, rw.ROLE_CELL),  # by its name, where no group was read
         ("cell:f", "cell", rw.ROLE_FUNCTION),  # a function of a module named cell
+        ("cell.K:m", "cell", rw.ROLE_FUNCTION),  # a method of a class of that module
         ("training loop", "__main__", rw.ROLE_FUNCTION),
         ("user:phase", "cell", rw.ROLE_USER),
     ],

@@ -9,12 +9,23 @@ own interpreter lock; a thread waits for its exit (``waitpid`` holds no lock) an
 says so. The child touches nothing of the kernel's sockets and threads (only the forking
 thread exists in it) and leaves by ``os._exit``. Where fork is not available, or fails,
 the caller writes in a thread as before.
+
+A fork can hang in the child before any of its Python runs: CPython 3.8-3.11 before the
+fix of gh-112275 take the runtime's thread-state lock in ``PyOS_AfterFork_Child`` before
+resetting it, so a fork made while another thread of the kernel held it deadlocks the
+child for ever (seen here in a full test run, Python 3.11.7: the run's files stayed
+"pending" and ``jupyter scorep run`` waited for them until killed). So the child says it
+is alive (a byte on a pipe) before anything else; a child that has not said so within
+``STARTED_WITHIN_S`` is killed, and the files are written by ``instead`` (a thread of the
+kernel) after all.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import select
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -26,26 +37,39 @@ log = logging.getLogger("scorep_kernel")
 
 # How the child ends when writing raised (write_all itself never raises).
 _FAILED = 3
+# A healthy child says it is alive right after the fork returns in it (microseconds; under
+# load, when it is scheduled): only a child stuck in the fork itself stays silent this long.
+STARTED_WITHIN_S = 10.0
 
 
 def write_in_child(
-    exp_dir: Path, recording: Recording, on_done: Callable[[], None] | None = None
+    exp_dir: Path,
+    recording: Recording,
+    on_done: Callable[[], None] | None = None,
+    instead: Callable[[Callable[[], None] | None], None] | None = None,
 ) -> int | None:
     """Fork a process that writes the run's files; returns its pid, or None where no
     fork could be made (the caller writes them itself). ``on_done`` is called from a
-    thread of this process once the child has ended."""
+    thread of this process once the child has ended. ``instead(on_done)`` writes the
+    files where the child hung in the fork (module doc); it then calls ``on_done``."""
     if not hasattr(os, "fork"):
         return None
     from scorep_kernel.measure.files import write_all  # imported before the fork
 
+    alive_r, alive_w = os.pipe()
     try:
         pid = os.fork()
     except OSError as e:
+        os.close(alive_r)
+        os.close(alive_w)
         log.info("could not fork a writer for %s (%s): written in a thread", exp_dir, e)
         return None
     if pid == 0:  # the child: write, and leave without running the kernel's exit code
         code = _FAILED
         try:
+            os.close(alive_r)
+            os.write(alive_w, b"1")
+            os.close(alive_w)
             try:
                 os.nice(19)
                 os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -57,18 +81,54 @@ def write_in_child(
             pass
         finally:
             os._exit(code)
+    os.close(alive_w)
     threading.Thread(
-        target=_reap, args=(pid, exp_dir, on_done), name="scorep-files-process", daemon=True
+        target=_reap,
+        args=(pid, alive_r, exp_dir, on_done, instead),
+        name="scorep-files-process",
+        daemon=True,
     ).start()
     return pid
 
 
-def _reap(pid: int, exp_dir: Path, on_done: Callable[[], None] | None) -> None:
+def _started(pid: int, alive_r: int) -> bool:
+    """Whether the child said it is alive within STARTED_WITHIN_S; else it is killed."""
+    try:
+        readable, _, _ = select.select([alive_r], [], [], STARTED_WITHIN_S)
+        if readable and os.read(alive_r, 1) == b"1":
+            return True
+    finally:
+        os.close(alive_r)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return False
+
+
+def _reap(
+    pid: int,
+    alive_r: int,
+    exp_dir: Path,
+    on_done: Callable[[], None] | None,
+    instead: Callable[[Callable[[], None] | None], None] | None,
+) -> None:
+    started = _started(pid, alive_r)
     try:
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
     except ChildProcessError:  # reaped by someone else: the manifest says how it went
         code = 0
+    if not started:
+        log.warning(
+            "the process forked to write %s's files hung in the fork (CPython gh-112275): "
+            "killed; the files are written in a thread instead",
+            exp_dir,
+        )
+        if instead is not None:
+            instead(on_done)
+            return
+        code = -signal.SIGKILL
     if code != 0:
         mf.settle(
             exp_dir,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,13 @@ class InprocessRun(RunBase):
         try:
             # A process of its own (the next cell keeps the interpreter lock to itself),
             # else a thread at idle priority.
-            if files_process.write_in_child(self.exp_dir, recording, done) is None:
-                self.measurement.write_files(recording, background=True, on_done=done)
+            measurement = self.measurement
+
+            def in_a_thread(on_done: Callable[[], None] | None) -> None:
+                measurement.write_files(recording, background=True, on_done=on_done)
+
+            if files_process.write_in_child(self.exp_dir, recording, done, in_a_thread) is None:
+                in_a_thread(done)
         except Exception as e:
             mf.update_manifest(
                 self.exp_dir,

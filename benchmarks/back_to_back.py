@@ -72,13 +72,44 @@ def paper(kernel_name: str, profile: dict | None, notice: bool, think: float) ->
     return total
 
 
+EXPERIMENT_MIME = "application/vnd.scorep.experiment+json"
+# per profiled light cell, its manifest's "timings" (the kernel's and worker's phases, s)
+LIGHT_PHASES: list[dict[str, float]] = []
+
+
 def light(kernel_name: str) -> float:
+    paths = []
     with kernel(kernel_name, cwd=str(EXAMPLES)) as k:
         if kernel_name != "python3":
             k.notice([SUB] * len(LIGHT))
         time.sleep(1.0)
-        meta = SUB if kernel_name != "python3" else None
-        return sum(_run(k, code, meta) for code in LIGHT)
+        meta = {"scorep": SUB} if kernel_name != "python3" else {}
+        total = 0.0
+        for code in LIGHT:
+            r = k.run(code, metadata=meta)
+            if r.status != "ok":
+                raise SystemExit(f"a cell failed: {r.error}")
+            total += r.seconds
+            bundle = r.mime(EXPERIMENT_MIME)
+            if bundle:
+                paths.append(Path(bundle["path"]))
+    for path in paths:
+        manifest = json.loads((path / "manifest.json").read_text())
+        LIGHT_PHASES.append(manifest.get("timings") or {})
+    return total
+
+
+def _light_phases() -> None:
+    """Where a light profiled cell's time goes: the median of each phase over all of them."""
+    phases = sorted({k for t in LIGHT_PHASES for k in t})
+    medians = {k: statistics.median(t.get(k, 0.0) for t in LIGHT_PHASES) for k in phases}
+    top = sorted(medians.items(), key=lambda kv: -kv[1])[:6]
+    print("light cell phases, median ms over", len(LIGHT_PHASES), "cells:",
+          ", ".join(f"{k} {1e3 * v:.1f}" for k, v in top))  # fmt: skip
+    if "recording_build" in medians:
+        report("light profiled cell: recording build (median)",
+               round(1e3 * medians["recording_build"], 1), "ms",
+               note="manifest timings of each light cell, all rounds")  # fmt: skip
 
 
 def printing(kernel_name: str, profile: dict | None) -> float:
@@ -166,6 +197,7 @@ def main() -> None:
         report("four light cells back to back, builtin subprocess, over stock", med, "s",
                peer="stock ipykernel, same cells", peer_value=statistics.median(times["light stock"]),
                target="<= +0.4 s", met=med <= 0.4, note=note)  # fmt: skip
+        _light_phases()
     if "print" in CASES:
         for label in ("print in-process", "print subprocess"):
             med, note = _over(times, label, "print stock", ratio=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_kernel_harness import KernelHandle, wait_files
+from test_mpi_cells import THREADED  # a thread on each rank, its native id as tid
 
 from scorep_kernel.measure.detect import detect_scorep
 
@@ -95,20 +96,6 @@ def test_two_ranks_under_scorep(tmp_path):
         assert by_region["MPI_Sendrecv"] == [80, 160]
     finally:
         kernel.shutdown()
-
-
-THREADED = """
-import threading
-from mpi4py import MPI
-
-def work():
-    return sum(i * i for i in range(20000))
-
-worker = threading.Thread(target=work, name="work")
-worker.start()
-worker.join()
-MPI.COMM_WORLD.Barrier()
-"""
 
 
 def test_each_ranks_thread_is_named_in_its_group(tmp_path):

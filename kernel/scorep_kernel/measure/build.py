@@ -443,11 +443,12 @@ def _reuse_function_regions(inp: BuildInput, keys: _Keys, regions: _RegionTable)
     by_code = {id(k[1]): i for i, k in enumerate(raw.keys) if k[0] == "py"}
     for x in inp.extras:
         key = by_code.get(id(x.code)) if x.code is not None else None
-        if key is None or keys.regions_of(np.array([key]))[0] < 0:
+        region = -1 if key is None else int(keys.regions_of(np.array([key]))[0])
+        if region < 0:
             continue
         rows = (raw.key == key) & (raw.start < x.t0)
         for tid in np.unique(raw.tid[rows]).tolist():
             starts = raw.start[rows & (raw.tid == tid)]
             if not _starts_in(inp.instrumenter_off.get(tid, []), starts).all():
-                x.region = regions.regions[keys.regions_of(np.array([key]))[0]]
+                x.region = regions.regions[region]
                 break

@@ -208,6 +208,41 @@ def test_a_method_of_a_class_whose_subclass_is_alive_too_keeps_its_class(tmp_pat
     assert "__main__.K:m" in got and "__main__.S:m" not in got
 
 
+def test_a_method_of_a_large_hierarchy_is_named_by_its_one_live_class(tmp_path, monkeypatch):
+    """Past REFERRERS_UP_TO candidate classes the census takes the type of every tracked
+    object (one get_referrers pass compares each reference with every class asked for: 205
+    ms for torch's nn.Module family in the paper's kernel): K has 24 subclasses, only S7 has
+    an instance, so K.m called on it is ``__main__.S7:m`` as the bindings name it."""
+    from scorep_kernel.measure import self_class
+
+    subclasses = "".join(f"class S{i}(K):\n    pass\n" for i in range(24))
+    source = "class K:\n    def m(self):\n        return 1\n" + subclasses + "s = S7()\ns.m()\n"
+    assert self_class.REFERRERS_UP_TO < 24 + 1  # K and its subclasses
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    rec, _, _ = measure(tmp_path, source, namespace=main.__dict__)
+    assert "__main__.S7:m" in names(rec) and "__main__.K:m" not in names(rec)
+
+
+def test_both_ways_of_the_census_find_the_same_live_classes(monkeypatch):
+    from scorep_kernel.measure import self_class
+
+    class Meta(type):
+        pass
+
+    class Base:
+        pass
+
+    family = [type(f"C{i}", (Base,), {}) for i in range(30)]
+    made = Meta("Made", (), {})  # a class is an instance of its metaclass
+    keep = [family[3](), family[17](), made]
+    wanted = {Base, Meta, *family}
+    by_types = self_class.live_types(wanted)
+    monkeypatch.setattr(self_class, "REFERRERS_UP_TO", len(wanted))
+    assert self_class.live_types(wanted) == by_types == {family[3], family[17], Meta}
+    assert keep
+
+
 def test_only_calls_beneath_the_cell_code_are_recorded(tmp_path):
     def outside_helper():
         return sum(range(10))

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -21,13 +22,15 @@ import numpy as np
 from scorep_kernel import manifest as mf
 from scorep_kernel import region_words as rw
 
+from ..accel.kineto_trace import KinetoTrace
 from ..accel.torch_session import TorchProfiling
 from ..formats.recording import ROLE_IMPORT, Recording, Region, ThreadSpan
 from . import engine, imports, machine_speed
 from .build import BuildInput, CellSpan, ExtraRegion, build_threads
+from .engine import RawCalls
 from .io_recorder import IoRecorder
 from .measure_config import MeasureConfig
-from .sampler import MetricSampler
+from .sampler import MetricSampler, MetricSamples
 from .thread_clock import ThreadClocks
 from .thread_hooks import ThreadLifetimes
 from .user_recorder import UserRecorder
@@ -97,6 +100,19 @@ class _Cell:
             m._notes.append(note.strip())
             sys.stderr.write(note)
         return False
+
+
+@dataclass(frozen=True)
+class Halted:
+    """What ``Measurement.halt`` took from the tracer, the sampler and torch.profiler: all
+    ``build`` needs besides the Measurement itself, which no longer changes."""
+
+    stop_t: float  # the tracer's clock (ns) when the run stopped
+    end_perf: int  # perf_counter_ns at the stop
+    raw: RawCalls
+    metrics: MetricSamples
+    kineto: KinetoTrace | None
+    cell_time: mf.CellTimeRecord
 
 
 class Measurement:
@@ -194,9 +210,17 @@ class Measurement:
 
     def stop(self) -> Recording:
         """Stop tracer and sampler, close what is open, build the Recording."""
+        return self.build(self.halt())
+
+    def halt(self) -> Halted:
+        """Stop tracer, sampler and torch.profiler and take what they recorded, without
+        building the Recording: the data is in hand and nothing of the measurement runs any
+        more (the next cell can start); ``build`` makes the Recording from it, later or in
+        another process (an in-process run builds it in the process that writes its files,
+        runs.files_process). The cells' time (``Halted.cell_time``) is known here."""
         global _active
         if self._state != "running":
-            raise RuntimeError(f"stop() needs a running Measurement (state {self._state})")
+            raise RuntimeError(f"halt() needs a running Measurement (state {self._state})")
         stop_t = self._now()
         if not self._tracer.collecting and self._cap_hit_ns is None:
             # VizTracer stops by itself when a return does not match its stack (it warns
@@ -219,7 +243,6 @@ class Measurement:
         _active = None
         self._state = "stopped"
         metrics = self._sampler.stop()
-        t_built = time.perf_counter()
         pair1 = self._tracer.clock_pair()
         if self._tracer.recorded >= self._tracer.capacity:
             self._notes.append(
@@ -228,12 +251,22 @@ class Measurement:
             )
         raw = self._tracer.extract()
         self._apply_cap(raw)
-        self.user.close_open(stop_t, np.unique(raw.tid).tolist())
-        self._notes += self.user.notes
         to_perf = _clock_map(self._pair0, pair1)
         self.to_perf = to_perf  # for readings of now() taken by others (an MPI rank's calls)
         if self._cap_cut is not None:
             self._cap_hit_ns = int(to_perf(np.array([self._cap_cut]))[0])
+        halted = Halted(stop_t, end_perf, raw, metrics, kineto, self._cell_times(to_perf))
+        self.stop_timings = {"tracer_stop": time.perf_counter() - t_stop}
+        return halted
+
+    def build(self, halted: Halted) -> Recording:
+        """The Recording of a halted run (``halt``): the calls nested, filtered and named,
+        the threads' records, the notes; kept as ``self.recording``."""
+        t_built = time.perf_counter()
+        raw, to_perf = halted.raw, self.to_perf
+        assert to_perf is not None
+        self.user.close_open(halted.stop_t, np.unique(raw.tid).tolist())
+        self._notes += self.user.notes
         master = self._master_tid if self._master_tid is not None else self._start_tid
         inp = BuildInput(
             raw=raw,
@@ -250,7 +283,7 @@ class Measurement:
         regions, threads = build_threads(inp, to_perf)
         for t in threads:  # Score-P's THREAD_BEGIN / _END, on every thread but the master
             if t.thread_id != master and len(t):
-                run = (self._start_perf, end_perf)
+                run = (self._start_perf, halted.end_perf)
                 before = t.thread_id in self._before_start
                 span = self._lifetimes.span(
                     t.thread_id, int(t.times[0]), int(t.times[-1]), run, before
@@ -263,20 +296,19 @@ class Measurement:
             threads=threads,
             clock_offset_ns=self._offset_ns,
             start_ns=self._start_perf,
-            end_ns=end_perf,
+            end_ns=halted.end_perf,
             hostname=socket.gethostname(),
             pid=os.getpid(),
-            metrics=metrics,
+            metrics=halted.metrics,
             notes=notes,
             io_handles=list(self._io.handles) if self._io is not None else [],
         )
-        if kineto is not None or self._torch.notes:
-            self._add_accelerators(kineto)
+        if halted.kineto is not None or self._torch.notes:
+            self._add_accelerators(halted.kineto)
         self._split_time(self.recording)
-        self.recording.notes["cell_time"] = self._cell_times(to_perf)
-        t_end = time.perf_counter()
+        self.recording.notes["cell_time"] = halted.cell_time
         # The two parts of stop() for the manifest's "timings" (the caller's business).
-        self.stop_timings = {"tracer_stop": t_built - t_stop, "recording_build": t_end - t_built}
+        self.stop_timings["recording_build"] = time.perf_counter() - t_built
         return self.recording
 
     def write_files(

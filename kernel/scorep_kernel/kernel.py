@@ -40,7 +40,7 @@ from scorep_kernel.mpi.config import parse_mpi_magic
 from scorep_kernel.mpi.kept_ranks import KeptRanks
 from scorep_kernel.mpi.run import MpiRun
 from scorep_kernel.peer_magics import PeerMagics
-from scorep_kernel.profiled_cells_notice import Expectation, read_notice
+from scorep_kernel.profiled_cells_notice import Expectation, from_the_extension, read_notice
 from scorep_kernel.profiled_cells_notice import register as register_notice
 from scorep_kernel.runs.base import CellRequest, RunBase, error_reply
 from scorep_kernel.runs.faults import RunFailed
@@ -131,6 +131,10 @@ class ScorePKernel(IPythonKernel):
         # What the spare is made for before any subprocess run: from JupyterLab's notice
         # that the notebook holds cells profiled in a subprocess (profiled_cells_notice).
         self.expected_recipe: WorkerRecipe | None = None
+        # The extension's notice came (JupyterLab with our panel, which reads an
+        # experiment's numbers from the server): an in-process run's display need not wait
+        # for its Recording (runs.inprocess_run).
+        self.panel_frontend = False
         # Whether the frontend sends cell metadata; the note when it sends none
         self.frontend = FrontendWatch()
         if self.shell is not None:
@@ -421,6 +425,7 @@ class ScorePKernel(IPythonKernel):
         cells): where one will run in a subprocess, the spare is prepared now, so that
         the first such cell does not pay an interpreter start and the notebook's imports."""
         expectation = read_notice(data, self.scorep_settings, self.availability)
+        self.panel_frontend = self.panel_frontend or from_the_extension(data)
         settings = expectation.settings
         if settings is not None and self.pool.last_recipe is None:
             recipe = WorkerRecipe(settings.backend, experiment_parent=settings.experiment_parent)

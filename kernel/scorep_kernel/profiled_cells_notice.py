@@ -63,13 +63,19 @@ class Expectation:
     settings: CellSettings | None = None
 
 
+def from_the_extension(data: object) -> bool:
+    """Whether ``data`` is a notice as the extension sends it (its version): the frontend
+    renders experiments with the extension's panel."""
+    return isinstance(data, dict) and data.get("version") == VERSION
+
+
 def read_notice(
     data: object, kernel_settings: KernelSettings, availability: Availability
 ) -> Expectation:
     from scorep_kernel.cell_metadata import parse_cell_metadata
     from scorep_kernel.settings import SettingsError
 
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    if not isinstance(data, dict) or not from_the_extension(data):
         return Expectation("not needed", f"not a version-{VERSION} notice: {data!r:.80}")
     cells = data.get("profiled_cells")
     if not isinstance(cells, list):

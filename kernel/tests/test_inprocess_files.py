@@ -71,17 +71,21 @@ def test_a_writer_stuck_in_its_fork_is_killed_and_a_thread_writes(tmp_path, monk
     done = threading.Event()
     writers: list[int] = []
 
-    def instead(on_done):
-        writers.append(threading.get_native_id())
-        m.write_files(recording, background=True, on_done=on_done)
+    summaries = []
 
-    pid = files_process.write_in_child(exp, recording, done.set, instead)
+    def instead(on_summary, on_done):
+        writers.append(threading.get_native_id())
+        files_process.build_and_write(exp, lambda: recording, on_summary)
+        on_done()
+
+    pid = files_process.write_in_child(exp, lambda: recording, summaries.append, done.set, instead)
     assert pid == children[0]
     assert done.wait(60), "the files were never written"
     manifest = mf.read_manifest(exp)
     assert manifest["files_status"] == "ready", manifest.get("errors")
     assert manifest["measurement"]["written_by_pid"] == os.getpid()
     assert len(writers) == 1
+    assert [s.events for s in summaries] == [recording.event_count]
     with otf2.reader.open(str(exp / "traces.otf2")) as trace:
         assert any(r.name == "__main__:f" for r in trace.definitions.regions)
     with pytest.raises(ChildProcessError):  # killed and reaped: nothing left behind

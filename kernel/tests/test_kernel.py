@@ -248,7 +248,7 @@ def test_trace_holds_the_cell_and_its_calls_not_the_machinery(kernels, meta):
     machinery = [r for r in regions if r.split(".")[0].split(":")[0] in
                  ("IPython", "ipykernel", "scorep_kernel", "zmq", "tornado", "asyncio", "threading")]  # fmt: skip
     assert machinery == [], machinery[:5]
-    summary = result.bundle()["summary"]
+    summary = profiled.final_display(result)[MIME]["summary"]
     assert summary["events"] == len(regions) * 2
     assert summary["top"] and any("traced_fn" in name for name, _ in summary["top"])
 

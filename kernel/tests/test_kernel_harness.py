@@ -154,6 +154,25 @@ class KernelHandle:
             if reply["parent_header"].get("msg_id") == msg_id:
                 return CellResult(reply["content"], messages, t0)
 
+    def final_display(self, result: CellResult, timeout: float = 60.0) -> dict[str, Any]:
+        """The data of the cell's experiment display as it ends: an in-process run's display
+        is updated (update_display_data, its id) once the Recording is built, which is
+        after the reply; other displays are final as sent."""
+        display = next(c for c in result.of("display_data") if MIME in c["data"])
+        display_id = (display.get("transient") or {}).get("display_id")
+        if display_id is None:
+            return display["data"]
+        updates = [c for c in result.of("update_display_data")
+                   if c["transient"].get("display_id") == display_id]  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while not updates:
+            m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            content = m["content"]
+            if (m["msg_type"] == "update_display_data"
+                    and content["transient"].get("display_id") == display_id):  # fmt: skip
+                updates.append(content)
+        return updates[-1]["data"]
+
     def run(self, code: str, metadata: dict[str, Any] | None = None, timeout: float = 60.0,
             user_expressions: dict[str, str] | None = None) -> CellResult:  # fmt: skip
         t0 = time.monotonic()

@@ -3,8 +3,10 @@ imports that the spare worker takes off a profiled cell's path."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from test_kernel_harness import PROFILE_IN, PROFILE_SUB, KernelHandle
+from test_kernel_harness import MIME, PROFILE_IN, PROFILE_SUB, KernelHandle, wait_files
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -77,6 +79,40 @@ def test_timings_are_the_parts_of_the_cells_time(kernel, metadata, phases):
     until_idle = result.messages[-1][0]
     assert timings["cell"] >= 0.3
     assert sum(timings.values()) <= until_idle + 0.05, (timings, until_idle)
+
+
+def test_an_in_process_recording_is_built_after_the_reply_by_the_files_process(tmp_path):
+    """With the extension's panel (its notice came), the reply does not wait for the
+    Recording's build (issue 22): the kernel's phases hold no recording_build; the process
+    that writes the files built it (its pid and the seconds it took are in the manifest),
+    and the display's text is updated with what it found. (Without the notice the text's
+    numbers come with the reply: test_display_text, and the conformance suite.)"""
+    kernel = KernelHandle(tmp_path)
+    try:
+        _built_after_the_reply(kernel)
+    finally:
+        kernel.shutdown()
+
+
+def _built_after_the_reply(kernel: KernelHandle) -> None:
+    kernel.notice({"version": 1, "profiled_cells": [PROFILE_IN["scorep"]]})
+    kernel_pid = kernel.value("__import__('os').getpid()")
+    code = "def g(n):\n    return n if n < 2 else g(n - 1) + g(n - 2)\nr = g(15)"
+    result = kernel.run(code, PROFILE_IN)
+    assert result.status == "ok", result.reply
+    first = result.bundle()
+    assert first["summary"]["events"] is None and first["summary"]["top"] == []
+    assert "recording_build" not in result.manifest()["timings"]
+    final = kernel.final_display(result)[MIME]
+    assert final["id"] == first["id"]
+    assert final["summary"]["events"] > 2 * 1000 and any(
+        name.endswith(":g") for name, _ in final["summary"]["top"]
+    ), final["summary"]
+    manifest = wait_files(Path(first["path"]))
+    assert manifest["files_status"] == "ready", manifest.get("errors")
+    measurement = manifest["measurement"]
+    assert measurement["events"] == final["summary"]["events"]
+    assert measurement["written_by_pid"] != kernel_pid and measurement["build_s"] > 0
 
 
 def test_modules_a_profiled_cell_imported_are_preloaded_by_the_next_worker(kernel):

@@ -8,6 +8,8 @@ thread that ran the cells (a thread that only sleeps ranks low); else its exclus
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from scorep_kernel.formats.recording import ENTER, ROLE_CELL, Recording
@@ -92,3 +94,38 @@ def top_and_measured_or_empty(
         return top_and_measured(recording, n)
     except Exception:
         return [], None
+
+
+@dataclass(frozen=True)
+class DisplaySummary:
+    """What a profiled cell's display says of its recording: the events, the top regions
+    and what their shares are of (``top_and_measured``)."""
+
+    events: int
+    top: list[tuple[str, float]]
+    measured_s: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"events": self.events, "top": self.top, "measured_s": self.measured_s}
+
+    @classmethod
+    def from_json(cls, data: object) -> DisplaySummary:
+        """As ``to_json`` wrote it; ValueError naming the key otherwise."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a display summary is an object, not {type(data).__name__}")
+        events, top, measured = data.get("events"), data.get("top"), data.get("measured_s")
+        if not isinstance(events, int):
+            raise ValueError(f"display summary: events must be an int, not {events!r}")
+        if not isinstance(top, list) or not all(
+            isinstance(t, list) and len(t) == 2 and isinstance(t[0], str) for t in top
+        ):
+            raise ValueError(f"display summary: top must be [[name, seconds]...], not {top!r}")
+        if measured is not None and not isinstance(measured, (int, float)):
+            raise ValueError(f"display summary: measured_s must be seconds, not {measured!r}")
+        return cls(events, [(str(n), float(t)) for n, t in top], measured)
+
+
+def display_summary(recording: Recording, n: int = 5) -> DisplaySummary:
+    """The display's numbers of ``recording`` (top regions empty if they cannot be had)."""
+    top, measured_s = top_and_measured_or_empty(recording, n)
+    return DisplaySummary(recording.event_count, top, measured_s)

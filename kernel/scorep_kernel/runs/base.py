@@ -59,6 +59,8 @@ class KernelSide(Protocol):
     def tasks(self) -> BackgroundTasks: ...
     @property
     def kept_ranks(self) -> KeptRanks: ...  # MPI ranks kept up between cells
+    @property
+    def panel_frontend(self) -> bool: ...  # the extension's panel shows the experiments
 
     def defer(self, call: Callable[[], None]) -> None:
         """Run ``call`` once the current cell's reply is sent."""

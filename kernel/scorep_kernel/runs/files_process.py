@@ -1,4 +1,4 @@
-"""An in-process run's files, written by a process of their own.
+"""An in-process run's Recording and files, made by a process of their own.
 
 Written in a thread of the kernel (at idle priority), the OTF2 and CUBE4 writers still
 take the kernel's interpreter lock in turn with the next cell, which Run All sends at once:
@@ -9,6 +9,11 @@ own interpreter lock; a thread waits for its exit (``waitpid`` holds no lock) an
 says so. The child touches nothing of the kernel's sockets and threads (only the forking
 thread exists in it) and leaves by ``os._exit``. Where fork is not available, or fails,
 the caller writes in a thread as before.
+
+The child also builds the Recording from what ``Measurement.halt`` took (issue 22: the reply
+does not wait for the build; the paper's training cell built for 95-255 ms in the kernel) and
+sends the display's numbers (``DisplaySummary``: events, top regions) back on its pipe as
+one JSON text as soon as it has them, before writing the files; ``on_summary`` gets them.
 
 A fork can hang in the child before any of its Python runs: CPython 3.8-3.11 before the
 fix of gh-112275 take the runtime's thread-state lock in ``PyOS_AfterFork_Child`` before
@@ -22,6 +27,7 @@ kernel) after all.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -32,6 +38,7 @@ from pathlib import Path
 
 from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import Recording
+from scorep_kernel.measure.top_regions import DisplaySummary, display_summary
 
 log = logging.getLogger("scorep_kernel")
 
@@ -41,20 +48,68 @@ _FAILED = 3
 # load, when it is scheduled): only a child stuck in the fork itself stays silent this long.
 STARTED_WITHIN_S = 10.0
 
+OnSummary = Callable[[DisplaySummary], None]
+OnDone = Callable[[], None]
+
+
+def build_and_write(
+    exp_dir: Path, build: Callable[[], Recording], on_summary: OnSummary | None
+) -> None:
+    """Build the Recording, say its display summary, write the files (in the child, or in
+    a thread where no child could be had). write_all records its own failures."""
+    from scorep_kernel.measure.files import write_all
+
+    recording = build()
+    if on_summary is not None:
+        on_summary(display_summary(recording))
+    write_all(exp_dir, recording)
+
+
+def build_and_write_in_thread(
+    exp_dir: Path,
+    build: Callable[[], Recording],
+    on_summary: OnSummary | None,
+    on_done: OnDone | None,
+) -> None:
+    """``build_and_write`` in a thread of this process at the scheduler's idle priority
+    (that thread only, Linux; an unprivileged thread cannot come back from SCHED_IDLE, and
+    this one ends when the files are written); ``on_done`` when it ends."""
+
+    def work() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):  # not Linux, or not allowed: as before
+            pass
+        try:
+            build_and_write(exp_dir, build, on_summary)
+        except Exception as e:  # write_all records its own failures; this is the build's
+            mf.update_manifest(
+                exp_dir,
+                files_status=mf.FILES_FAILED,
+                errors=[f"building the recording failed: {type(e).__name__}: {e}"],
+            )
+        finally:
+            if on_done is not None:
+                on_done()
+
+    threading.Thread(target=work, name="scorep-write-files", daemon=True).start()
+
 
 def write_in_child(
     exp_dir: Path,
-    recording: Recording,
-    on_done: Callable[[], None] | None = None,
-    instead: Callable[[Callable[[], None] | None], None] | None = None,
+    build: Callable[[], Recording],
+    on_summary: OnSummary | None = None,
+    on_done: OnDone | None = None,
+    instead: Callable[[OnSummary | None, OnDone | None], None] | None = None,
 ) -> int | None:
-    """Fork a process that writes the run's files; returns its pid, or None where no
-    fork could be made (the caller writes them itself). ``on_done`` is called from a
-    thread of this process once the child has ended. ``instead(on_done)`` writes the
-    files where the child hung in the fork (module doc); it then calls ``on_done``."""
+    """Fork a process that builds the run's Recording (``build``) and writes its files;
+    returns its pid, or None where no fork could be made (the caller does it itself).
+    ``on_summary`` and then ``on_done`` are called from a thread of this process, once the
+    child has the summary and once it has ended. ``instead(on_summary, on_done)`` does the
+    work where the child hung in the fork (module doc)."""
     if not hasattr(os, "fork"):
         return None
-    from scorep_kernel.measure.files import write_all  # imported before the fork
+    from scorep_kernel.measure import files  # noqa: F401  (imported before the fork)
 
     alive_r, alive_w = os.pipe()
     try:
@@ -64,18 +119,22 @@ def write_in_child(
         os.close(alive_w)
         log.info("could not fork a writer for %s (%s): written in a thread", exp_dir, e)
         return None
-    if pid == 0:  # the child: write, and leave without running the kernel's exit code
+    if pid == 0:  # the child: build, write, and leave without running the kernel's exit code
         code = _FAILED
         try:
             os.close(alive_r)
             os.write(alive_w, b"1")
-            os.close(alive_w)
             try:
                 os.nice(19)
                 os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             except (AttributeError, OSError):
                 pass
-            write_all(exp_dir, recording)
+
+            def say(summary: DisplaySummary) -> None:
+                os.write(alive_w, json.dumps(summary.to_json()).encode())
+                os.close(alive_w)
+
+            build_and_write(exp_dir, build, say)
             code = 0
         except BaseException:
             pass
@@ -84,7 +143,7 @@ def write_in_child(
     os.close(alive_w)
     threading.Thread(
         target=_reap,
-        args=(pid, alive_r, exp_dir, on_done, instead),
+        args=(pid, alive_r, exp_dir, on_summary, on_done, instead),
         name="scorep-files-process",
         daemon=True,
     ).start()
@@ -93,12 +152,9 @@ def write_in_child(
 
 def _started(pid: int, alive_r: int) -> bool:
     """Whether the child said it is alive within STARTED_WITHIN_S; else it is killed."""
-    try:
-        readable, _, _ = select.select([alive_r], [], [], STARTED_WITHIN_S)
-        if readable and os.read(alive_r, 1) == b"1":
-            return True
-    finally:
-        os.close(alive_r)
+    readable, _, _ = select.select([alive_r], [], [], STARTED_WITHIN_S)
+    if readable and os.read(alive_r, 1) == b"1":
+        return True
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -106,14 +162,36 @@ def _started(pid: int, alive_r: int) -> bool:
     return False
 
 
+def _summary(alive_r: int) -> DisplaySummary | None:
+    """The child's display summary: its pipe's text up to the end (None if it ended
+    without one: it failed before, and the manifest says how)."""
+    chunks = []
+    while chunk := os.read(alive_r, 65536):
+        chunks.append(chunk)
+    if not chunks:
+        return None
+    try:
+        return DisplaySummary.from_json(json.loads(b"".join(chunks)))
+    except ValueError as e:
+        log.warning("the files process's summary could not be read: %s", e)
+        return None
+
+
 def _reap(
     pid: int,
     alive_r: int,
     exp_dir: Path,
-    on_done: Callable[[], None] | None,
-    instead: Callable[[Callable[[], None] | None], None] | None,
+    on_summary: OnSummary | None,
+    on_done: OnDone | None,
+    instead: Callable[[OnSummary | None, OnDone | None], None] | None,
 ) -> None:
-    started = _started(pid, alive_r)
+    try:
+        started = _started(pid, alive_r)
+        summary = _summary(alive_r) if started else None
+    finally:
+        os.close(alive_r)
+    if summary is not None and on_summary is not None:
+        on_summary(summary)
     try:
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
@@ -126,7 +204,7 @@ def _reap(
             exp_dir,
         )
         if instead is not None:
-            instead(on_done)
+            instead(on_summary, on_done)
             return
         code = -signal.SIGKILL
     if code != 0:

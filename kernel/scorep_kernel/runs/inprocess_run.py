@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from scorep_kernel import manifest as mf
 from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
-from scorep_kernel.measure.session import Measurement
-from scorep_kernel.measure.top_regions import top_and_measured_or_empty
+from scorep_kernel.measure.session import Halted, Measurement
+from scorep_kernel.measure.top_regions import DisplaySummary, display_summary
 from scorep_kernel.runs import files_process, inprocess_output
 from scorep_kernel.runs.base import CellRequest, RunBase
 from scorep_kernel.shim import preload_scorep_shim
@@ -93,59 +94,86 @@ class InprocessRun(RunBase):
             return
         self.finished = True
         extra: mf.ManifestChanges = {}
-        recording = None
+        halted = recording = None
         if self.measurement is not None:
             try:
-                recording = self.measurement.stop()
+                halted = self.measurement.halt()
+                if not self.side.panel_frontend:
+                    # A frontend without the extension's panel shows the display's text:
+                    # its events and top regions now, from the Recording built here.
+                    recording = self.measurement.build(halted)
+                    self._note_summary(display_summary(recording))
                 for phase, seconds in self.measurement.stop_timings.items():
                     self.add_time(phase, seconds)
-                self.events = recording.event_count
-                with self.timed("summary"):
-                    self.top, self.measured_s = top_and_measured_or_empty(recording)
-                if recording.notes:
-                    extra["measurement"] = dict(recording.notes)
+                notes = recording.notes if recording is not None else {}
+                extra["measurement"] = {**notes, "cell_time": dict(halted.cell_time)}
             except Exception as e:
                 self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
-                recording = None
+                halted = recording = None
                 extra["files_status"] = mf.FILES_FAILED
         self.finish_manifest(extra)
-        if recording is not None:
-            # Written after the reply (runs.files_process), so as not to delay it.
-            self.side.defer(lambda: self._write_files(recording))
-        self.side.output.display(
-            self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
-        )
+        bundle = self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
+        if halted is None:
+            self.side.output.display(bundle)
+            return
+        # The panel reads the numbers from the server once the files are written: the
+        # Recording is built after the reply, beside the next cell, by the process that
+        # writes the files (runs.files_process), which updates this display's text.
+        build = (lambda: recording) if recording is not None else None
+        self.side.defer(lambda: self._build_and_write(halted, build))
+        self.side.output.display(bundle, transient=self._display_id() if build is None else None)
 
-    def _write_files(self, recording: Recording) -> None:
+    def _note_summary(self, summary: DisplaySummary) -> None:
+        self.events, self.top, self.measured_s = summary.events, summary.top, summary.measured_s
+
+    def _display_id(self) -> dict[str, str]:
+        return {"display_id": f"scorep-{self.exp_id}"}
+
+    def _show_summary(self, summary: DisplaySummary) -> None:
+        """The display, now with the recording's events and top regions (in the loop)."""
+        self._note_summary(summary)
+        bundle = self.bundle(self.last_cell_index, self.status, self.last_cell_wall)
+        self.side.output.display(bundle, transient=self._display_id(), update=True)
+
+    def _build_and_write(self, halted: Halted, built: Callable[[], Recording] | None) -> None:
+        """The files (and the Recording, unless ``built`` has it already), by a process of
+        their own; the display is updated with its summary where it was built there."""
         assert self.measurement is not None and self.exp_dir is not None
         written = asyncio.Event()
         loop = asyncio.get_running_loop()
+        measurement, exp_dir = self.measurement, self.exp_dir
 
-        def done() -> None:  # in the writer thread
+        def in_loop(call: Callable[[], None]) -> None:  # from the writer's thread
             try:
-                loop.call_soon_threadsafe(written.set)
+                loop.call_soon_threadsafe(call)
             except RuntimeError:  # the loop closed: the kernel is gone, nobody waits
                 pass
 
+        def build() -> Recording:
+            recording = measurement.build(halted)
+            recording.notes["build_s"] = round(measurement.stop_timings["recording_build"], 6)
+            return recording
+
+        def show(summary: DisplaySummary) -> None:
+            in_loop(lambda: self._show_summary(summary))
+
+        make, say = (build, show) if built is None else (built, None)
         try:
             # A process of its own (the next cell keeps the interpreter lock to itself),
-            # else a thread at idle priority.
-            measurement = self.measurement
-
-            def in_a_thread(on_done: Callable[[], None] | None) -> None:
-                measurement.write_files(recording, background=True, on_done=on_done)
-
-            if files_process.write_in_child(self.exp_dir, recording, done, in_a_thread) is None:
-                in_a_thread(done)
+            # else a thread of the kernel.
+            in_thread = partial(files_process.build_and_write_in_thread, exp_dir, make)
+            done = partial(in_loop, written.set)
+            if files_process.write_in_child(exp_dir, make, say, done, in_thread) is None:
+                in_thread(say, done)
         except Exception as e:
             mf.update_manifest(
-                self.exp_dir,
+                exp_dir,
                 files_status=mf.FILES_FAILED,
                 errors=[f"writing the experiment files failed: {type(e).__name__}: {e}"],
             )
             return
         # The kernel's shutdown waits for it (bounded) and says so if it was cut short.
-        self.side.tasks.spawn(_until_written(self.exp_dir, written), WRITING_FILES)
+        self.side.tasks.spawn(_until_written(exp_dir, written), WRITING_FILES)
 
     async def abort(self) -> None:
         self.mark_aborted()

@@ -27,6 +27,7 @@ class Kernel(Protocol):
 
     _allow_stdin: bool
     worker_imports: dict[str, None]
+    panel_frontend: bool
 
     @property
     def ipython(self) -> Any: ...  # the InteractiveShell (display_pub)
@@ -116,6 +117,10 @@ class KernelSideOf:
     @property
     def kept_ranks(self) -> KeptRanks:
         return self._kernel.kept_ranks
+
+    @property
+    def panel_frontend(self) -> bool:
+        return self._kernel.panel_frontend
 
     def defer(self, call: Callable[[], None]) -> None:
         self._kernel.defer(call)

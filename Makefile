@@ -52,7 +52,9 @@ $(STAMPS):
 # Debian packages: chromium for the UI tests, otf2-tools for `otf2-print` in the trace tests,
 # Open MPI for the MPI cells' tests (mpirun, and mpicc for building mpi4py of the test extra),
 # iproute2 and util-linux (ip netns, unshare) for the hosts of kernel/tests/netns_hosts.py,
-# slurm-wlm and munge for the one-node Slurm cluster of kernel/tests/slurm_cluster.py.
+# slurm-wlm and munge for the one-node Slurm cluster of kernel/tests/slurm_cluster.py, lmod
+# for the README's cluster recipe (`module load scorep`, kernel/tests/test_cluster_recipe.py;
+# Lmod's `module` is a shell function, so its init script is looked for, not a command).
 $(STAMPS)/system: | $(STAMPS)
 	@need=(); \
 	[ -x "$(CHROMIUM)" ] || need+=(chromium); \
@@ -63,6 +65,7 @@ $(STAMPS)/system: | $(STAMPS)
 	command -v unshare >/dev/null || need+=(util-linux); \
 	command -v slurmd >/dev/null || need+=(slurm-wlm); \
 	command -v munged >/dev/null || need+=(munge); \
+	[ -r /usr/share/lmod/lmod/init/bash ] || need+=(lmod); \
 	if [ $${#need[@]} -gt 0 ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "==> Installing Debian packages: $${need[*]}"; \

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "salloc", "sinfo")
@@ -143,3 +144,15 @@ class Cluster:
                 proc.kill()
         subprocess.run(["munged", f"--socket={self.dir}/munge.socket", "--stop"],
                        check=False, capture_output=True)  # fmt: skip
+
+
+@contextlib.contextmanager
+def running(directory: Path) -> Iterator[Cluster]:
+    """A cluster started in ``directory`` (a test fixture's), stopped at the end, also when
+    it fails to start."""
+    cluster = Cluster(directory)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

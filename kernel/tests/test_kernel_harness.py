@@ -86,17 +86,20 @@ class KernelHandle:
     """One running kernel; ``run`` sends an execute_request carrying cell metadata."""
 
     def __init__(self, cwd: Path, env: dict[str, str] | None = None, frontend: str = "jupyterlab",
-                 prefix: list[str] | None = None):  # fmt: skip
+                 prefix: list[str] | None = None, argv: list[str] | None = None):  # fmt: skip
         """``prefix``: a command the kernel runs under (one that execs it, as entering a
         network namespace); the kernel then talks through Unix sockets in ``cwd``, which
-        every network namespace reaches."""
+        every network namespace reaches. ``argv``: the kernel's whole command line (with
+        ``{connection_file}``, as a kernel spec's), instead of this interpreter's
+        ``-m scorep_kernel``."""
         self.frontend = frontend
         if prefix:
             self.km = KernelManager(kernel_name="scorep-python", transport="ipc",
                                     ip=str(cwd / "kernel-ipc"))  # fmt: skip
         else:
             self.km = KernelManager(kernel_name="scorep-python")
-        argv = [*(prefix or []), sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"]
+        ours = [sys.executable, "-m", "scorep_kernel", "-f", "{connection_file}"]
+        argv = argv or [*(prefix or []), *ours]
         self.km._kernel_spec = KernelSpec(
             argv=argv,
             display_name="Python 3 (Score-P)",

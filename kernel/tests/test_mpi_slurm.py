@@ -24,14 +24,8 @@ BUILTIN = {"scorep": {"backend": "builtin"}}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-    except Exception:
-        c.stop()
-        raise
-    yield c
-    c.stop()
+    with slurm_cluster.running(tmp_path_factory.mktemp("slurm")) as c:
+        yield c
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import { ScorePTab } from '../views/scoreptab';
 import { FunctionSummaryView } from '../views/summary/functionSummary';
 import { renderDeviceSummary } from '../views/summary/deviceSummary';
 import { TimelineView } from '../views/timeline/timelineView';
+import { gestureHelp } from '../views/timeline/interaction';
 
 export type TabId =
   | 'summary'
@@ -165,11 +166,7 @@ export class PanelPages {
     const page = this.host.page('timeline');
     page.textContent = '';
     const { api, path } = this.host;
-    const help = el(
-      'div',
-      'jp-scorep-help',
-      'Wheel: zoom · drag: pan · shift-drag: zoom to selection · alt/ctrl-drag: measure (the functions in the range) · double-click or 0: show all'
-    );
+    const help = el('div', 'jp-scorep-help');
     // search the timeline's regions by name, as Perfetto's search box does
     const bar = el('div', 'jp-scorep-timeline-bar');
     const search = el('input', 'jp-scorep-timeline-search jp-mod-styled');
@@ -204,6 +201,7 @@ export class PanelPages {
         : '';
     };
     Widget.attach(this.timeline, page);
+    help.textContent = gestureHelp(this.timeline.manyRanks);
     page.appendChild(help);
     if (experiment.available.metrics) {
       this.metrics = new MetricsView((req, signal) =>

@@ -1,12 +1,13 @@
 /**
- * What the pointer, the wheel and the keys do on the timeline canvas: wheel zooms around the
- * cursor (shift-wheel and horizontal wheel pan), drag pans, shift-drag selects a range to
- * zoom to, alt/ctrl-drag measures a span, a click selects a call, arrows pan, +/- zoom, 0
- * and a double click show everything. It holds the drag's state (the selection and the
- * measured span, which the view paints) and tells the view what to do through
- * {@link IGestureHost}; what a key does is keyAction (interaction.ts).
+ * What the pointer, the wheel and the keys do on the timeline canvas: the wheel zooms around
+ * the cursor, shift-wheel and a sideways wheel pan, and over ranks taller than the plot the
+ * wheel scrolls them while ctrl-wheel zooms (interaction.ts's wheelAction); drag pans,
+ * shift-drag selects a range to zoom to, alt/ctrl-drag measures a span, a click selects a
+ * call, arrows pan, +/- zoom, 0 and a double click show everything. It holds the drag's
+ * state (the selection and the measured span, which the view paints) and tells the view
+ * what to do through {@link IGestureHost}; what a key does is keyAction (interaction.ts).
  */
-import { keyAction, wheelZoomFactor } from './interaction';
+import { keyAction, wheelAction } from './interaction';
 import { IView, panBy, xToTime, zoomAround } from './projection';
 
 type DragMode = 'pan' | 'select' | 'measure';
@@ -17,6 +18,12 @@ export interface IGestureHost {
   view(): IView;
   /** the plot's width in CSS pixels */
   width(): number;
+  /** the plot's height in CSS pixels (without the ruler) */
+  plotHeight(): number;
+  /** whether the ranks are taller than the plot (then the plain wheel scrolls them) */
+  ranksScrollable(): boolean;
+  /** scroll the ranks down by `px` CSS px (up when negative) */
+  scrollRanks(px: number): void;
   setView(view: IView, fetch?: boolean): void;
   resetView(): void;
   /** ask for the window of the current view (after a pan, which asks for none) */
@@ -68,16 +75,19 @@ export class TimelineGestures {
     const [x] = this.localPoint(e);
     const view = this.host.view();
     const width = this.host.width();
-    if (e.shiftKey && Math.abs(e.deltaX) < Math.abs(e.deltaY)) {
-      this.host.setView(panBy(view, width, -e.deltaY));
-      return;
+    const action = wheelAction(
+      e,
+      this.host.ranksScrollable(),
+      width,
+      this.host.plotHeight()
+    );
+    if (action.kind === 'scroll') {
+      this.host.scrollRanks(action.px);
+    } else if (action.kind === 'pan') {
+      this.host.setView(panBy(view, width, action.px));
+    } else {
+      this.host.setView(zoomAround(view, width, x, action.factor));
     }
-    if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
-      this.host.setView(panBy(view, width, -e.deltaX));
-      return;
-    }
-    const factor = wheelZoomFactor(e.deltaY, e.deltaMode);
-    this.host.setView(zoomAround(view, width, x, factor));
   };
 
   private onPointerDown = (e: PointerEvent): void => {

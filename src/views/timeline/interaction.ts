@@ -1,5 +1,5 @@
 /**
- * What keys do to the timeline view, and what a tooltip says about a span: pure functions
+ * What keys and the wheel do to the timeline view, and what a tooltip says about a span: pure functions
  * so the canvas widget stays about wiring, and the behaviour is tested without a browser.
  */
 import { CellSources } from '../cellSources';
@@ -53,10 +53,86 @@ export function keyAction(key: string, view: IView, width: number): KeyAction {
   }
 }
 
+/** CSS px of one wheel line (WheelEvent.deltaMode 1, Firefox's mouse wheel). */
+export const WHEEL_LINE_PX = 40;
+
 /** Wheel → zoom factor (>1 zooms out), for pixel and line delta modes. */
 export function wheelZoomFactor(deltaY: number, deltaMode: number): number {
-  const scale = deltaMode === 1 ? 40 : 1;
+  const scale = deltaMode === 1 ? WHEEL_LINE_PX : 1;
   return Math.exp(deltaY * scale * 0.0015);
+}
+
+/** A wheel delta in CSS px: pixel mode as is, lines of WHEEL_LINE_PX, pages of `page` px. */
+export function wheelPixels(
+  delta: number,
+  deltaMode: number,
+  page: number
+): number {
+  return deltaMode === 1
+    ? delta * WHEEL_LINE_PX
+    : deltaMode === 2
+      ? delta * page
+      : delta;
+}
+
+/** What of a WheelEvent decides its action. */
+export interface IWheelInput {
+  deltaX: number;
+  deltaY: number;
+  deltaMode: number;
+  shiftKey: boolean;
+  ctrlKey: boolean;
+  metaKey: boolean;
+}
+
+export type WheelAction =
+  | { kind: 'zoom'; factor: number }
+  /** pan time by `px` CSS px (positive: earlier times come into view) */
+  | { kind: 'pan'; px: number }
+  /** scroll the ranks down by `px` CSS px */
+  | { kind: 'scroll'; px: number };
+
+/**
+ * What a wheel event over the canvas does. Time as in Perfetto UI (its pan_and_zoom_handler
+ * and help): a sideways delta (trackpad swipe, tilt wheel) pans, ctrl/cmd-wheel (and a
+ * trackpad's pinch, which browsers send as ctrl-wheel) zooms around the pointer; shift-wheel
+ * pans too, as in vcdrom and NVIDIA's Visual Profiler. The plain vertical wheel zooms, as it always has here,
+ * unless the ranks are taller than the plot (`scrollable`: a many-rank view zoomed
+ * vertically): then it scrolls them, as Perfetto's plain wheel scrolls its tracks and any
+ * list with a scrollbar does. `page` is the plot's height, for page-mode deltas.
+ */
+export function wheelAction(
+  e: IWheelInput,
+  scrollable: boolean,
+  width: number,
+  page: number
+): WheelAction {
+  if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+    return { kind: 'pan', px: -wheelPixels(e.deltaX, e.deltaMode, width) };
+  }
+  if (e.shiftKey) {
+    return { kind: 'pan', px: -wheelPixels(e.deltaY, e.deltaMode, width) };
+  }
+  if (scrollable && !e.ctrlKey && !e.metaKey) {
+    return { kind: 'scroll', px: wheelPixels(e.deltaY, e.deltaMode, page) };
+  }
+  return { kind: 'zoom', factor: wheelZoomFactor(e.deltaY, e.deltaMode) };
+}
+
+/** The timeline's help line under the plot; `manyRanks`: a many-rank run (rankRows.ts),
+ * whose ranks the wheel scrolls once they are taller than the plot (wheelAction). */
+export function gestureHelp(manyRanks: boolean): string {
+  const wheel = manyRanks
+    ? 'Wheel: zoom, or scroll the ranks when they are taller than the plot (ctrl-wheel or a pinch zooms then)'
+    : 'Wheel: zoom';
+  return [
+    wheel,
+    'shift-wheel or a sideways swipe: pan',
+    'drag: pan',
+    'shift-drag: zoom to selection',
+    'alt/ctrl-drag: measure (the functions in the range)',
+    'double-click or 0: show all'
+  ].join(' · ');
 }
 
 /** The tooltip for one drawn span: title line and detail lines. */

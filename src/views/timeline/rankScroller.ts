@@ -1,8 +1,9 @@
 /**
  * The timeline's many ranks on the page: the bar above the plot (heatBar.ts), the spacer
  * under the plot's stage that gives the scroller the height of all the ranks, and the
- * scroller's scroll, all kept in step with the ranks' state (rankRows.ts: zoom, scroll,
- * mode). The view asks it what to draw and fetch; it tells the view when to draw or fetch.
+ * scroller's scroll (its scrollbar, its keys, the wheel over the canvas), all kept in step
+ * with the ranks' state (rankRows.ts: zoom, scroll, mode). The view asks it what to draw
+ * and fetch; it tells the view when to draw or fetch.
  */
 import { currentTheme } from '../../util/colors';
 import { el } from '../../util/dom';
@@ -48,6 +49,18 @@ export class RankScroller {
     this.render();
     this.host.scheduleDraw();
     this.host.requestWindow();
+  }
+
+  /** Whether the ranks are taller than the plot (zoomed vertically): the scroller scrolls. */
+  scrollable(): boolean {
+    const plot = this.host.plotHeight();
+    return this.ranks.contentHeight(plot) > plot;
+  }
+
+  /** Scroll the ranks by `px` CSS px (down when positive), as the scrollbar does: the
+   * scroller's scroll event follows (onScroll). */
+  scrollBy(px: number): void {
+    this.host.scroller.scrollTop += px;
   }
 
   /** The plot was resized. */

@@ -140,6 +140,9 @@ export class TimelineView extends Widget {
     this.gestures = new TimelineGestures(this.canvas, {
       view: () => this._view,
       width: () => this.cssWidth,
+      plotHeight: () => this.plotHeight(),
+      ranksScrollable: () => this.many?.scrollable() ?? false,
+      scrollRanks: px => this.many?.scrollBy(px),
       setView: (view, fetch) => this.setView(view, fetch),
       resetView: () => this.resetView(),
       requestWindow: () => this.requestWindow(),
@@ -233,6 +236,11 @@ export class TimelineView extends Widget {
 
   setVerticalZoom(vzoom: number): void {
     this.many?.setZoom(vzoom);
+  }
+
+  /** Whether this is a many-rank run's timeline (a heat map or one row per rank). */
+  get manyRanks(): boolean {
+    return this.many !== null;
   }
 
   /** What the ranks are drawn as now: one row per rank, or a heat map of `rows` rows. */

@@ -1,7 +1,10 @@
 import {
   keyAction,
   cellSourcesOf,
+  gestureHelp,
   tooltipLines,
+  wheelAction,
+  wheelPixels,
   wheelZoomFactor
 } from '../../../views/timeline/interaction';
 import { CellSources } from '../../../views/cellSources';
@@ -34,6 +37,81 @@ describe('timeline keys', () => {
     expect(wheelZoomFactor(-100, 0)).toBeLessThan(1);
     expect(wheelZoomFactor(100, 0)).toBeGreaterThan(1);
     expect(wheelZoomFactor(3, 1)).toBeCloseTo(wheelZoomFactor(120, 0));
+  });
+});
+
+describe('timeline wheel', () => {
+  const wheel = (over: Partial<Parameters<typeof wheelAction>[0]>) => ({
+    deltaX: 0,
+    deltaY: 0,
+    deltaMode: 0,
+    shiftKey: false,
+    ctrlKey: false,
+    metaKey: false,
+    ...over
+  });
+  const zoomIn = { kind: 'zoom', factor: wheelZoomFactor(-100, 0) };
+
+  it('zooms time with the plain wheel while nothing scrolls', () => {
+    expect(wheelAction(wheel({ deltaY: -100 }), false, 800, 300)).toEqual(
+      zoomIn
+    );
+  });
+
+  it('scrolls ranks taller than the plot with the plain wheel', () => {
+    expect(wheelAction(wheel({ deltaY: 100 }), true, 800, 300)).toEqual({
+      kind: 'scroll',
+      px: 100
+    });
+    expect(wheelAction(wheel({ deltaY: -100 }), true, 800, 300)).toEqual({
+      kind: 'scroll',
+      px: -100
+    });
+  });
+
+  it('zooms time with ctrl or cmd (and a pinch) over scrolled ranks too', () => {
+    for (const mod of [{ ctrlKey: true }, { metaKey: true }]) {
+      expect(
+        wheelAction(wheel({ deltaY: -100, ...mod }), true, 800, 300)
+      ).toEqual(zoomIn);
+      expect(
+        wheelAction(wheel({ deltaY: -100, ...mod }), false, 800, 300)
+      ).toEqual(zoomIn);
+    }
+  });
+
+  it('pans time with shift-wheel and a sideways delta, scrolled or not', () => {
+    for (const scrollable of [false, true]) {
+      expect(
+        wheelAction(wheel({ deltaY: 50, shiftKey: true }), scrollable, 800, 300)
+      ).toEqual({ kind: 'pan', px: -50 });
+      expect(
+        wheelAction(wheel({ deltaX: 30, deltaY: 5 }), scrollable, 800, 300)
+      ).toEqual({ kind: 'pan', px: -30 });
+    }
+  });
+
+  it('counts lines and pages in px', () => {
+    expect(wheelPixels(3, 1, 300)).toBe(120);
+    expect(wheelPixels(1, 2, 300)).toBe(300);
+    expect(wheelPixels(7, 0, 300)).toBe(7);
+    // Firefox's mouse wheel: 3 lines scroll 120 px, one page the plot's height
+    expect(
+      wheelAction(wheel({ deltaY: 3, deltaMode: 1 }), true, 800, 300)
+    ).toEqual({ kind: 'scroll', px: 120 });
+    expect(
+      wheelAction(wheel({ deltaY: -1, deltaMode: 2 }), true, 800, 300)
+    ).toEqual({ kind: 'scroll', px: -300 });
+  });
+});
+
+describe('timeline help', () => {
+  it('says what the wheel does, and over many ranks that it scrolls them', () => {
+    expect(gestureHelp(false)).toMatch(/^Wheel: zoom · shift-wheel/);
+    expect(gestureHelp(false)).not.toContain('ranks');
+    expect(gestureHelp(true)).toContain(
+      'scroll the ranks when they are taller than the plot (ctrl-wheel or a pinch zooms then)'
+    );
   });
 });
 

@@ -7,6 +7,7 @@
 import type { IRegionInfo } from '../../api/traceTypes';
 import { cssVar, groupColor, ThemeKind } from '../../util/colors';
 import { IDrawList, ILayout, IView, timeToX } from './projection';
+import { ITitlePlace, titlePlaces } from './laneTitles';
 import { formatDuration, ticks } from '../../util/timeaxis';
 
 export const AXIS_HEIGHT = 22;
@@ -110,8 +111,11 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
   s.plot?.(ctx);
   ctx.fillStyle = colors.text;
   ctx.textBaseline = 'bottom';
-  for (const lane of layout.lanes) {
-    ctx.fillText(lane.name, 4, lane.y - 2);
+  const titles = titlePlaces(layout);
+  for (const title of titles) {
+    if (!title.sticky) {
+      ctx.fillText(title.name, 4, title.top + layout.laneGap - 2);
+    }
   }
 
   // spans, batched by colour; a region's colour is worked out once per paint, not per span
@@ -197,6 +201,13 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
     ctx.fillText(label, x, list.y[k] + rh / 2);
   }
 
+  // the top lane's title, kept at the plot's top over its rows (laneTitles.ts)
+  for (const title of titles) {
+    if (title.sticky) {
+      paintStickyTitle(ctx, title, layout.laneGap, colors);
+    }
+  }
+
   ctx.restore();
 
   // shift-drag selection
@@ -232,6 +243,24 @@ export function paint(ctx: CanvasRenderingContext2D, s: IPaintState): void {
     ctx.textBaseline = 'middle';
     ctx.fillText(label, lx + 4, AXIS_HEIGHT + 16);
   }
+}
+
+/** A title over the rows it names: on a backdrop of the plot's background, so the spans
+ * under it do not garble it. */
+function paintStickyTitle(
+  ctx: CanvasRenderingContext2D,
+  title: ITitlePlace,
+  gap: number,
+  colors: IThemeColors
+): void {
+  const w = ctx.measureText(title.name).width + 6;
+  ctx.globalAlpha = 0.85;
+  ctx.fillStyle = colors.background;
+  ctx.fillRect(1, title.top, w, gap);
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = colors.text;
+  ctx.textBaseline = 'bottom';
+  ctx.fillText(title.name, 4, title.top + gap - 2);
 }
 
 /** Left edge of a time in px (re-exported for views that draw over the timeline). */

@@ -3,11 +3,13 @@
  * under the plot's stage that gives the scroller the height of all the ranks, and the
  * scroller's scroll (its scrollbar, its keys, the wheel over the canvas), all kept in step
  * with the ranks' state (rankRows.ts: zoom, scroll, mode). The view asks it what to draw
- * and fetch; it tells the view when to draw or fetch.
+ * and fetch; it tells the view when to draw or fetch. It says which lane's title sticks
+ * to the plot's top (laneTitles.ts) on the node, for ui-tests.
  */
 import { currentTheme } from '../../util/colors';
 import { el } from '../../util/dom';
 import { IN_VIEW_CLASS, renderHeatBar } from './heatBar';
+import { ITitlePlace, titlePlaces } from './laneTitles';
 import type { ILayout } from './projection';
 import { inViewText, RankRows, scrolledLayout } from './rankRows';
 
@@ -75,12 +77,24 @@ export class RankScroller {
     const plot = this.host.plotHeight();
     const height = Math.min(this.ranks.contentHeight(plot), plot);
     if (this.ranks.mode(plot).mode === 'heatmap') {
+      this.showSticky(null);
       return { height, layout: { ...layout, lanes: [] } };
     }
-    return {
-      height,
-      layout: scrolledLayout(layout, this.ranks.inView(plot), this.ranks.top)
-    };
+    const drawn = scrolledLayout(
+      layout,
+      this.ranks.inView(plot),
+      this.ranks.top
+    );
+    this.showSticky(titlePlaces(drawn).find(t => t.sticky) ?? null);
+    return { height, layout: drawn };
+  }
+
+  /** The node's data-sticky-title (the lane whose title is kept at the plot's top, '' when
+   * none) and data-sticky-title-top (its box's top, px from the plot's), for ui-tests. */
+  private showSticky(title: ITitlePlace | null): void {
+    const data = this.host.node.dataset;
+    data.stickyTitle = title?.name ?? '';
+    data.stickyTitleTop = title ? String(title.top) : '';
   }
 
   /** Render the bar: the mode, the ranks in view, the zoom, the heat map's measure. */

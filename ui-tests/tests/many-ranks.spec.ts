@@ -6,7 +6,9 @@
  * draws the ranks x time heat map while the ranks do not fit, one row per rank once the
  * vertical zoom makes them fit, scrolled through with only the rows in view drawn and
  * fetched; the Ranks tab draws the communication matrix on a canvas and
- * names the slowest ranks. Screenshots of both, light and dark, are the test's attachments.
+ * names the slowest ranks. The wheel over the plot scrolls ranks taller than it (ctrl-wheel
+ * zooms time, shift-wheel pans it), and the title of the lane cut by the plot's top edge
+ * sticks there. Screenshots of both, light and dark, are the test's attachments.
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
@@ -197,6 +199,92 @@ test('many ranks: the heat map, one row per rank, the matrix', async ({
   await expect.poll(spansDrawn).toBeGreaterThan(0);
   await panel.screenshot({ path: testInfo.outputPath('rows-dark.png') });
   await page.theme.setLightTheme();
+
+  // the wheel over the plot scrolls ranks taller than it, and leaves time alone; ctrl-wheel
+  // (a pinch) zooms time there and shift-wheel pans it, the ranks staying where they are
+  const scrollTop = (): Promise<number> => scroller.evaluate(e => e.scrollTop);
+  const shownWindow = async (): Promise<number[]> =>
+    ((await timeline.getAttribute('data-window')) ?? '0,0')
+      .split(',')
+      .map(Number);
+  await scroller.evaluate(e => (e.scrollTop = 0));
+  await expect(timeline).toHaveAttribute('data-ranks-in-view', /^0:/);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  const fullWindow = await shownWindow();
+  await page.mouse.move(
+    canvasBox.x + canvasBox.width / 2,
+    canvasBox.y + canvasBox.height / 2
+  );
+  // 340 px: ten lanes of 34 px, so rank 10 is the first whose row shows
+  await page.mouse.wheel(0, 340);
+  await expect.poll(scrollTop).toBe(340);
+  await expect(timeline).toHaveAttribute('data-ranks-in-view', /^10:/);
+  await expect(bar).toContainText(/ranks 10–\d+ in view/);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  expect(await shownWindow()).toEqual(fullWindow);
+  await page.mouse.wheel(0, -102);
+  await expect.poll(scrollTop).toBe(238);
+  await expect(timeline).toHaveAttribute('data-ranks-in-view', /^7:/);
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -600);
+  await page.keyboard.up('Control');
+  await expect
+    .poll(async () => {
+      const [t0, t1] = await shownWindow();
+      return t1 - t0 < (fullWindow[1] - fullWindow[0]) / 2;
+    })
+    .toBe(true);
+  expect(await scrollTop()).toBe(238);
+  const zoomed = await shownWindow();
+  await page.keyboard.down('Shift');
+  await page.mouse.wheel(0, 200);
+  await page.keyboard.up('Shift');
+  await expect
+    .poll(async () => (await shownWindow())[0])
+    .toBeGreaterThan(zoomed[0]);
+  const panned = await shownWindow();
+  expect(panned[1] - panned[0]).toBeCloseTo(zoomed[1] - zoomed[0], -3);
+  expect(await scrollTop()).toBe(238);
+  await page.mouse.move(0, 0);
+  await canvas.dblclick({ position: { x: 5, y: 5 } });
+  await expect.poll(shownWindow).toEqual(fullWindow);
+
+  // a lane cut by the plot's top edge keeps its title, whole, at the plot's top
+  await scroller.evaluate(e => (e.scrollTop = 20 * 34 + 8));
+  await expect(timeline).toHaveAttribute('data-sticky-title', 'Rank 20');
+  await expect(timeline).toHaveAttribute('data-sticky-title-top', '0');
+  await expect(timeline).toHaveAttribute('data-ranks-in-view', /^20:/);
+  await expect.poll(spansDrawn, { timeout: 60_000 }).toBeGreaterThan(0);
+  const plotTop = {
+    x: canvasBox.x,
+    y: canvasBox.y,
+    width: canvasBox.width,
+    height: 22 + 4 * 34
+  };
+  await page.mouse.move(0, 0);
+  await panel.screenshot({ path: testInfo.outputPath('sticky-light.png') });
+  await page.screenshot({
+    path: testInfo.outputPath('sticky-top-light.png'),
+    clip: plotTop
+  });
+  await page.theme.setDarkTheme();
+  await expect.poll(spansDrawn).toBeGreaterThan(0);
+  await page.screenshot({
+    path: testInfo.outputPath('sticky-top-dark.png'),
+    clip: plotTop
+  });
+  await page.theme.setLightTheme();
+  // its title gone above the plot, the row still shows: so does the title
+  await scroller.evaluate(e => (e.scrollTop = 20 * 34 + 17));
+  await expect(timeline).toHaveAttribute('data-sticky-title-top', '0');
+  // 10 px of the row left: pushed up by rank 21's title, as CSS sticky does
+  await scroller.evaluate(e => (e.scrollTop = 20 * 34 + 24));
+  await expect(timeline).toHaveAttribute('data-sticky-title', 'Rank 20');
+  await expect(timeline).toHaveAttribute('data-sticky-title-top', '-6');
+  // on a lane's boundary every title is in its place
+  await scroller.evaluate(e => (e.scrollTop = 21 * 34));
+  await expect(timeline).toHaveAttribute('data-sticky-title', '');
+
   // scrolling to the last rank draws it
   await scroller.evaluate(e => (e.scrollTop = e.scrollHeight));
   await expect(bar).toContainText(`–${ranks - 1} in view`);

@@ -120,14 +120,17 @@ export function wheelAction(
 }
 
 /** The timeline's help line under the plot; `manyRanks`: a many-rank run (rankRows.ts),
- * whose ranks the wheel scrolls once they are taller than the plot (wheelAction). */
+ * whose ranks the wheel scrolls once they are taller than the plot (wheelAction). One
+ * process's line stays as it was (one line at the panel's usual width). */
 export function gestureHelp(manyRanks: boolean): string {
   const wheel = manyRanks
-    ? 'Wheel: zoom, or scroll the ranks when they are taller than the plot (ctrl-wheel or a pinch zooms then)'
-    : 'Wheel: zoom';
+    ? [
+        'Wheel: zoom, or scroll the ranks when they are taller than the plot (ctrl-wheel or a pinch zooms then)',
+        'shift-wheel: pan'
+      ]
+    : ['Wheel: zoom'];
   return [
-    wheel,
-    'shift-wheel or a sideways swipe: pan',
+    ...wheel,
     'drag: pan',
     'shift-drag: zoom to selection',
     'alt/ctrl-drag: measure (the functions in the range)',

@@ -262,7 +262,7 @@ def test_merge_writes_each_ranks_thread_records_on_the_runs_clock(run_dir, monke
     """Score-P's THREAD_BEGIN / THREAD_END per rank (python -m scorep --mpp=mpi
     --thread=pthread): one GROUP PTHREAD of all thread locations, per rank its own
     SCOREP_GROUP_PTHREAD and COMM "", the thread's lifetime on the run's clock; through both
-    of the merge's engines (numpy's encoder, libotf2 around MPI events)."""
+    of the merge's engines (numpy's encoders, libotf2 around a thread's MPI events)."""
     import shutil
     import subprocess
 
@@ -281,11 +281,21 @@ def test_merge_writes_each_ranks_thread_records_on_the_runs_clock(run_dir, monke
         engines.append("libotf2" if rec is not None else "libotf2, no thread")
         return around(writer, rec, defs, events)
 
+    def spy_mpi(*args, **kw):
+        engines.append("numpy with MPI events")
+        return encode_mpi(*args, **kw)
+
+    encode_mpi = otf2_ranks.mpi_encode.encode_location
     monkeypatch.setattr(otf2_ranks._otf2_encode, "encode", spy_encode)
     monkeypatch.setattr(otf2_ranks.otf2_threads, "around", spy_around)
+    monkeypatch.setattr(otf2_ranks.mpi_encode, "encode_location", spy_mpi)
     assert merge.main([str(run_dir)]) == 0
     assert mf.read_manifest(run_dir)["files_status"] == "ready"
-    assert sorted(engines) == ["libotf2", "libotf2, no thread", "libotf2, no thread", "numpy"]
+    # the master threads hold the MPI events: numpy's MPI encoder; the workers' threads
+    # with THREAD_BEGIN: the encoder, or libotf2 around one's MPI event
+    assert sorted(engines) == [
+        "libotf2", "numpy", "numpy with MPI events", "numpy with MPI events"
+    ]  # fmt: skip
     got: dict[tuple[str, str], list] = {}
     with otf2.reader.open(str(run_dir / "traces.otf2")) as trace:
         for location, event in trace.events:

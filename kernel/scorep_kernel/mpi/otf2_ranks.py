@@ -22,9 +22,10 @@ for one process, laid out as Score-P lays out an MPI run:
 - events: per location its enters and leaves, and where it made MPI calls the MpiSend /
   MpiRecv / MpiIsend / MpiIsendComplete / MpiCollectiveBegin / MpiCollectiveEnd records
   between the call's Enter and Leave (peer as the rank in the communicator, tag, bytes).
-  Locations without MPI events are encoded with numpy (``_otf2_encode``), the others go
-  through libotf2 once per event (``_otf2_fast``'s binding, plus the MPI calls bound here):
-  a rank's MPI calls are few next to its function calls, so this costs little.
+  Locations without MPI events are encoded with numpy (``_otf2_encode``), master threads
+  with MPI events too (``otf2_mpi_encode``: the same bytes), the others (a thread with
+  THREAD_BEGIN, engine "libotf2") go through libotf2 once per event (``_otf2_fast``'s
+  binding, plus the MPI calls bound here).
 
 Times are epoch ns already aligned across ranks (``mpi.merge`` aligns them).
 """
@@ -35,7 +36,9 @@ import contextlib
 import ctypes
 import functools
 import itertools
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,7 @@ from scorep_kernel.formats.otf2_writer import (
     define_region,
 )
 from scorep_kernel.formats.recording import Region, ThreadEvents
+from scorep_kernel.mpi import otf2_mpi_encode as mpi_encode
 from scorep_kernel.mpi.common import RANK_GROUP_NAME
 
 # event kinds (measure.mpi_calls)
@@ -215,8 +219,20 @@ def write_otf2_ranks(
     comms: list[tuple[str, tuple[int, ...]]],
     mpi_roles: dict[str, str],
     exp_dir: str | Path,
+    *,
+    engine: str = "fast",
+    load: Callable[[RankLocation], RankLocation] | None = None,
 ) -> dict:
-    """Write the run's ``traces.otf2``; ``{"events", "mpi_events", "seconds", "path"}``."""
+    """Write the run's ``traces.otf2``; ``{"events", "mpi_events", "seconds", "path"}``.
+
+    ``engine`` "fast" encodes master threads with their MPI events with numpy
+    (``otf2_mpi_encode``), "libotf2" writes those through libotf2 event by event (the
+    bytes are the same). ``load``: where the locations are stubs (their rank, host, thread
+    name and span, and the thread's first and last time for the clock), the location with
+    its events, called just before it is written: a generated run's ranks are made one at
+    a time, so that 100M events never sit in memory together."""
+    if engine not in ("fast", "libotf2"):
+        raise ValueError(f"engine must be 'fast' or 'libotf2', not {engine!r}")
     started = time.perf_counter()
     exp_dir = Path(exp_dir)
     anchor = exp_dir / experiment.OTF2_ANCHOR
@@ -231,6 +247,7 @@ def write_otf2_ranks(
     )
     writer.clock = _clock(locations)
     encoded: dict[Path, np.ndarray] = {}
+    written: list[tuple[Path, Path]] = []
     events = mpi_events = 0
     with contextlib.closing(writer) as trace:
         trace.creator = CREATOR
@@ -300,8 +317,9 @@ def write_otf2_ranks(
             comm_refs.append(defs.comm(name, group=group)._ref)
         refs = np.asarray([d._ref for d in region_defs], dtype=np.int64)
         # events
-        for loc in locations:
-            location = otf2_locations[id(loc)]
+        for stub in locations:
+            location = otf2_locations[id(stub)]
+            loc = load(stub) if load is not None else stub
             event_writer = trace.event_writer_from_location(location)
             t = loc.thread
             times = np.asarray(t.times, np.int64)
@@ -309,12 +327,29 @@ def write_otf2_ranks(
             ev = loc.mpi
             tdefs = thread_defs[loc.rank]
             thread = otf2_threads.records(t, tdefs, 0)
-            if (ev is None or not len(ev)) and _otf2_encode.supported(times, rrefs, thread):
-                path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
+            path = exp_dir / ARCHIVE_NAME / f"{location._ref}.evt"
+            with_mpi = ev is not None and len(ev) > 0
+            if not with_mpi and _otf2_encode.supported(times, rrefs, thread):
                 encoded[path] = _otf2_encode.encode(
                     times, rrefs, t.kinds, CHUNK_SIZE_EVENTS, thread=thread
                 )
                 n = len(t) + (0 if thread is None else 2)
+            elif (
+                engine == "fast"
+                and thread is None
+                and (payload := mpi_encode.encode_location(
+                    times, rrefs, t.kinds, ev, comm_refs, CHUNK_SIZE_EVENTS
+                )) is not None
+            ):  # fmt: skip
+                # into a file of its own at once (libotf2 writes the location's empty event
+                # file when the archive closes; this one replaces it then): a generated
+                # run's 100M events are not kept until the end
+                part = path.with_name(path.name + ".part")
+                with open(part, "wb") as f:
+                    f.write(payload.data)
+                written.append((part, path))
+                n = len(t) + (len(ev) if ev is not None else 0)
+                mpi_events += len(ev) if ev is not None else 0
             else:
                 addr = _otf2_fast.handle_address(event_writer)
                 where = f"the events of rank {loc.rank}'s {t.name!r}"
@@ -330,6 +365,8 @@ def write_otf2_ranks(
     for path, payload in encoded.items():
         with open(path, "wb") as f:
             f.write(payload.data)
+    for part, path in written:
+        os.replace(part, path)
     return {
         "events": events,
         "mpi_events": mpi_events,

@@ -316,11 +316,13 @@ def write_otf2_ranks(
                                group_flags=GroupFlag.NONE, members=list(ranks_of_comm))  # fmt: skip
             comm_refs.append(defs.comm(name, group=group)._ref)
         refs = np.asarray([d._ref for d in region_defs], dtype=np.int64)
-        # events
-        for stub in locations:
+        # events. Every event writer first: libotf2 allocates a buffer per writer, which
+        # then takes pages nobody touched rather than those numpy's arrays of the ranks
+        # before freed (1,024 generated ranks of 100M events: 5.3 GB of RSS otherwise).
+        writers = [trace.event_writer_from_location(otf2_locations[id(x)]) for x in locations]
+        for stub, event_writer in zip(locations, writers):
             location = otf2_locations[id(stub)]
             loc = load(stub) if load is not None else stub
-            event_writer = trace.event_writer_from_location(location)
             t = loc.thread
             times = np.asarray(t.times, np.int64)
             rrefs = refs[np.asarray(t.regions, np.int64)] if len(t) else np.zeros(0, np.int64)

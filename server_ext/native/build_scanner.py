@@ -1,4 +1,4 @@
-"""Compile otf2_scan.c into the shared library the server loads with ctypes
+"""Compile otf2_scan.c (and lod_merge.c) into the shared library the server loads with ctypes
 (jupyterlab_scorep/trace/otf2_scan.py). Used by the wheel's build hook (hatch_build.py) and by
 `make setup` (`python server_ext/native/build_scanner.py`, which builds it in place).
 
@@ -18,6 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "otf2_scan.c"
+SOURCES = (SOURCE, HERE / "lod_merge.c")  # the scanner, and the timeline levels' merge
 LIBRARY = "libotf2_scan.so"  # otf2_scan.LIBRARY
 IN_PLACE = HERE.parent / "jupyterlab_scorep" / "trace" / LIBRARY
 
@@ -38,7 +39,8 @@ def compiler() -> list[str] | None:
 def build(target: Path = IN_PLACE, force: bool = False) -> Path | None:
     """The library at ``target``, or None (with the reason printed) where it cannot be
     built. Rebuilt when the source is newer, or always with ``force``."""
-    if not force and target.exists() and target.stat().st_mtime >= SOURCE.stat().st_mtime:
+    newest = max(source.stat().st_mtime for source in SOURCES)
+    if not force and target.exists() and target.stat().st_mtime >= newest:
         return target
     cc = compiler()
     if cc is None:
@@ -60,7 +62,7 @@ def build(target: Path = IN_PLACE, force: bool = False) -> Path | None:
         "-fPIC",
         "-o",
         str(tmp),
-        str(SOURCE),
+        *map(str, SOURCES),
         "-lm",  # rint: the clock correction rounds as libotf2 does
     ]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -42,6 +42,7 @@ realtime timestamp when the trace has one (Score-P 8.4 writes none: null).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -60,6 +61,7 @@ from . import intervals, lod, otf2_definitions, otf2_events, otf2_read
 # 3: one file per column for all locations (layout.npy)
 INDEX_VERSION = 3
 INDEX_NAME = f"trace-v{INDEX_VERSION}"
+_NONE = np.zeros(0, np.int64)  # a location's events once they are paired
 # layout.npy's columns
 LAYOUT_FIELDS = (
     "items_offset", "items_length", "ptr_offset", "ptr_rows", "ptr_columns",
@@ -135,11 +137,16 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     trace_end = 0
     origin = run_start(defs, events)
     whole_process = any(ev.program_begin is not None for ev in events)
-    for info, ev in zip(defs.locations, events):
+    n_events = []
+    for i, (info, ev) in enumerate(zip(defs.locations, events)):
         times = intervals.to_ns(ev.times, origin, defs.timer_resolution)
         iv = intervals.pair_calls(times, ev.signed_regions)
         per_location.append(iv)
+        n_events.append(int(ev.times.size))
         total_events += int(ev.times.size) - ev.synthetic
+        # the events are in the calls now: let them go (16 bytes an event, 1.4 GB of
+        # 1,024 ranks' 100M events, held to the end before)
+        events[i] = dataclasses.replace(ev, times=_NONE, signed_regions=_NONE)
         if times.size:
             trace_end = max(trace_end, int(times[-1]))
         if iv.closed_at_end:
@@ -163,12 +170,21 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         [iv.end - iv.start for iv in per_location] or [np.zeros(0, np.int64)]
     )
     pixels = lod.level_pixels(all_durations, full_range)
+    del all_durations
+    # The call paths first: then the calls' own arrays can go before the levels are built.
+    paths = intervals.call_paths(per_location)
+    for name in ("parent", "region", "visits", "incl", "excl", "min", "max"):
+        np.save(out / f"ct.{name}.npy", getattr(paths, name))
+    del paths
     raw = [
         np.concatenate([getattr(iv, name) for iv in per_location] or [np.zeros(0, dtype)])
         for name, dtype in (("start", np.int64), ("end", np.int64), ("region", np.int32))
     ]
     depth_ptrs = [iv.depth_ptr for iv in per_location]
+    calls = [(iv.max_depth, len(iv)) for iv in per_location]
+    per_location.clear()
     tables = lod.build_all_levels(raw[0], raw[1], raw[2], depth_ptrs, pixels)
+    del raw
     for name in ("start", "end", "region", "count", "ptr", "px"):
         np.save(out / f"{name}.npy", getattr(tables, name))
     n_metric = np.array([ev.metric_times.size for ev in events], np.int64)
@@ -186,7 +202,9 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         [tables.items, tables.ptr_at, tables.px_at, metric_at.reshape(-1, 2)], axis=1
     )
     np.save(out / "layout.npy", layout.astype(np.int64).reshape(-1, len(LAYOUT_FIELDS)))
-    for i, (info, iv, ev) in enumerate(zip(defs.locations, per_location, events)):
+    for i, (info, (max_depth, n_calls), n, ev) in enumerate(
+        zip(defs.locations, calls, n_events, events)
+    ):
         locations.append(
             {
                 "id": i,
@@ -194,15 +212,12 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
                 "name": info["name"],
                 "group": info["group"],
                 "kind": info["kind"],
-                "max_depth": iv.max_depth,
-                "events": int(ev.times.size),
-                "calls": len(iv),
+                "max_depth": max_depth,
+                "events": n,
+                "calls": n_calls,
                 "metric_events": int(ev.metric_times.size),
             }
         )
-    paths = intervals.call_paths(per_location)
-    for name in ("parent", "region", "visits", "incl", "excl", "min", "max"):
-        np.save(out / f"ct.{name}.npy", getattr(paths, name))
     origin_epoch = None
     if defs.realtime_timestamp is not None:
         since_offset = (origin - defs.global_offset) * 1e9 / defs.timer_resolution

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import lod_native
+
 LEVEL_FACTOR = 2
+# Merge in C where the scanner's library has it (lod_native); tests turn it off to
+# compare the two.
+NATIVE = True
 # Coarsest level: a full-range view this many pixels wide needs nothing coarser.
 COARSEST_PIXELS = 256
 # A level is stored only when it holds at most this share of the next finer table.
@@ -135,16 +140,27 @@ def merge(
     segment: np.ndarray,
     px: float,
     origin: int,
-    groups: tuple[np.ndarray, np.ndarray] | None = None,
+    groups: tuple[np.ndarray, np.ndarray] | lod_native.Groups | None = None,
 ) -> Spans:
     """Merge items narrower than ``px`` (sorted by (segment, start), non-overlapping within
     a segment). Pixel buckets are counted from ``origin``. ``groups``: what
-    ``_pixel_groups`` gives for these items, where the caller has it already."""
+    ``_pixel_groups`` (or ``lod_native.groups``) gives for these items, where the caller
+    has it already. In C where the library has the merge (``NATIVE``), the same result."""
     n = int(start.shape[0])
     if n == 0 or px <= 1:
         return Spans(start, end, region, count, segment)
+    if (
+        NATIVE
+        and not isinstance(groups, tuple)
+        and _index_types(start, end, region, count, segment)
+    ):
+        native = groups or lod_native.groups(start, end, region, count, segment, px, origin)
+        if native is not None:
+            return _merge_native(native, start, end, region, count, segment, px)
     dur = end - start
-    narrow, first = groups or _pixel_groups(start, dur, segment, px, origin)
+    narrow, first = (
+        groups if isinstance(groups, tuple) else _pixel_groups(start, dur, segment, px, origin)
+    )
     n_groups = first.size
     if n_groups == n:
         g_region = region
@@ -170,6 +186,39 @@ def merge(
             g_count = np.add.reduceat(g_count, keep)
             g_start, g_region, g_seg = g_start[keep], g_region[keep], g_seg[keep]
     return Spans(g_start, g_end, g_region, g_count, g_seg)
+
+
+def _index_types(start, end, region, count, segment) -> bool:
+    """The index's column types, which the C merge keeps (numpy keeps any)."""
+    types = (start.dtype, end.dtype, region.dtype, count.dtype, segment.dtype)
+    return (
+        types[:3] == (np.int64, np.int64, np.int32)
+        and types[4] == np.int64
+        and (types[3] in (np.int32, np.int64))
+    )
+
+
+def _merge_native(
+    g: lod_native.Groups, start: np.ndarray, end: np.ndarray, region: np.ndarray,
+    count: np.ndarray, segment: np.ndarray, px: float,
+) -> Spans:  # fmt: skip
+    """``merge`` from the C pixel groups: the groups whose regions may repeat summed by
+    ``_dominant`` (as ``_group_dominant`` does), then the joins in C."""
+    g_region = g.region
+    exact = np.flatnonzero(g_region == lod_native.EXACT)
+    if exact.size:
+        sizes = np.diff(np.r_[g.first, start.shape[0]])[exact]
+        before = np.cumsum(sizes) - sizes
+        items = np.repeat(g.first[exact] - before, sizes) + np.arange(int(sizes.sum()))
+        group = np.repeat(exact, sizes)
+        dom = _dominant(group, region[items], end[items] - start[items], g.first.size)
+        g_region[exact] = dom[exact]
+    g_start = np.ascontiguousarray(start[g.first], np.int64)
+    g_seg = np.ascontiguousarray(segment[g.first], np.int64)
+    m = lod_native.join(g_start, g.end, g_region, g.count, g_seg, g.narrow, px)
+    # numpy's add.reduceat sums int32 counts to int64; where nothing merged, they stay
+    count_type = count.dtype if m == start.shape[0] else np.result_type(count.dtype, np.int64)
+    return Spans(g_start[:m], g.end[:m], g_region[:m], g.count[:m].astype(count_type), g_seg[:m])
 
 
 def level_pixels(durations: np.ndarray, full_range: int) -> list[float]:
@@ -229,13 +278,13 @@ def build_all_levels(
     loc_of_seg = np.repeat(np.arange(n_loc), n_seg)
     per_seg = np.concatenate([np.diff(p) for p in depth_ptrs]) if n_loc else np.zeros(0, np.int64)
     seg = np.repeat(np.arange(int(seg_base[-1])), per_seg.astype(np.int64))
-    cur = Spans(raw_start, raw_end, raw_region, np.ones(raw_start.size, np.int32), seg)
+    # counts as merged levels hold them (numpy sums int32 to int64); stored as int32
+    cur = Spans(raw_start, raw_end, raw_region, np.ones(raw_start.size, np.int64), seg)
     tables = [cur]  # the raw calls, then each level's spans of the locations that keep it
     kept = [np.ones(n_loc, bool)]
     for px in pixels:
-        loc = loc_of_seg[cur.segment]
         merging = np.ones(n_loc, bool)
-        pixel_groups = None
+        pixel_groups: tuple[np.ndarray, np.ndarray] | lod_native.Groups | None = None
         if px != pixels[-1]:
             # A level barely smaller than the table below it is not worth its space:
             # queries at this pixel size read the finer table (at most 1/KEEP_RATIO times
@@ -243,32 +292,70 @@ def build_all_levels(
             # bound of its size): the full merge of a level then skipped cost 3/4 of the
             # levels' build time (75 of 100 ms per 250k calls).
             # (A location without calls skips it too: one group of nothing, as numpy counts.)
-            rows_of = np.bincount(loc, minlength=n_loc)
+            rows_of = _per_location(cur.segment, seg_base)
             groups = np.zeros(n_loc, np.int64)
             if len(cur):
-                pixel_groups = _pixel_groups(cur.start, cur.end - cur.start, cur.segment, px, 0)
-                groups = np.bincount(loc[pixel_groups[1]], minlength=n_loc)
+                native = (
+                    NATIVE
+                    and _index_types(*_columns(cur))
+                    and lod_native.groups(
+                        cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0
+                    )
+                )
+                if native:
+                    pixel_groups, firsts = native, native.first
+                else:
+                    narrow, firsts = _pixel_groups(
+                        cur.start, cur.end - cur.start, cur.segment, px, 0
+                    )
+                    pixel_groups = (narrow, firsts)
+                groups = _per_location(cur.segment[firsts], seg_base)
             merging = ~((groups > KEEP_RATIO * rows_of) | (rows_of == 0))
         if merging.all():
             # every location merges: the groups just found are the merge's own
             cur = merge(cur.start, cur.end, cur.region, cur.count, cur.segment, px, 0, pixel_groups)
             tables.append(cur)
+        elif merging.any() and isinstance(pixel_groups, lod_native.Groups):
+            # in C: the rows of the locations that do not merge pass as they are, and the
+            # table keeps them (_assemble stores only the kept locations' rows)
+            g = lod_native.groups(*_columns(cur), px, 0, pass_segment=~merging[loc_of_seg])
+            assert g is not None
+            cur = _merge_native(g, cur.start, cur.end, cur.region, cur.count, cur.segment, px)
+            tables.append(cur)
         elif merging.any():
-            rows = merging[loc]
+            rows = merging[loc_of_seg][cur.segment]
             done = merge(
                 cur.start[rows], cur.end[rows], cur.region[rows], cur.count[rows],
                 cur.segment[rows], px, 0,
             )  # fmt: skip
             tables.append(done)
             rest = _take(cur, ~rows)
-            # a segment's rows come from one side: a stable sort by segment interleaves them
-            order = np.argsort(np.concatenate([done.segment, rest.segment]), kind="stable")
-            both = [np.concatenate([a, b])[order] for a, b in zip(_columns(done), _columns(rest))]
-            cur = Spans(both[0], both[1], both[2], both[3], both[4])
+            cur = _interleave(done, rest)
         else:
             tables.append(_take(cur, np.zeros(len(cur), bool)))
         kept.append(merging)
     return _assemble(tables, np.array(kept).reshape(-1, n_loc), seg_base, pixels)
+
+
+def _per_location(segment: np.ndarray, seg_base: np.ndarray) -> np.ndarray:
+    """How many of ``segment``'s rows each location has (its segments are
+    ``seg_base[i]:seg_base[i + 1]``): no array of locations as long as the rows."""
+    per_segment = np.bincount(segment, minlength=int(seg_base[-1]))
+    before = np.concatenate([[0], np.cumsum(per_segment)])
+    return before[seg_base[1:]] - before[seg_base[:-1]]
+
+
+def _interleave(a: Spans, b: Spans) -> Spans:
+    """The rows of ``a`` and ``b`` (each sorted by segment, no segment in both) in segment
+    order: each row's place found by searchsorted, not by a stable sort of them all."""
+    at_a = np.arange(len(a)) + np.searchsorted(b.segment, a.segment, side="right")
+    at_b = np.arange(len(b)) + np.searchsorted(a.segment, b.segment, side="right")
+    columns = []
+    for x, y in zip(_columns(a), _columns(b)):
+        out = np.empty(len(a) + len(b), np.result_type(x.dtype, y.dtype))
+        out[at_a], out[at_b] = x, y
+        columns.append(out)
+    return Spans(*columns)
 
 
 def _take(s: Spans, rows: np.ndarray) -> Spans:
@@ -289,25 +376,32 @@ def _assemble(
     n_levels, n_loc = kept.shape  # raw + one per pixel size
     n_segments = int(seg_base[-1])
     # rows of each (table, segment) and (table, location), by counts before each segment
+    # (a table may hold rows of locations that did not keep its level: they stay out)
     seg_rows = np.array([np.bincount(t.segment, minlength=n_segments) for t in tables])
     cum = np.zeros((n_levels, n_segments + 1), np.int64)
     np.cumsum(seg_rows.reshape(n_levels, n_segments), axis=1, out=cum[:, 1:])
-    loc_rows = cum[:, seg_base[1:]] - cum[:, seg_base[:-1]]
+    all_rows = cum[:, seg_base[1:]] - cum[:, seg_base[:-1]]
+    loc_rows = all_rows * kept
     # where each (table, location) goes in the location's items, and the location's items
     within = np.cumsum(loc_rows, axis=0) - loc_rows
     items_n = loc_rows.sum(axis=0)
     items_off = np.concatenate([[0], np.cumsum(items_n)[:-1]]).astype(np.int64)
-    total = int(items_n.sum())
-    out = [np.empty(total, np.int64), np.empty(total, np.int64)]
-    out += [np.empty(total, np.int32), np.empty(total, np.int32)]
-    for k, t in enumerate(tables):
-        if not len(t):
-            continue
-        table_first = np.cumsum(loc_rows[k]) - loc_rows[k]  # the location's first row here
-        shift = np.repeat(items_off + within[k] - table_first, loc_rows[k])
-        dest = shift + np.arange(len(t))
-        for o, a in zip(out, (t.start, t.end, t.region, t.count)):
-            o[dest] = a
+    # Location by location, its block of each table (the tables are sorted by segment, so
+    # a location's rows are one block): one concatenation of slices per column, no index
+    # arrays the size of the tables (a scatter through them was 5 of the 14 s of the levels
+    # of 1,024 ranks of 100M events, and 2 GB).
+    table_first = (np.cumsum(all_rows, axis=1) - all_rows).tolist()
+    blocks = [
+        (k, a, a + n)
+        for i in range(n_loc)
+        for k, (a, n) in enumerate(zip((row[i] for row in table_first), loc_rows[:, i].tolist()))
+        if n
+    ]
+    columns = (("start", np.int64), ("end", np.int64), ("region", np.int32), ("count", np.int32))
+    out = []
+    for name, dtype in columns:
+        parts = [getattr(tables[k], name)[a:b] for k, a, b in blocks]
+        out.append(np.concatenate(parts or [np.zeros(0, dtype)], dtype=dtype, casting="unsafe"))
     # ptr: per location, a row per kept table, a column per depth boundary
     loc_i, level_k = np.nonzero(kept.T)  # by location, then level
     cols = (seg_base[1:] - seg_base[:-1] + 1)[loc_i]

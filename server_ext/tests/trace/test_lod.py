@@ -287,3 +287,46 @@ def test_levels_of_a_generated_archive_are_what_the_merge_before_built(tmp_path,
         b = np.load(tmp_path / "before" / index_build.INDEX_NAME / name)
         assert a.dtype == b.dtype, name
         np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_the_c_merge_is_numpys(monkeypatch):
+    """lod_merge.c (lod_native) against numpy's merge, item by item and type by type: the
+    random trials of the test above (ties, repeated regions, more than 32 calls a pixel,
+    damaged weights) and every level of several locations at once."""
+    from jupyterlab_scorep.trace import lod_native
+
+    assert lod_native.available()  # built with the scanner (make setup)
+    used = []
+    real = lod_native.join
+    monkeypatch.setattr(lod_native, "join", lambda *a: used.append(1) or real(*a))
+
+    def both(fn, *args):
+        monkeypatch.setattr(lod, "NATIVE", False)
+        numpy_result = fn(*args)
+        monkeypatch.setattr(lod, "NATIVE", True)
+        return fn(*args), numpy_result
+
+    rng = np.random.default_rng(8)
+    for trial in range(120):
+        n = int(rng.integers(1, 3000))
+        lens = rng.choice([0, 1, 2, 5, 10, 50, 400], n)
+        start = np.cumsum(rng.integers(0, 20, n) + np.r_[0, lens[:-1]]).astype(np.int64)
+        end = start + lens
+        if trial % 10 == 9:
+            end[rng.integers(0, n)] = start[0] - 5 if trial % 20 == 9 else 2**60
+        segment = np.sort(rng.integers(0, 4, n)).astype(np.int64)
+        region = rng.integers(0, int(rng.choice([1, 3, 33, 500])), n).astype(np.int32)
+        for count in (np.ones(n, np.int32), rng.integers(1, 9, n).astype(np.int64)):
+            for px in (1.5, 4.0, 30.0, 700.0):
+                native, numpy_merge = both(lod.merge, start, end, region, count, segment, px, 0)
+                merges_equal(native, numpy_merge)
+    locs = [random_location(rng, n, d) for n, d in [(4000, 5), (0, 0), (300, 1), (2500, 9)]]
+    cat = [np.concatenate([loc[k] for loc in locs]) for k in range(3)]
+    native, numpy_levels = both(
+        lod.build_all_levels, *cat, [loc[3] for loc in locs], [4.0, 16.0, 64.0, 300.0, 5000.0]
+    )
+    for name in ("start", "end", "region", "count", "items", "ptr", "ptr_at", "px", "px_at"):
+        a, b = getattr(native, name), getattr(numpy_levels, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert used  # the C merge ran

@@ -117,12 +117,17 @@ class BusyTable:
         """``covered`` by search: the busy ns before x in a row is the sum of x - s over
         its starts s < x less the sum of x - e over its ends e < x."""
         ks, cs, ke, ce = self._by_row(which, per_row)
-        base = (np.arange(n_rows, dtype=np.int64) * self.span)[:, None]
         x = edges[None, :].astype(np.float64)
         total = np.zeros((n_rows, edges.size), np.float64)
+        idx = np.empty((n_rows, edges.size), np.int64)
         for key, cum, sign in ((ks, cs, 1.0), (ke, ce, -1.0)):
-            first = np.searchsorted(key, base[:, 0], side="left")[:, None]
-            idx = np.searchsorted(key, base + edges[None, :], side="left")
+            bounds = np.searchsorted(key, np.arange(n_rows + 1, dtype=np.int64) * self.span)
+            # row by row, in the row's own keys: a search in a few hundred kB that stay in
+            # cache, where one search over all rows' keys (13M MPI calls of 1,024 ranks)
+            # missed it at every step (75 of the 90 ms of a full view)
+            for r, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+                np.add(key[a:b].searchsorted(edges + r * self.span), a, out=idx[r])
+            first = bounds[:-1, None]
             total += sign * ((idx - first) * x - (cum[idx] - cum[first]))
         return np.diff(total, axis=1)
 

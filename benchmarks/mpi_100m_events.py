@@ -83,6 +83,7 @@ def child(which: str, exp: str) -> None:
     from scorep_kernel import experiment as ex
 
     share = None
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     c = time.process_time()
     if which == "read":
         otf2_read.read_trace(os.path.join(exp, ex.OTF2_ANCHOR))
@@ -91,14 +92,15 @@ def child(which: str, exp: str) -> None:
             meta = index_build.build_index(exp, out)
             share = meta["build_s"]["read"] / meta["build_s"]["total"]
     cpu = time.process_time() - c
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"cpu": cpu, "rss_mb": rss, "read_share": share}))
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"cpu": cpu, "rss_mb": r1.ru_maxrss / 1024, "read_share": share,
+                      "sys": r1.ru_stime - r0.ru_stime}))  # fmt: skip
 
 
 def ingest(exp: Path) -> dict[str, list[float]]:
     """INGEST_ROUNDS rounds of (read, build), alternating which goes first, each in a fresh
     interpreter (so that each peak RSS is its own)."""
-    out: dict[str, list[float]] = {"read": [], "build": [], "rss": [], "share": []}
+    out: dict[str, list[float]] = {"read": [], "build": [], "rss": [], "share": [], "sys": []}
     for i in range(INGEST_ROUNDS):
         for which in ("read", "build") if i % 2 == 0 else ("build", "read"):
             proc = subprocess.run(
@@ -111,6 +113,7 @@ def ingest(exp: Path) -> dict[str, list[float]]:
             if which == "build":
                 out["rss"].append(got["rss_mb"])
                 out["share"].append(got["read_share"])
+                out["sys"].append(got["sys"] / got["cpu"])
     return out
 
 
@@ -137,7 +140,9 @@ def main() -> None:
            note=f"build {spread([r / 1e6 for r in build], 2)} M, read "
            f"{spread([r / 1e6 for r in read], 2)} M, over {INGEST_ROUNDS} interleaved rounds "
            f"in fresh interpreters; events count the MPI records the scanner steps over; the "
-           f"read is {100 * float(np.median(rounds['share'])):.0f} % of the build's wall time")  # fmt: skip
+           f"read is {100 * float(np.median(rounds['share'])):.0f} % of the build's wall time; "
+           f"{100 * float(np.median(rounds['sys'])):.0f} % of the build's CPU time is the "
+           "kernel's (first touches of memory: this VM's page faults are slow)")  # fmt: skip
     report(f"index build peak RSS ({size})", float(np.median(rounds["rss"])), "MB",
            note=f"{spread(rounds['rss'], 0)} over {INGEST_ROUNDS} builds")  # fmt: skip
 

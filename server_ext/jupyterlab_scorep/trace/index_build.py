@@ -48,7 +48,6 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +100,12 @@ def build_index(exp_dir: str | os.PathLike, index_parent: str | os.PathLike) -> 
     exp_dir, index_parent = Path(exp_dir), Path(index_parent)
     t_begin = time.perf_counter()
     sources = source_files(exp_dir)
-    defs, paired = otf2_read.read_trace_each(str(exp_dir / ex.OTF2_ANCHOR), _pair)
+    defs, events = otf2_read.read_trace(str(exp_dir / ex.OTF2_ANCHOR))
     t_read = time.perf_counter()
     index_parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=index_parent))
     try:
-        meta = _write(tmp, defs, paired, sources)
+        meta = _write(tmp, defs, events, sources)
         meta["build_s"] = {"read": t_read - t_begin, "total": time.perf_counter() - t_begin}
         (tmp / "meta.json").write_text(json.dumps(meta))
         final = index_parent / INDEX_NAME
@@ -130,61 +129,26 @@ def run_start(defs: otf2_definitions.Definitions, events: list[otf2_events.Locat
     return min(firsts) if firsts else defs.global_offset
 
 
-@dataclass
-class _Paired:
-    """A location's calls, paired as it was read (times still in ticks), and what the
-    build needs of its events once they are gone: their number, first and last tick, and
-    the rest of them (metrics, ProgramBegin) without the Enter/Leave arrays."""
-
-    calls: intervals.Intervals
-    events: int
-    first: int | None
-    last: int | None
-    rest: otf2_events.LocationEvents
-
-
-def _pair(ev: otf2_events.LocationEvents) -> _Paired:
-    """Pairing commutes with the ticks' conversion to ns (it only moves times around), so
-    a location is paired as read and its events let go (16 bytes an event, 1.4 GB of
-    1,024 ranks' 100M events, all held until the build's end before)."""
-    n = int(ev.times.size)
-    return _Paired(
-        intervals.pair_calls(ev.times, ev.signed_regions),
-        n,
-        int(ev.times[0]) if n else None,
-        int(ev.times[-1]) if n else None,
-        dataclasses.replace(ev, times=_NONE, signed_regions=_NONE),
-    )
-
-
-def _run_start(defs: otf2_definitions.Definitions, paired: list[_Paired]) -> int:
-    """``run_start`` from the paired locations."""
-    if not any(p.rest.program_begin is not None for p in paired):
-        return defs.global_offset
-    firsts = [p.first for p in paired if p.first is not None]
-    firsts += [int(p.rest.metric_times[0]) for p in paired if p.rest.metric_times.size]
-    return min(firsts) if firsts else defs.global_offset
-
-
-def _write(out: Path, defs, paired: list[_Paired], sources) -> dict[str, Any]:
+def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     per_location = []
     locations = []
     notes = []
     total_events = 0
     trace_end = 0
-    origin = _run_start(defs, paired)
-    events = [p.rest for p in paired]
+    origin = run_start(defs, events)
     whole_process = any(ev.program_begin is not None for ev in events)
-    n_events = [p.events for p in paired]
-    for info, p in zip(defs.locations, paired):
-        iv = p.calls
-        iv.start = intervals.to_ns(iv.start, origin, defs.timer_resolution)
-        iv.end = intervals.to_ns(iv.end, origin, defs.timer_resolution)
+    n_events = []
+    for i, (info, ev) in enumerate(zip(defs.locations, events)):
+        times = intervals.to_ns(ev.times, origin, defs.timer_resolution)
+        iv = intervals.pair_calls(times, ev.signed_regions)
         per_location.append(iv)
-        total_events += p.events - p.rest.synthetic
-        if p.last is not None:
-            last = intervals.to_ns(np.array([p.last], np.int64), origin, defs.timer_resolution)
-            trace_end = max(trace_end, int(last[0]))
+        n_events.append(int(ev.times.size))
+        total_events += int(ev.times.size) - ev.synthetic
+        # the events are in the calls now: let them go (16 bytes an event, 1.4 GB of
+        # 1,024 ranks' 100M events, held to the end before)
+        events[i] = dataclasses.replace(ev, times=_NONE, signed_regions=_NONE)
+        if times.size:
+            trace_end = max(trace_end, int(times[-1]))
         if iv.closed_at_end:
             notes.append(
                 f"{info['name']}: {iv.closed_at_end} calls were still open when the trace "

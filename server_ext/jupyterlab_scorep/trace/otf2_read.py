@@ -47,8 +47,7 @@ from __future__ import annotations
 import ctypes
 import os
 from array import array
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -56,8 +55,6 @@ from .otf2_definitions import Definitions, definitions_of, rename_locations, thr
 from .otf2_events import Decoder, LocationEvents, with_artificial_calls
 from .otf2_global_defs import read_global_records
 from .otf2_scan import LocalDefinitions, MetricTables
-
-T = TypeVar("T")
 
 
 class TraceReadError(Exception):
@@ -162,19 +159,6 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
     ``decoder`` chooses how event files the fast paths can read are read: "auto" (the
     native scanner where built, else numpy), "numpy", or "callbacks" (every location
     through libotf2's callbacks); the benchmarks and tests compare them."""
-    return read_trace_each(anchor, _same, decoder)
-
-
-def _same(events: LocationEvents) -> LocationEvents:
-    return events
-
-
-def read_trace_each(
-    anchor: str, consume: Callable[[LocationEvents], T], decoder: Decoder = "auto"
-) -> tuple[Definitions, list[T]]:
-    """``read_trace`` with each location's events handed to ``consume`` as soon as they
-    are read, and its answers kept instead: the index build pairs a location's calls
-    and lets its events go before the next is read (1.4 GB of 100M events less)."""
     import _otf2
 
     from .otf2_fast import fast_location
@@ -198,16 +182,14 @@ def read_trace_each(
         chunk_size = int(_otf2.Reader_GetChunkSize(handle)[0])
         metrics = MetricTables.of(definitions)
         events = [
-            consume(
-                (
-                    fast_location(
-                        anchor, ref, chunk_size, decoder, definitions, local.get(ref), metrics
-                    )
-                    if decoder != "callbacks"
-                    else None
+            (
+                fast_location(
+                    anchor, ref, chunk_size, decoder, definitions, local.get(ref), metrics
                 )
-                or _read_location(raw, ref, info["events"], definitions)
+                if decoder != "callbacks"
+                else None
             )
+            or _read_location(raw, ref, info["events"], definitions)
             for ref, info in zip(refs, definitions.locations)
         ]
         _otf2.Reader_CloseEvtFiles(handle)

@@ -99,7 +99,7 @@ $(STAMPS)/python: pyproject.toml $(wildcard kernel/kernelspec/scorep-python/*) $
 	$(BIN)/pip install -q -e ".[dev,test]"
 	@touch $@
 
-$(SCANNER): server_ext/native/otf2_scan.c server_ext/native/lod_merge.c server_ext/native/build_scanner.py $(STAMPS)/python
+$(SCANNER): server_ext/native/otf2_scan.c server_ext/native/lod_merge.c server_ext/native/busy_search.c server_ext/native/build_scanner.py $(STAMPS)/python
 	$(BIN)/python server_ext/native/build_scanner.py
 	@touch $@
 

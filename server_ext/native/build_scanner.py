@@ -1,4 +1,4 @@
-"""Compile otf2_scan.c (and lod_merge.c) into the shared library the server loads with ctypes
+"""Compile otf2_scan.c (and lod_merge.c, busy_search.c) into the shared library the server loads with ctypes
 (jupyterlab_scorep/trace/otf2_scan.py). Used by the wheel's build hook (hatch_build.py) and by
 `make setup` (`python server_ext/native/build_scanner.py`, which builds it in place).
 
@@ -18,7 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "otf2_scan.c"
-SOURCES = (SOURCE, HERE / "lod_merge.c")  # the scanner, and the timeline levels' merge
+# the scanner, the timeline levels' merge, the heat map's search
+SOURCES = (SOURCE, HERE / "lod_merge.c", HERE / "busy_search.c")
 LIBRARY = "libotf2_scan.so"  # otf2_scan.LIBRARY
 IN_PLACE = HERE.parent / "jupyterlab_scorep" / "trace" / LIBRARY
 

@@ -18,10 +18,13 @@ binning them takes 200 ms; the two agree to the ns).
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from typing import Any
 
 import numpy as np
 
+from . import otf2_scan
 from .index_build import LAYOUT_FIELDS
 from .index_store import LoadedIndex
 
@@ -29,6 +32,7 @@ _EMPTY = np.zeros(0, np.int64)
 # Above this many intervals in the window per grid cell, search instead of binning (the
 # two cost the same there: ~25 ms for 205,000 intervals on a 256 x 801 grid).
 SEARCH_ABOVE = 1.0
+NATIVE = True  # search in C where the scanner's library has it (tests turn it off)
 
 
 class BusyTable:
@@ -119,17 +123,43 @@ class BusyTable:
         ks, cs, ke, ce = self._by_row(which, per_row)
         x = edges[None, :].astype(np.float64)
         total = np.zeros((n_rows, edges.size), np.float64)
-        idx = np.empty((n_rows, edges.size), np.int64)
         for key, cum, sign in ((ks, cs, 1.0), (ke, ce, -1.0)):
             bounds = np.searchsorted(key, np.arange(n_rows + 1, dtype=np.int64) * self.span)
-            # row by row, in the row's own keys: a search in a few hundred kB that stay in
-            # cache, where one search over all rows' keys (13M MPI calls of 1,024 ranks)
-            # missed it at every step (75 of the 90 ms of a full view)
-            for r, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
-                np.add(key[a:b].searchsorted(edges + r * self.span), a, out=idx[r])
+            idx = search_rows(key, bounds, edges, self.span)
             first = bounds[:-1, None]
             total += sign * ((idx - first) * x - (cum[idx] - cum[first]))
         return np.diff(total, axis=1)
+
+
+@functools.cache
+def _search_library() -> ctypes.CDLL | None:
+    lib = otf2_scan._library()
+    if lib is None or not hasattr(lib, "busy_search"):
+        return None
+    i64, p = ctypes.c_int64, ctypes.c_void_p
+    lib.busy_search.restype = None
+    lib.busy_search.argtypes = [p, p, i64, p, i64, i64, p]
+    return lib
+
+
+def search_rows(key: np.ndarray, bounds: np.ndarray, edges: np.ndarray, span: int) -> np.ndarray:
+    """[rows, edges] of ``searchsorted(key, r * span + edge, side="left")``, row r's keys
+    being ``key[bounds[r]:bounds[r + 1]]`` and ``edges`` increasing: row by row in the row's
+    own keys (a few hundred kB that stay in cache, where one search over all rows' keys,
+    13M MPI calls of 1,024 ranks, missed it at every step: 75 of the 90 ms of a full
+    view); in C (server_ext/native/busy_search.c) where the library has it."""
+    n_rows = bounds.size - 1
+    idx = np.empty((n_rows, edges.size), np.int64)
+    lib = _search_library() if NATIVE else None
+    if lib is not None:
+        key, bounds = np.ascontiguousarray(key, np.int64), np.ascontiguousarray(bounds, np.int64)
+        edges = np.ascontiguousarray(edges, np.int64)
+        lib.busy_search(key.ctypes.data, bounds.ctypes.data, n_rows, edges.ctypes.data,
+                        edges.size, int(span), idx.ctypes.data)  # fmt: skip
+        return idx
+    for r, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+        np.add(key[a:b].searchsorted(edges + r * span), a, out=idx[r])
+    return idx
 
 
 def _ranges(lo: np.ndarray, n: np.ndarray) -> np.ndarray:

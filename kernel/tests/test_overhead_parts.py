@@ -63,7 +63,10 @@ def test_with_spare_worker_always_the_first_run_takes_a_spare_started_with_the_k
                 "messages",
             },
         ),
-        (PROFILE_IN, {"measure_start", "cell", "tracer_stop", "recording_build", "manifest"}),
+        (
+            PROFILE_IN,
+            {"measure_start", "cell", "tracer_stop", "recording_build", "summary", "manifest"},
+        ),
     ],
     ids=["subprocess", "inprocess"],
 )

@@ -102,7 +102,8 @@ class InprocessRun(RunBase):
                     # A frontend without the extension's panel shows the display's text:
                     # its events and top regions now, from the Recording built here.
                     recording = self.measurement.build(halted)
-                    self._note_summary(display_summary(recording))
+                    with self.timed("summary"):
+                        self._note_summary(display_summary(recording))
                 for phase, seconds in self.measurement.stop_timings.items():
                     self.add_time(phase, seconds)
                 notes = recording.notes if recording is not None else {}

@@ -45,6 +45,7 @@ def test_a_writer_stuck_in_its_fork_is_killed_and_a_thread_writes(tmp_path, monk
 
     from scorep_kernel import experiment
     from scorep_kernel import manifest as mf
+    from scorep_kernel.measure.files import build_and_write
     from scorep_kernel.measure.measure_config import MeasureConfig
     from scorep_kernel.measure.session import Measurement
     from scorep_kernel.runs import files_process
@@ -75,7 +76,7 @@ def test_a_writer_stuck_in_its_fork_is_killed_and_a_thread_writes(tmp_path, monk
 
     def instead(on_summary, on_done):
         writers.append(threading.get_native_id())
-        files_process.build_and_write(exp, lambda: recording, on_summary)
+        build_and_write(exp, lambda: recording, on_summary)
         on_done()
 
     pid = files_process.write_in_child(exp, lambda: recording, summaries.append, done.set, instead)

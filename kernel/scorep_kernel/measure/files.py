@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from scorep_kernel import manifest as mf
 
 from .. import experiment
 from ..formats.recording import Recording
+from .top_regions import DisplaySummary, display_summary
 
 # Never print here: in the kernel the files are written after the cell's reply, and
 # whatever reached sys.stderr would show in the output of whichever cell runs then.
@@ -103,3 +106,54 @@ def write_all(exp_dir: str | Path, recording: Recording) -> dict:
         # No manifest (a bare directory) or an unwritable one: leave what we can.
         errors.append(f"manifest: {type(e).__name__}: {e}")
     return {"files": files, "errors": errors, "seconds": timings}
+
+
+OnSummary = Callable[[DisplaySummary], None]
+OnDone = Callable[[], None]
+
+
+def build_and_write(
+    exp_dir: Path, build: Callable[[], Recording], on_summary: OnSummary | None = None
+) -> None:
+    """Build the Recording, say its display summary, write the files (write_all records
+    its own failures; a failing build is recorded here, in the manifest)."""
+    try:
+        recording = build()
+    except Exception as e:
+        mf.update_manifest(
+            exp_dir,
+            files_status=mf.FILES_FAILED,
+            errors=[f"building the recording failed: {type(e).__name__}: {e}"],
+        )
+        return
+    if on_summary is not None:
+        on_summary(display_summary(recording))
+    write_all(exp_dir, recording)
+
+
+def write_in_idle_thread(
+    exp_dir: Path,
+    build: Callable[[], Recording],
+    on_summary: OnSummary | None = None,
+    on_done: OnDone | None = None,
+) -> threading.Thread:
+    """``build_and_write`` in a daemon thread of this process at the scheduler's idle
+    priority (that thread only, Linux), so that the next cell the user runs meanwhile does
+    not wait for it (one way: an unprivileged thread cannot come back from SCHED_IDLE, and
+    this one ends when the files are written); ``on_done`` from that thread when it ends.
+    A kernel shutting down waits for it only as long as it chooses."""
+
+    def work() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):  # not Linux, or not allowed: written as before
+            pass
+        try:
+            build_and_write(exp_dir, build, on_summary)
+        finally:
+            if on_done is not None:
+                on_done()
+
+    thread = threading.Thread(target=work, name="scorep-write-files", daemon=True)
+    thread.start()
+    return thread

@@ -320,7 +320,7 @@ class Measurement:
         """Write traces.otf2, profile.cubex and metrics, then mark the manifest ready (or
         failed, with the error). Never raises from the background thread, which calls
         ``on_done`` (from that thread) when it ends."""
-        from .files import write_all
+        from .files import write_all, write_in_idle_thread
 
         recording = recording or self.recording
         if recording is None:
@@ -328,16 +328,8 @@ class Measurement:
         if not background:
             write_all(self.exp_dir, recording)
             return None
-        # A daemon: a kernel shutting down waits for it only as long as it chooses (and then
-        # says in the manifest that the files were cut short), never until the writing ends.
-        thread = threading.Thread(
-            target=_write_at_idle_priority,
-            args=(self.exp_dir, recording, on_done),
-            name="scorep-write-files",
-            daemon=True,
-        )
-        thread.start()
-        return thread
+        built = recording  # (the lambda keeps the narrowed type)
+        return write_in_idle_thread(self.exp_dir, lambda: built, on_done=on_done)
 
     # --- helpers ---------------------------------------------------------------------
     def after_import(self) -> None:
@@ -522,23 +514,3 @@ def _clock_map(pair0: tuple[float, float], pair1: tuple[float, float]):
         return np.rint(p0 + (np.asarray(t, np.float64) - v0) * slope).astype(np.int64)
 
     return to_perf
-
-
-def _write_at_idle_priority(
-    exp_dir: Path, recording: Recording, on_done: Callable[[], None] | None = None
-) -> None:
-    """The files of an in-process run, written in a thread of the kernel after the reply:
-    at the scheduler's idle priority (this thread only, Linux), so that the next cell the
-    user runs meanwhile does not wait for them. (One way: an unprivileged thread cannot
-    come back from SCHED_IDLE, and this one ends when the files are written.)"""
-    from .files import write_all
-
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):  # not Linux, or not allowed: written as before
-        pass
-    try:
-        write_all(exp_dir, recording)
-    finally:
-        if on_done is not None:
-            on_done()

@@ -38,7 +38,8 @@ from pathlib import Path
 
 from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import Recording
-from scorep_kernel.measure.top_regions import DisplaySummary, display_summary
+from scorep_kernel.measure.files import OnDone, OnSummary, build_and_write
+from scorep_kernel.measure.top_regions import DisplaySummary
 
 log = logging.getLogger("scorep_kernel")
 
@@ -48,59 +49,13 @@ _FAILED = 3
 # load, when it is scheduled): only a child stuck in the fork itself stays silent this long.
 STARTED_WITHIN_S = 10.0
 
-OnSummary = Callable[[DisplaySummary], None]
-OnDone = Callable[[], None]
-
-
-def build_and_write(
-    exp_dir: Path, build: Callable[[], Recording], on_summary: OnSummary | None
-) -> None:
-    """Build the Recording, say its display summary, write the files (in the child, or in
-    a thread where no child could be had). write_all records its own failures."""
-    from scorep_kernel.measure.files import write_all
-
-    recording = build()
-    if on_summary is not None:
-        on_summary(display_summary(recording))
-    write_all(exp_dir, recording)
-
-
-def build_and_write_in_thread(
-    exp_dir: Path,
-    build: Callable[[], Recording],
-    on_summary: OnSummary | None,
-    on_done: OnDone | None,
-) -> None:
-    """``build_and_write`` in a thread of this process at the scheduler's idle priority
-    (that thread only, Linux; an unprivileged thread cannot come back from SCHED_IDLE, and
-    this one ends when the files are written); ``on_done`` when it ends."""
-
-    def work() -> None:
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):  # not Linux, or not allowed: as before
-            pass
-        try:
-            build_and_write(exp_dir, build, on_summary)
-        except Exception as e:  # write_all records its own failures; this is the build's
-            mf.update_manifest(
-                exp_dir,
-                files_status=mf.FILES_FAILED,
-                errors=[f"building the recording failed: {type(e).__name__}: {e}"],
-            )
-        finally:
-            if on_done is not None:
-                on_done()
-
-    threading.Thread(target=work, name="scorep-write-files", daemon=True).start()
-
 
 def write_in_child(
     exp_dir: Path,
     build: Callable[[], Recording],
     on_summary: OnSummary | None = None,
     on_done: OnDone | None = None,
-    instead: Callable[[OnSummary | None, OnDone | None], None] | None = None,
+    instead: Callable[[OnSummary | None, OnDone | None], object] | None = None,
 ) -> int | None:
     """Fork a process that builds the run's Recording (``build``) and writes its files;
     returns its pid, or None where no fork could be made (the caller does it itself).
@@ -109,8 +64,6 @@ def write_in_child(
     work where the child hung in the fork (module doc)."""
     if not hasattr(os, "fork"):
         return None
-    from scorep_kernel.measure import files  # noqa: F401  (imported before the fork)
-
     alive_r, alive_w = os.pipe()
     try:
         pid = os.fork()
@@ -183,7 +136,7 @@ def _reap(
     exp_dir: Path,
     on_summary: OnSummary | None,
     on_done: OnDone | None,
-    instead: Callable[[OnSummary | None, OnDone | None], None] | None,
+    instead: Callable[[OnSummary | None, OnDone | None], object] | None,
 ) -> None:
     try:
         started = _started(pid, alive_r)

@@ -14,6 +14,7 @@ from typing import Any
 from scorep_kernel import manifest as mf
 from scorep_kernel.binding_args import run_instrumenter_file
 from scorep_kernel.formats.recording import Recording
+from scorep_kernel.measure.files import write_in_idle_thread
 from scorep_kernel.measure.session import Halted, Measurement
 from scorep_kernel.measure.top_regions import DisplaySummary, display_summary
 from scorep_kernel.runs import files_process, inprocess_output
@@ -162,7 +163,7 @@ class InprocessRun(RunBase):
         try:
             # A process of its own (the next cell keeps the interpreter lock to itself),
             # else a thread of the kernel.
-            in_thread = partial(files_process.build_and_write_in_thread, exp_dir, make)
+            in_thread = partial(write_in_idle_thread, exp_dir, make)
             done = partial(in_loop, written.set)
             if files_process.write_in_child(exp_dir, make, say, done, in_thread) is None:
                 in_thread(say, done)

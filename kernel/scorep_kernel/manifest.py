@@ -367,6 +367,24 @@ def cell_time_record(
     }
 
 
+def with_ref_cpu_s(record: CellTimeRecord, ref_cpu_s: float | None) -> CellTimeRecord:
+    """The record with the machine's speed measured around the whole run."""
+    out = record.copy()
+    out["ref_cpu_s"] = round(ref_cpu_s, 9) if ref_cpu_s else None
+    return out
+
+
+def cell_time_of(record: CellTimeRecord) -> CellTime:
+    """The manifest's top-level ``cell_time`` from the measurement's record."""
+    return {
+        "time_s": record["time_s"],
+        "cpu_s": record.get("cpu_s"),
+        "queue_s": record.get("queue_s"),
+        "wait_s": record.get("wait_s"),
+        "ref_cpu_s": record.get("ref_cpu_s"),
+    }
+
+
 def source_hash(code: str) -> str:
     """Identifies a cell's source across runs (the Runs list says when it changed)."""
     return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()

@@ -24,7 +24,13 @@ def test_a_measurement_records_the_machine_speed_in_its_cell_time(tmp_path):
     m.start()
     with m.cell("cell [1]"):
         sum(i * i for i in range(10_000))
-    recording = m.stop()
+    halted = m.halt()
+    # a reply that waits for halt() only has the speed before the run
+    assert len(m._speed_chunks) == machine_speed.CHUNKS
+    assert halted.cell_time["ref_cpu_s"] == pytest.approx(
+        machine_speed.reference_cpu_s(m._speed_chunks)
+    )
+    recording = m.build(halted)
     ct = recording.notes["cell_time"]
     assert 0 < ct["ref_cpu_s"] < 0.5
     assert len(m._speed_chunks) == 2 * machine_speed.CHUNKS  # before and after the run

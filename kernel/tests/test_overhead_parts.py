@@ -116,6 +116,9 @@ def _built_after_the_reply(kernel: KernelHandle) -> None:
     measurement = manifest["measurement"]
     assert measurement["events"] == final["summary"]["events"]
     assert measurement["written_by_pid"] != kernel_pid and measurement["build_s"] > 0
+    # the machine's speed after the run was measured by the build, after the reply: the
+    # manifest's cell_time has the median over the chunks before and after the run
+    assert manifest["cell_time"]["ref_cpu_s"] == measurement["cell_time"]["ref_cpu_s"] > 0
 
 
 def test_modules_a_profiled_cell_imported_are_preloaded_by_the_next_worker(kernel):

@@ -217,7 +217,9 @@ class Measurement:
         building the Recording: the data is in hand and nothing of the measurement runs any
         more (the next cell can start); ``build`` makes the Recording from it, later or in
         another process (an in-process run builds it in the process that writes its files,
-        runs.files_process). The cells' time (``Halted.cell_time``) is known here."""
+        runs.files_process). The cells' time (``Halted.cell_time``) is known here; its
+        ``ref_cpu_s`` is the machine's speed before the run, and ``build`` adds the speed
+        after it."""
         global _active
         if self._state != "running":
             raise RuntimeError(f"halt() needs a running Measurement (state {self._state})")
@@ -235,7 +237,6 @@ class Measurement:
         self._clocks.unwatch_thread_ends()
         self._lifetimes.unwatch()
         end_perf = time.perf_counter_ns()
-        self._speed_chunks += machine_speed.chunks()  # and after it (the same thread)
         if self._io is not None:
             self._io.uninstall()
         kineto = self._torch.stop()
@@ -263,6 +264,9 @@ class Measurement:
         """The Recording of a halted run (``halt``): the calls nested, filtered and named,
         the threads' records, the notes; kept as ``self.recording``."""
         t_built = time.perf_counter()
+        # The machine's speed after the run too (measure.machine_speed): here, not in
+        # halt(), so a reply that waits for halt() only does not wait for it either.
+        self._speed_chunks += machine_speed.chunks()
         raw, to_perf = halted.raw, self.to_perf
         assert to_perf is not None
         self.user.close_open(halted.stop_t, np.unique(raw.tid).tolist())
@@ -306,7 +310,8 @@ class Measurement:
         if halted.kineto is not None or self._torch.notes:
             self._add_accelerators(halted.kineto)
         self._split_time(self.recording)
-        self.recording.notes["cell_time"] = halted.cell_time
+        ref = machine_speed.reference_cpu_s(self._speed_chunks)
+        self.recording.notes["cell_time"] = mf.with_ref_cpu_s(halted.cell_time, ref)
         # The two parts of stop() for the manifest's "timings" (the caller's business).
         self.stop_timings["recording_build"] = time.perf_counter() - t_built
         return self.recording

@@ -370,13 +370,7 @@ class RunBase(abc.ABC):
             "cells": list(self.cells),  # with each cell's start, known once it ran
         }
         if cell_time:
-            changes["cell_time"] = {
-                "time_s": cell_time["time_s"],
-                "cpu_s": cell_time.get("cpu_s"),
-                "queue_s": cell_time.get("queue_s"),
-                "wait_s": cell_time.get("wait_s"),
-                "ref_cpu_s": cell_time.get("ref_cpu_s"),
-            }
+            changes["cell_time"] = mf.cell_time_of(cell_time)
         if not self.measured:
             changes["files_status"] = mf.FILES_UNAVAILABLE
             changes["measurement"] = {

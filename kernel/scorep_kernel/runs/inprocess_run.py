@@ -108,7 +108,10 @@ class InprocessRun(RunBase):
                 for phase, seconds in self.measurement.stop_timings.items():
                     self.add_time(phase, seconds)
                 notes = recording.notes if recording is not None else {}
-                extra["measurement"] = {**notes, "cell_time": dict(halted.cell_time)}
+                extra["measurement"] = {
+                    **notes,
+                    "cell_time": dict(notes.get("cell_time") or halted.cell_time),
+                }
             except Exception as e:
                 self.errors.append(f"stopping the measurement failed: {type(e).__name__}: {e}")
                 halted = recording = None
@@ -154,6 +157,8 @@ class InprocessRun(RunBase):
         def build() -> Recording:
             recording = measurement.build(halted)
             recording.notes["build_s"] = round(measurement.stop_timings["recording_build"], 6)
+            # the machine's speed after the run is known now (Measurement.build)
+            mf.update_manifest(exp_dir, cell_time=mf.cell_time_of(recording.notes["cell_time"]))
             return recording
 
         def show(summary: DisplaySummary) -> None:

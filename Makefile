@@ -44,7 +44,7 @@ help:
 SCANNER := server_ext/jupyterlab_scorep/trace/libotf2_scan.so
 
 setup: $(STAMPS)/system $(STAMPS)/python $(STAMPS)/build $(STAMPS)/develop $(STAMPS)/ui-deps \
-	$(STAMPS)/scorep $(SCANNER)
+	$(STAMPS)/scorep $(SCANNER) $(STAMPS)/calltrace
 
 $(STAMPS):
 	@mkdir -p $@
@@ -101,6 +101,11 @@ $(STAMPS)/python: pyproject.toml $(wildcard kernel/kernelspec/scorep-python/*) $
 
 $(SCANNER): server_ext/native/otf2_scan.c server_ext/native/lod_merge.c server_ext/native/busy_search.c server_ext/native/build_scanner.py $(STAMPS)/python
 	$(BIN)/python server_ext/native/build_scanner.py
+	@touch $@
+
+# The builtin tracer's C recorder (kernel/native/; CPython 3.11, VizTracer's tracer elsewhere).
+$(STAMPS)/calltrace: kernel/native/calltrace.c kernel/native/build_calltrace.py $(STAMPS)/python
+	$(BIN)/python kernel/native/build_calltrace.py
 	@touch $@
 
 $(STAMPS)/build: $(FRONTEND_SOURCES) $(STAMPS)/python
@@ -192,4 +197,4 @@ bench: setup $(STAMPS)/torch
 clean:
 	rm -rf $(STAMPS) $(VENV) .wheel-check node_modules ui-tests/node_modules lib tsconfig.tsbuildinfo \
 	  server_ext/jupyterlab_scorep/labextension server_ext/jupyterlab_scorep/_version.py \
-	  $(SCANNER) build/native
+	  $(SCANNER) build/native kernel/scorep_kernel/measure/_calltrace.*.so

@@ -101,6 +101,9 @@ def main() -> None:
         "jupyterlab_scorep/trace/libotf2_scan.so",  # the native OTF2 scanner (hatch_build.py)
     ):
         require(names, inside, what=f"{wheel.name} holds {inside}")
+    if sys.version_info[:2] == (3, 11):  # the tracer's C recorder (kernel/native/)
+        recorder = "scorep_kernel/measure/_calltrace.cpython-311"
+        require(names, recorder, what=f"{wheel.name} holds {recorder}*.so")
     step(f"installing {wheel.name} into a clean venv")
     venv = WORK / "venv"
     run(sys.executable, "-m", "venv", venv)
@@ -128,6 +131,16 @@ def main() -> None:
         cwd=outside,
     )
     print("    ok: jupyterlab_scorep.trace.otf2_scan.available()")
+    if sys.version_info[:2] == (3, 11):
+        step("the builtin tracer records with its C recorder")
+        run(
+            py,
+            "-c",
+            "from scorep_kernel.measure import engine; "
+            "assert engine.engine_name() == 'calltrace', engine.engine_name()",
+            cwd=outside,
+        )
+        print("    ok: scorep_kernel.measure.engine.engine_name() == 'calltrace'")
     step("python -m scorep_kernel install: a spec naming this environment's interpreter")
     prefix = outside / "prefix"
     run(

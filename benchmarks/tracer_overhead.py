@@ -18,6 +18,7 @@ recorder on the same fib), events/s, bytes per event, and the metric sampler's C
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import sys
 import tempfile
@@ -66,7 +67,18 @@ def untraced(code) -> float:
     return time.perf_counter() - t
 
 
-def ours(code, filename):
+def ours(code, filename, engine_name: str | None = None):
+    """Our Measurement around the code; ``engine_name`` forces an engine (the peer row:
+    the same Measurement recording with VizTracer's tracer, as before calltrace)."""
+    if engine_name is not None:
+        os.environ[engine_mod.ENV_ENGINE] = engine_name
+    try:
+        return _ours(code, filename)
+    finally:
+        os.environ.pop(engine_mod.ENV_ENGINE, None)
+
+
+def _ours(code, filename):
     gc.collect()
     with tempfile.TemporaryDirectory() as d:
         m = Measurement(d, MeasureConfig(metric_interval_s=0.1))
@@ -147,15 +159,16 @@ def interleaved(source: str, name: str, with_python: bool):
     machine hits all of them alike; a slowdown is taken per round (variant / untraced of
     the same round) and the median over rounds counts, its range printed beside."""
     code, filename = compiled(source, name)
-    base, mine, cprof, viz, py = [], [], [], [], []
+    base, mine, cprof, viz, py, prev = [], [], [], [], [], []
     for _ in range(ROUNDS):
         base.append(untraced(code))
         mine.append(ours(code, filename))
+        prev.append(ours(code, filename, "viztracer"))
         cprof.append(cprofile(code))
         viz.append(viztracer(code))
         if with_python:
             py.append(pure_python_recorder(code))
-    return base, mine, cprof, viz, py
+    return base, mine, cprof, viz, py, prev
 
 
 def slowdown(times: list[float], base: list[float]) -> tuple[float, str]:
@@ -165,13 +178,12 @@ def slowdown(times: list[float], base: list[float]) -> tuple[float, str]:
 
 
 def main() -> None:
-    print(
-        f"engine: {engine_mod.ENGINE_NAME} (viztracer {engine_mod.VIZTRACER_VERSION}, "
-        f"C recorder, buffer read directly); CPU time is shared with other work on this machine"
-    )
+    label = engine_mod.get_tracer(1000).label
+    print(f"engine: {label}; CPU time is shared with other work on this machine")
     for label, source in (("fib(25)", FIB), ("numpy loop", NUMPY)):
         key = label.split("(")[0].replace(" ", "_")
-        base, mine, cprof, viz, py = interleaved(source, key, with_python=label == "fib(25)")
+        base, mine, cprof, viz, py, prev = interleaved(source, key, with_python=label == "fib(25)")
+        p_until, p_until_range = slowdown([m[0] + m[1] for m in prev], base)
         o_events, v_events = mine[0][2], viz[0][2]
         o_trace, o_trace_range = slowdown([m[0] for m in mine], base)
         o_until, o_until_range = slowdown([m[0] + m[1] for m in mine], base)
@@ -188,6 +200,10 @@ def main() -> None:
             f"  ours      tracing {o_trace:.1f}x ({o_trace_range}), until data {o_until:.1f}x "
             f"({o_until_range}), until built {o_built:.1f}x ({o_built_range}), "
             f"{o_events:,} events kept, {rate:.2f} M events/s"
+        )
+        print(
+            f"  ours with VizTracer's tracer (SCOREP_KERNEL_TRACER=viztracer) until data "
+            f"{p_until:.1f}x ({p_until_range})"
         )
         print(
             f"  cProfile  until data incl. create_stats() {c_until:.1f}x ({c_until_range}), "
@@ -221,7 +237,8 @@ def main() -> None:
             target="<= cProfile's",
             met=o_until <= c_until,
             note=f"halt(): the reply waits for no more where the panel shows the run; ranges "
-            f"over {ROUNDS} rounds: ours {o_until_range}, cProfile {c_until_range}; "
+            f"over {ROUNDS} rounds: ours {o_until_range}, cProfile {c_until_range}; ours "
+            f"with VizTracer's tracer {p_until:.2f}x ({p_until_range}); "
             f"VizTracer incl. parse() {v_until:.2f}x ({v_until_range})",
         )
         report(
@@ -318,16 +335,26 @@ def import_under_tracer() -> None:
 
 
 def bytes_and_sampler() -> None:
+    from scorep_kernel.measure import viztracer_engine
+
+    if engine_mod.engine_name() == "calltrace":
+        from scorep_kernel.measure import calltrace_engine
+
+        per_call = calltrace_engine.ROW_DTYPE.itemsize
+    else:
+        per_call = viztracer_engine.NODE_BYTES
     print(
-        f"\nbytes per event while recording: {engine_mod.NODE_BYTES} bytes per call = "
-        f"{engine_mod.NODE_BYTES / 2:.0f} bytes per event (VizTracer's node, enter+leave in one)"
+        f"\nbytes per event while recording: {per_call} bytes per finished call = "
+        f"{per_call / 2:.0f} bytes per event (VizTracer's node: {viztracer_engine.NODE_BYTES})"
     )
     report(
         "bytes per event while recording",
-        engine_mod.NODE_BYTES / 2,
+        per_call / 2,
         "bytes",
+        peer="VizTracer's tracer",
+        peer_value=viztracer_engine.NODE_BYTES / 2,
         target="< 100",
-        met=engine_mod.NODE_BYTES / 2 < 100,
+        met=per_call / 2 < 100,
     )
 
     sampler = MetricSampler(0.1)

@@ -68,11 +68,11 @@ def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
     _importing.depth = 1
     # The C tracer would drop the import's calls anyway, but it would still be called for
     # each of them (an import of a large package: 1.5x slower). Off for the import; back
-    # on through threadtracefunc, which re-installs the C profiler at the next event.
+    # on through tracer.resume_here(), the same recorder with its open calls kept.
     # Not when C functions are recorded: the C call that switches it off would be counted
     # as entered and never left, and the tracer's bookkeeping would go wrong.
     tracer = m._tracer
-    paused = not tracer.c_functions and sys.getprofile() is tracer.c_object
+    paused = not tracer.c_functions and tracer.owns(sys.getprofile())
     if paused:
         sys.setprofile(None)
     try:
@@ -83,7 +83,7 @@ def _import_hook(name, globals=None, locals=None, fromlist=(), level=0):
         if loaded:
             m.after_import()  # e.g. torch.profiler starts once torch is there (accel)
         if paused:
-            sys.setprofile(tracer.threadtracefunc)
+            tracer.resume_here()
         _importing.depth = 0
         if loaded:
             try:

@@ -53,10 +53,7 @@ def _after_fork_in_child() -> None:
         return
     _active = None
     try:
-        m._tracer.halt()
-        saved = m._tracer._saved
-        sys.setprofile(saved[0] if saved else None)
-        threading.setprofile(saved[1] if saved else None)
+        m._tracer.release_in_child()
     except Exception:
         sys.setprofile(None)
     imports.uninstall()
@@ -224,7 +221,8 @@ class Measurement:
         if self._state != "running":
             raise RuntimeError(f"halt() needs a running Measurement (state {self._state})")
         stop_t = self._now()
-        if not self._tracer.collecting and self._cap_hit_ns is None:
+        full = self._tracer.recorded >= self._tracer.capacity
+        if not self._tracer.collecting and self._cap_hit_ns is None and not full:
             # VizTracer stops by itself when a return does not match its stack (it warns
             # "Unexpected function return"): say so rather than show a short trace.
             self._notes.append(
@@ -245,11 +243,8 @@ class Measurement:
         self._state = "stopped"
         metrics = self._sampler.stop()
         pair1 = self._tracer.clock_pair()
-        if self._tracer.recorded >= self._tracer.capacity:
-            self._notes.append(
-                "the tracer's buffer overflowed before the event cap was enforced: the "
-                "oldest calls were overwritten"
-            )
+        if full:
+            self._notes.append(self._tracer.overflow_note)
         raw = self._tracer.extract()
         self._apply_cap(raw)
         to_perf = _clock_map(self._pair0, pair1)
@@ -360,7 +355,7 @@ class Measurement:
         recording.notes["accelerator"] = notes
 
     def _now(self) -> float:
-        return self._tracer.getts() * 1000.0
+        return self._tracer.now_ns()
 
     def _tick(self) -> None:
         """On the sampler thread, once per interval: the event cap, the threads' clocks."""
@@ -420,13 +415,7 @@ class Measurement:
         if len(raw) <= self._cap_calls:
             return
         cut = np.partition(raw.start, self._cap_calls)[self._cap_calls]
-        keep = raw.start < cut
-        raw.tid, raw.start, raw.end, raw.key = (
-            raw.tid[keep],
-            raw.start[keep],
-            raw.end[keep],
-            raw.key[keep],
-        )
+        raw.keep(raw.start < cut)
         self._cap_cut = cut
         if self._cap_hit_ns is None:  # the tracer was not halted (the run ended first)
             self._cap_hit_ns = time.perf_counter_ns()
@@ -434,7 +423,7 @@ class Measurement:
     def _manifest_notes(self, stats: dict, events: int) -> dict:
         cfg = self.config
         notes: dict = {
-            "engine": f"{engine.ENGINE_NAME} (viztracer {engine.VIZTRACER_VERSION}, buffer read directly)",
+            "engine": self._tracer.label,
             "events": events,
             "event_cap": cfg.event_cap,
             "filters": {

@@ -1,6 +1,8 @@
 /* One pass over a location's OTF2 event file: what the timeline index draws (Enter/Leave,
- * Metric, BufferFlush, MeasurementOnOff, the first ProgramBegin), read as libotf2 reads
- * it, at the speed of a byte loop.
+ * Metric, BufferFlush, MeasurementOnOff, the first ProgramBegin: otf2_scan_location), or
+ * its MPI messages and collectives (MpiSend, MpiIsend, MpiRecv, MpiIrecv, MpiCollectiveEnd:
+ * otf2_scan_mpi, for GET ranks' matrix), read as libotf2 reads it, at the speed of a byte
+ * loop.
  *
  * Why C: records are of variable length, so where one begins is only known from the one
  * before; numpy has to guess record starts and check its guesses (otf2_decode.py), which
@@ -31,7 +33,7 @@
 #include <string.h>
 
 /* Bump when the interface changes: the Python side refuses a library of another version. */
-#define OTF2_SCAN_ABI 4
+#define OTF2_SCAN_ABI 5
 
 enum {
     SCAN_OK = 0,
@@ -43,6 +45,7 @@ enum {
     END_OF_CHUNK = 0x00, END_OF_FILE = 0x02, END_OF_BUFFER = 0x01, CHUNK_HEADER = 0x03,
     TIMESTAMP = 0x05, ATTRIBUTE_LIST = 0x06, BUFFER_FLUSH = 10, MEASUREMENT_ON_OFF = 11,
     ENTER = 12, LEAVE = 13, METRIC = 31, PROGRAM_BEGIN = 83,
+    MPI_SEND = 14, MPI_ISEND = 15, MPI_RECV = 18, MPI_IRECV = 19, MPI_COLLECTIVE_END = 23,
     HEADER_SIZE = 18,
     TYPE_INT64 = 8, TYPE_DOUBLE = 10, /* OTF2_Type */
 };
@@ -87,6 +90,34 @@ typedef struct {
     uint64_t n_marks;
     int64_t program_begin; /* time of the first ProgramBegin, -1 if none */
 } otf2_scan_io;
+
+/* What otf2_scan_mpi reads: the MPI records libotf2's MpiSend, MpiIsend, MpiRecv, MpiIrecv
+ * and MpiCollectiveEnd callbacks get, with the communicator mapped by the location's
+ * local definitions, as libotf2 maps it (OTF2_MAPPING_COMM). Every array has room for
+ * `capacity` rows: the events the chunk headers announce (otf2_scan_announced). */
+typedef struct {
+    /* in: local communicator id -> global (NULL / 0: none; ids past the end as recorded) */
+    const uint32_t *comm_map;
+    uint64_t comm_map_size;
+    uint64_t capacity;
+    /* out: one row per point-to-point record, in file order: its record type (MPI_SEND,
+     * MPI_ISEND, MPI_RECV, MPI_IRECV), the peer (receiver of a send, sender of a receive:
+     * a rank of the communicator), the communicator, the tag, the message's bytes */
+    uint8_t *p2p_type;
+    uint32_t *p2p_peer;
+    uint32_t *p2p_comm;
+    uint32_t *p2p_tag;
+    uint64_t *p2p_bytes;
+    uint64_t n_p2p;
+    /* out: one row per MpiCollectiveEnd: operation, communicator, root, bytes sent and
+     * received */
+    uint8_t *coll_op;
+    uint32_t *coll_comm;
+    uint32_t *coll_root;
+    uint64_t *coll_sent;
+    uint64_t *coll_received;
+    uint64_t n_coll;
+} otf2_scan_mpi_io;
 
 int otf2_scan_abi(void) { return OTF2_SCAN_ABI; }
 
@@ -211,6 +242,60 @@ static int read_record(uint8_t type, const uint8_t *body, const uint8_t *body_en
     return SCAN_OK;
 }
 
+/* The compressed fields of an MPI record, in order: each a uint32 or uint64 as libotf2's
+ * OTF2_Buffer_ReadUint32 / 64 reads it (a count byte above the width is an error there). */
+static int read_fields(const uint8_t **q, const uint8_t *end, const unsigned *widths,
+                       unsigned n, uint64_t *values) {
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t size = read_compressed(*q, end, widths[i], values + i);
+        if (!size) return SCAN_MALFORMED;
+        *q += size;
+    }
+    return SCAN_OK;
+}
+
+/* One MPI record of length form at body..body_end: a row of io's tables. Fields past the
+ * ones read are stepped over, as libotf2 does; a body too short for them is left to
+ * libotf2 (it would read on into the next record). */
+static int read_mpi_record(uint8_t type, const uint8_t *body, const uint8_t *body_end,
+                           otf2_scan_mpi_io *io) {
+    static const unsigned p2p_widths[4] = {4, 4, 4, 8}; /* peer, comm, tag, bytes */
+    static const unsigned coll_widths[4] = {4, 4, 8, 8}; /* comm, root, sent, received */
+    uint64_t f[4];
+    const uint8_t *q = body;
+    if (type == MPI_SEND || type == MPI_ISEND || type == MPI_RECV || type == MPI_IRECV) {
+        /* the request id of MpiIsend / MpiIrecv is not needed, but libotf2 reads it */
+        if (read_fields(&q, body_end, p2p_widths, 4, f) != SCAN_OK) return SCAN_MALFORMED;
+        if (type == MPI_ISEND || type == MPI_IRECV) {
+            uint64_t request;
+            if (!read_compressed(q, body_end, 8, &request)) return SCAN_MALFORMED;
+        }
+        uint64_t k = io->n_p2p;
+        if (k >= io->capacity) return SCAN_MALFORMED;
+        io->p2p_type[k] = type;
+        io->p2p_peer[k] = (uint32_t)f[0];
+        io->p2p_comm[k] = mapped(io->comm_map, io->comm_map_size, (uint32_t)f[1]);
+        io->p2p_tag[k] = (uint32_t)f[2];
+        io->p2p_bytes[k] = f[3];
+        io->n_p2p = k + 1;
+        return SCAN_OK;
+    }
+    if (type == MPI_COLLECTIVE_END) {
+        if (q >= body_end) return SCAN_MALFORMED;
+        uint8_t op = *q++; /* one raw byte (OTF2_CollectiveOp) */
+        if (read_fields(&q, body_end, coll_widths, 4, f) != SCAN_OK) return SCAN_MALFORMED;
+        uint64_t k = io->n_coll;
+        if (k >= io->capacity) return SCAN_MALFORMED;
+        io->coll_op[k] = op;
+        io->coll_comm[k] = mapped(io->comm_map, io->comm_map_size, (uint32_t)f[0]);
+        io->coll_root[k] = (uint32_t)f[1];
+        io->coll_sent[k] = f[2];
+        io->coll_received[k] = f[3];
+        io->n_coll = k + 1;
+    }
+    return SCAN_OK;
+}
+
 /* Why otf2_scan_announced refuses a file (otf2_scan.py words each). */
 enum {
     ANNOUNCED_SHORT = -1,      /* shorter than a chunk header */
@@ -240,19 +325,28 @@ int64_t otf2_scan_announced(const uint8_t *buf, uint64_t n, uint64_t chunk_size)
     return total;
 }
 
-/* Reads the file into io (see otf2_scan_io). Returns a SCAN_* code. */
-int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2_scan_io *io) {
+/* The one pass over the chunks and their records, for both readings: the drawn events
+ * into io (mpi NULL), or the MPI records into mpi (io NULL; no time is corrected, none is
+ * kept). The checks of the file's structure are the same for both. */
+static int walk(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2_scan_io *io,
+                otf2_scan_mpi_io *mpi) {
     uint64_t raw = 0;
     int have_time = 0;
     int64_t now = 0;
-    clock_state clock = {io->clock_times, io->clock_offsets, 0, 0, 0.0};
-    io->n_events = io->n_metric_values = io->n_marks = 0;
-    io->program_begin = -1;
-    if (io->n_clock >= 2) {
-        for (uint64_t i = 1; i < io->n_clock; i++)
-            if (io->clock_times[i - 1] >= io->clock_times[i]) return SCAN_MALFORMED;
-        clock.n_intervals = io->n_clock - 1;
-        clock.slope = interval_slope(&clock, 0);
+    clock_state clock = {NULL, NULL, 0, 0, 0.0};
+    if (io != NULL) {
+        clock.times = io->clock_times;
+        clock.offsets = io->clock_offsets;
+        io->n_events = io->n_metric_values = io->n_marks = 0;
+        io->program_begin = -1;
+        if (io->n_clock >= 2) {
+            for (uint64_t i = 1; i < io->n_clock; i++)
+                if (io->clock_times[i - 1] >= io->clock_times[i]) return SCAN_MALFORMED;
+            clock.n_intervals = io->n_clock - 1;
+            clock.slope = interval_slope(&clock, 0);
+        }
+    } else {
+        mpi->n_p2p = mpi->n_coll = 0;
     }
     if (n < HEADER_SIZE || chunk_size <= HEADER_SIZE) return SCAN_MALFORMED;
     for (uint64_t c0 = 0; c0 < n; c0 += chunk_size) {
@@ -288,7 +382,7 @@ int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2
             if (type != ATTRIBUTE_LIST) {
                 if (!have_time) return SCAN_MALFORMED; /* an event before any time */
                 /* every event's time is corrected once, in order, as libotf2 does */
-                now = (int64_t)corrected(&clock, raw);
+                if (io != NULL) now = (int64_t)corrected(&clock, raw);
                 counted++;
             }
             if (is_singleton(type)) {
@@ -296,6 +390,10 @@ int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2
                 if (!size) return SCAN_MALFORMED;
                 if (type == ENTER || type == LEAVE) {
                     if (size > 5) return SCAN_MALFORMED; /* a region is a uint32 */
+                    if (io == NULL) {
+                        p += 1 + size;
+                        continue;
+                    }
                     if (io->n_events >= io->capacity) return SCAN_MALFORMED;
                     uint32_t region = mapped(io->region_map, io->region_map_size, (uint32_t)v);
                     io->times[io->n_events] = now;
@@ -315,7 +413,9 @@ int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2
             }
             if (length > c1 - body) return SCAN_MALFORMED;
             if (type != ATTRIBUTE_LIST) {
-                int status = read_record(type, buf + body, buf + body + length, now, &clock, io);
+                int status = io != NULL
+                                 ? read_record(type, buf + body, buf + body + length, now, &clock, io)
+                                 : read_mpi_record(type, buf + body, buf + body + length, mpi);
                 if (status != SCAN_OK) return status;
             }
             p = body + length;
@@ -325,5 +425,15 @@ int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2
          * end markers): a reading that lost its way cannot match it */
         if (last + 1 - first != counted) return SCAN_MALFORMED;
     }
-    return io->n_metric_values > io->metric_capacity ? SCAN_FULL : SCAN_OK;
+    return io != NULL && io->n_metric_values > io->metric_capacity ? SCAN_FULL : SCAN_OK;
+}
+
+/* Reads the file into io (see otf2_scan_io). Returns a SCAN_* code. */
+int otf2_scan_location(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2_scan_io *io) {
+    return walk(buf, n, chunk_size, io, NULL);
+}
+
+/* Reads the file's MPI records into io (see otf2_scan_mpi_io). Returns a SCAN_* code. */
+int otf2_scan_mpi(const uint8_t *buf, uint64_t n, uint64_t chunk_size, otf2_scan_mpi_io *io) {
+    return walk(buf, n, chunk_size, NULL, io);
 }

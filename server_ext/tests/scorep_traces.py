@@ -64,6 +64,27 @@ elif rank == 1:
 comm.Barrier()
 """
 
+# Messages on communicators Score-P numbers per process (each rank's local definitions map
+# them): rank r sends 8 (r + 1) bytes to every other process through a communicator whose
+# ranks are the world's reversed, then receives theirs; a collective on a split half.
+MPI_COMMS = """
+from mpi4py import MPI
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+# a communicator of all ranks but 0 first: the local ids of the ones after it differ by rank
+rest = world.Split(MPI.UNDEFINED if rank == 0 else 1, rank)
+rev = world.Split(0, size - 1 - rank)  # rank i of rev is process size - 1 - i
+half = world.Split(rank % 2, rank)
+for step in range(1, size):
+    to = (rank + step) % size
+    rev.Send(bytearray(8 * (rank + 1)), dest=size - 1 - to)
+for step in range(1, size):
+    rev.Recv(bytearray(1024), source=MPI.ANY_SOURCE)
+half.Barrier()  # (mpi4py's allreduce of objects would add its own sends)
+world.Barrier()
+"""
+
 FLUSH = """
 def h(i):
     return i

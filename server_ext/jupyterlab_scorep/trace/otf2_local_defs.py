@@ -21,7 +21,8 @@ import numpy as np
 
 from .otf2_scan import LocalDefinitions
 
-MAPPING_REGION, MAPPING_METRIC = 3, 5  # OTF2_MappingType
+MAPPING_REGION, MAPPING_METRIC, MAPPING_COMM = 3, 5, 6  # OTF2_MappingType
+_MAPPED = (MAPPING_REGION, MAPPING_METRIC, MAPPING_COMM)
 # A sparse mapping whose local ids reach beyond this is left to libotf2's callbacks.
 MAX_DENSE = 1 << 24
 
@@ -78,7 +79,7 @@ class LocalDefsReader:
         self._callbacks = (_MAPPING(self._on_mapping), _CLOCK(self._on_clock))
 
     def _on_mapping(self, _user: Any, kind: int, id_map: Any) -> int:
-        if kind in (MAPPING_REGION, MAPPING_METRIC):
+        if kind in _MAPPED:
             local: list[int] = []
             glob: list[int] = []
 
@@ -111,7 +112,7 @@ class LocalDefsReader:
 
     def result(self) -> LocalDefinitions | str:
         """The location's local definitions, or why the native scanner cannot apply them."""
-        maps: dict[int, np.ndarray | None] = {MAPPING_REGION: None, MAPPING_METRIC: None}
+        maps: dict[int, np.ndarray | None] = dict.fromkeys(_MAPPED)
         for kind, (local, glob) in self.pairs.items():
             if not local:
                 continue
@@ -124,4 +125,6 @@ class LocalDefsReader:
             maps[kind] = table
         times = np.array([t for t, _ in self.clock], np.uint64)
         offsets = np.array([o for _, o in self.clock], np.int64)
-        return LocalDefinitions(maps[MAPPING_REGION], maps[MAPPING_METRIC], times, offsets)
+        return LocalDefinitions(
+            maps[MAPPING_REGION], maps[MAPPING_METRIC], times, offsets, maps[MAPPING_COMM]
+        )

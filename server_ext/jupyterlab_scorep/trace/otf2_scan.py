@@ -32,7 +32,7 @@ from .otf2_definitions import Definitions
 log = logging.getLogger(__name__)
 
 LIBRARY = "libotf2_scan.so"
-ABI = 4  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
+ABI = 5  # otf2_scan.c's OTF2_SCAN_ABI: a library of another version is not used
 SCAN_OK, SCAN_MALFORMED, SCAN_FULL = 0, 2, 3
 HEADER_SIZE = 18
 MARK_FLUSH, MARK_ON_OFF = 1, 2
@@ -77,13 +77,15 @@ class _ScanIO(ctypes.Structure):
 @dataclass
 class LocalDefinitions:
     """What a location's local definitions change in its events, as libotf2 applies it:
-    local -> global ids (uint32 tables, an id past a table's end stays as recorded) and
+    local -> global ids (uint32 tables of regions, metrics and communicators, an id past a
+    table's end stays as recorded) and
     the ClockOffset records (time, offset) in file order."""
 
     region_map: np.ndarray | None = None
     metric_map: np.ndarray | None = None
     clock_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     clock_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    comm_map: np.ndarray | None = None  # communicators (the MPI records': mpi_scan)
 
 
 @dataclass
@@ -171,6 +173,8 @@ def _library() -> ctypes.CDLL | None:
     lib.otf2_scan_location.argtypes = [_P, _U64, _U64, ctypes.POINTER(_ScanIO)]
     lib.otf2_scan_announced.restype = ctypes.c_int64
     lib.otf2_scan_announced.argtypes = [_P, _U64, _U64]
+    lib.otf2_scan_mpi.restype = ctypes.c_int
+    lib.otf2_scan_mpi.argtypes = [_P, _U64, _U64, _P]  # (mpi_scan's io, by reference)
     return lib
 
 

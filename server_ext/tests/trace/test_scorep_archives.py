@@ -21,7 +21,7 @@ import scorep_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyterlab_scorep.trace import otf2_read, otf2_scan
+from jupyterlab_scorep.trace import mpi_read, mpi_scan, otf2_read, otf2_scan
 from jupyterlab_scorep.trace.otf2_local_defs import LocalDefsReader, has_no_records
 
 pytestmark = [
@@ -61,6 +61,8 @@ def archive(kind: str) -> Path:
         (_root() / "filter.txt").write_text(st.FILTER)
         env = {"SCOREP_FILTERING_FILE": str(_root() / "filter.txt")}
         return st.record(out, st.THREADS, env=env, binding_args=("--thread=pthread",))
+    if kind == "mpi_comms":
+        return st.record(out, st.MPI_COMMS, ranks=3)
     assert kind == "mpi"
     env = {"SCOREP_TOTAL_MEMORY": "2M", "SCOREP_METRIC_RUSAGE": "ru_utime,ru_minflt"}
     return st.record(out, st.MPI_EVERYTHING, env=env, ranks=2)
@@ -231,7 +233,8 @@ def _damaged(edits, cut) -> tuple[np.ndarray, Path, int, int]:
 @given(edits=EDITS, cut=CUTS)
 def test_damaged_scorep_files_never_crash_the_scanner(edits, cut):
     """C reading untrusted bytes: a Score-P event file changed or cut anywhere gives events
-    or a reason, never a crash or a read past the buffer (mappings and offsets applied)."""
+    or a reason, never a crash or a read past the buffer (mappings and offsets applied);
+    the same for its MPI records (mpi_scan)."""
     data, exp, ref, chunk = _damaged(edits, cut)
     tables = otf2_scan.MetricTables.of(_definitions(exp))
     result = otf2_scan.scan_or_reason(data, chunk, _cached_local(exp, ref), tables)
@@ -239,6 +242,10 @@ def test_damaged_scorep_files_never_crash_the_scanner(edits, cut):
         assert result.times.size == result.signed_regions.size
         assert result.metric_times.size == result.metric_values.size
         assert result.metric_members.size == result.metric_values.size
+    records = mpi_scan.scan_mpi_or_reason(data, chunk, _cached_local(exp, ref))
+    if not isinstance(records, str):
+        assert records.p2p.type.size == records.p2p.bytes.size
+        assert records.collectives.op.size == records.collectives.sent.size
 
 
 @functools.cache
@@ -317,7 +324,7 @@ def assert_same_local(a: dict, b: dict) -> None:
         if isinstance(x, str):
             assert x == y
             continue
-        for name in ("region_map", "metric_map", "clock_times", "clock_offsets"):
+        for name in ("region_map", "metric_map", "clock_times", "clock_offsets", "comm_map"):
             u, v = getattr(x, name), getattr(y, name)
             assert (u is None) == (v is None), (ref, name)
             if u is not None:
@@ -354,3 +361,28 @@ def test_what_the_scanner_cannot_apply_goes_to_the_callbacks_with_the_reason(mon
     for a, b in zip(mixed, slow):
         for name in FIELDS:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@NEEDS_MPI
+@pytest.mark.parametrize("kind", ["mpi", "mpi_comms"])
+def test_scorep_mpi_traffic_is_the_same_both_ways(kind, caplog):
+    """GET ranks' traffic of Score-P's MPI archives (communicators mapped by each rank's
+    local definitions): the native scanner's, for every rank, is libotf2's callbacks'."""
+    exp = archive(kind)
+    anchor = str(exp / "traces.otf2")
+    with caplog.at_level("INFO", logger="jupyterlab_scorep.trace.mpi_read"):
+        scanned = mpi_read.read_traffic(anchor)
+    assert not [r.getMessage() for r in caplog.records if "callbacks" in r.getMessage()]
+    assert scanned == mpi_read.read_traffic(anchor, decoder="callbacks")
+    if kind == "mpi":
+        # rank 0's comm.send to rank 1 (mpi4py receives it with MPI_Mrecv: no MpiRecv);
+        # allreduce and Barrier on both ranks
+        assert scanned["messages"][0][1] >= 1
+        assert all(c["calls"] >= 2 for c in scanned["collectives"])
+        return
+    # MPI_COMMS: 8 (r + 1) bytes from rank r to each other rank, through the reversed
+    # communicator, whose local ids each rank's mapping table turns into global ones
+    assert scanned["bytes"] == [[0 if d == r else 8 * (r + 1) for d in range(3)] for r in range(3)]
+    assert scanned["received"] == [{"bytes": 8 * 6 - 8 * (r + 1), "messages": 2} for r in range(3)]
+    maps = [v.comm_map for v in local_definitions(exp).values() if not isinstance(v, str)]
+    assert any(m is not None and (m != np.arange(m.size)).any() for m in maps), maps

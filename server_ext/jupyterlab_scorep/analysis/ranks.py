@@ -72,21 +72,23 @@ def _length(start: np.ndarray, end: np.ndarray) -> int:
     return int((end - start).sum()) if start.size else 0
 
 
+def _covered(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """ns of the disjoint sorted intervals (start, end) before each time of ``t``."""
+    before = np.concatenate([[0], np.cumsum(end - start)])
+    n = np.searchsorted(start, t, side="right")  # intervals that start by t
+    # all of them end by t but the last, which may reach past it
+    past = np.where(n > 0, np.maximum(end[np.maximum(n - 1, 0)] - t, 0), 0)
+    return before[n] - past
+
+
 def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
-    """ns covered by both sets of disjoint sorted intervals."""
+    """ns covered by both sets of disjoint sorted intervals: for each interval of ``b``,
+    how much of ``a`` lies before its end less how much before its start (a Python loop
+    over the pairs took 13 s for the 100M-event benchmark archive's 13M MPI calls)."""
     (s1, e1), (s2, e2) = a, b
     if not s1.size or not s2.size:
         return 0
-    total, i, j = 0, 0, 0
-    while i < s1.size and j < s2.size:
-        lo, hi = max(s1[i], s2[j]), min(e1[i], e2[j])
-        if hi > lo:
-            total += int(hi - lo)
-        if e1[i] < e2[j]:
-            i += 1
-        else:
-            j += 1
-    return total
+    return int((_covered(s1, e1, e2) - _covered(s1, e1, s2)).sum())
 
 
 def location_times(index: Any, loc: int) -> tuple[int, int]:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scorep_kernel import manifest as mf
 from scorep_kernel.formats.recording import ROLE_CELL, ROLE_FUNCTION, Region, ThreadEvents
@@ -277,3 +279,34 @@ def test_stored_pairs_are_read_only_by_their_index_and_never_when_damaged(tmp_pa
         assert matrix_pairs.load(tmp_path, sources) is None
     assert [p.name for p in tmp_path.iterdir()] == [matrix_pairs.PAIRS_FILE]  # no temporaries
     assert not matrix_pairs.save(tmp_path / "gone", sources, pairs)
+
+
+def _overlap_by_pairs(a, b) -> int:
+    """The time in both sets of disjoint sorted intervals, pair by pair (the old loop)."""
+    (s1, e1), (s2, e2) = a, b
+    total, i, j = 0, 0, 0
+    while i < s1.size and j < s2.size:
+        total += max(0, int(min(e1[i], e2[j])) - int(max(s1[i], s2[j])))
+        if e1[i] < e2[j]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+INTERVALS = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 30)), max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=INTERVALS, b=INTERVALS)
+def test_the_time_in_both_is_what_walking_the_pairs_gives(a, b):
+    """cells x MPI calls: the overlap of two unions of intervals (touching, nested, empty,
+    zero-length ones among them), against walking both lists pair by pair."""
+    from jupyterlab_scorep.analysis import ranks
+
+    def union(rows):
+        start = np.array([s for s, _ in rows], np.int64)
+        return ranks._union(start, start + np.array([n for _, n in rows], np.int64))
+
+    ua, ub = union(a), union(b)
+    assert ranks._overlap(ua, ub) == _overlap_by_pairs(ua, ub) == ranks._overlap(ub, ua)

@@ -11,9 +11,10 @@ from scorep_kernel import experiment as ex
 from scorep_kernel import manifest as mf
 
 from ..analysis import ranks
-from ..domain_errors import BadParameter
+from ..domain_errors import BadParameter, Unreadable
 from ..trace import matrix_pairs
 from ..trace.index_store import LoadedIndex
+from ..trace.otf2_read import TraceReadError
 from .experiment_reads import ExperimentReads
 
 
@@ -60,9 +61,14 @@ async def traffic_of(reads: ExperimentReads, exp: Path, index: LoadedIndex) -> d
     if found is not None:
         return found
     anchor = str(exp / ex.OTF2_ANCHOR)
-    traffic = await reads.in_worker(
-        "the MPI records of the OTF2 trace", mpi_read.read_traffic, anchor
-    )
+    try:
+        traffic = await reads.in_worker(
+            "the MPI records of the OTF2 trace", mpi_read.read_traffic, anchor
+        )
+    except TraceReadError as e:  # a record the index steps over, refused by libotf2
+        raise Unreadable(
+            f"the MPI records of the OTF2 trace cannot be read: {e}", "Unreadable trace"
+        ) from None
     return index.cached(key, lambda _index: traffic)
 
 

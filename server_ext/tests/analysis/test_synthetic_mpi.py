@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import otf2
 import pytest
 import synthetic_mpi as sm
@@ -72,3 +73,25 @@ async def test_the_matrix_and_the_verdict_name_the_slow_ranks(api, run):
     imbalance = next(v for v in summary["verdicts"] if v["kind"] == "mpi")
     assert imbalance["numbers"]["slowest_ranks"][:2] == sorted(SLOW)
     assert "Slowest: ranks 5, 11" in imbalance["text"], imbalance["text"]
+
+
+def _first_mpi_send(data: np.ndarray) -> int:
+    """Where the first MpiSend record after a timestamp begins (its type byte)."""
+    at = np.flatnonzero((data[:-11] == 0x05) & (data[9:-2] == 0x0E))
+    assert at.size, "no MpiSend record"
+    return int(at[0]) + 9
+
+
+async def test_an_mpi_record_libotf2_refuses_gives_a_clear_refusal(api, run):
+    """An MpiSend whose receiver is no uint32 (a count byte of 7): the timeline's index
+    steps over the record and is built; GET ranks answers 422 naming the location."""
+    exp, _info = run
+    path = exp / ex.OTF2_EVENTS_DIR / "5.evt"
+    data = np.fromfile(path, np.uint8)
+    data[_first_mpi_send(data) + 2] = 7  # type, length byte, then the receiver's count
+    data.tofile(path)
+    code, body = await api("timeline", path=str(exp), width=300)
+    assert code == 200, body
+    code, body = await api("ranks", path=str(exp), matrix="pairs")
+    assert code == 422, body
+    assert "location 5" in body["message"], body

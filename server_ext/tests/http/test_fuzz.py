@@ -65,6 +65,7 @@ async def exercise(svc: Service, exp: Path) -> list[ScorePError]:
         lambda: svc.compare(path, path),
         lambda: svc.experiments(None, None, "c1"),
         lambda: svc.score(path),  # scorep-score on a damaged profile.cubex
+        lambda: svc.ranks(path, "pairs"),  # the MPI records (mpi_read, mpi_scan)
     ):
         try:
             await call()
@@ -81,18 +82,7 @@ damage = st.tuples(
 )
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(damages=st.lists(damage, min_size=1, max_size=3))
-def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
-    caplog.clear()
-    exp = Path(service.reads.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
-    shutil.rmtree(exp, ignore_errors=True)
-    shutil.copytree(pristine, exp)
+def _damage(exp: Path, damages) -> None:
     for name, how, where, junk in damages:
         path = exp / name
         if not path.exists():
@@ -111,6 +101,21 @@ def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
         else:
             data[at : at + len(junk)] = junk
         path.write_bytes(bytes(data))
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(damages=st.lists(damage, min_size=1, max_size=3))
+def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
+    caplog.clear()
+    exp = Path(service.reads.roots.server_root) / f"e{abs(hash(str(damages))) % 10**12}"
+    shutil.rmtree(exp, ignore_errors=True)
+    shutil.copytree(pristine, exp)
+    _damage(exp, damages)
     try:
         refused = asyncio.run(asyncio.wait_for(exercise(service, exp), 90))
     finally:
@@ -121,3 +126,36 @@ def test_damaged_experiments_never_5xx(damages, pristine, service, caplog):
     # Service.compute's catch-all logs "scorep: <what> failed"; it must not have been needed.
     unexpected = [r.getMessage() for r in caplog.records if r.getMessage().startswith("scorep: ")]
     assert not unexpected, unexpected
+
+
+@pytest.fixture(scope="module")
+def pristine_mpi(tmp_path_factory):
+    """A 4-rank MPI run (synthetic_mpi): MpiSend / MpiRecv and collectives in every rank's
+    event file, which GET ranks reads with the native scanner (mpi_scan)."""
+    from synthetic_mpi import write_mpi_experiment
+
+    out = tmp_path_factory.mktemp("pristine-mpi") / "exp"
+    write_mpi_experiment(out, ranks=4, events=4000, slow=frozenset({3}))
+    return out
+
+
+mpi_damage = st.tuples(
+    st.sampled_from([f"traces/{r}.evt" for r in range(4)] + ["traces.def"]),
+    st.sampled_from(["truncate", "flip", "zero", "garbage"]),
+    st.floats(0.0, 1.0),
+    st.binary(min_size=1, max_size=8),
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(damages=st.lists(mpi_damage, min_size=1, max_size=2))
+def test_damaged_mpi_runs_never_5xx(damages, pristine_mpi, service, caplog):
+    """GET ranks (and the rest) on an MPI run's damaged event files: the matrix, or a 4xx."""
+    test_damaged_experiments_never_5xx.hypothesis.inner_test(  # type: ignore[attr-defined]
+        damages, pristine_mpi, service, caplog
+    )

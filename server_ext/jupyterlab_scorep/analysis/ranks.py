@@ -91,6 +91,23 @@ def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray])
     return int((_covered(s1, e1, e2) - _covered(s1, e1, s2)).sum())
 
 
+def _region_kinds(index: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each region ref is a cell's and whether an MPI call's (bool tables with one
+    slot more, for refs outside), once per index: per location, a np.unique and two
+    np.isin over its calls took 0.8 s of the 100M-event benchmark archive's 1.5 s."""
+
+    def make(loaded: Any) -> tuple[np.ndarray, np.ndarray]:
+        regions = loaded.regions
+        size = max((int(k) for k in regions), default=-1) + 2
+        cell, mpi = np.zeros(size, bool), np.zeros(size, bool)
+        for key, info in regions.items():
+            cell[int(key)] = (info or {}).get("role") == rw.ROLE_CELL
+            mpi[int(key)] = (info or {}).get("paradigm") == "mpi"
+        return cell, mpi
+
+    return index.cached("ranks_region_kinds", make)
+
+
 def location_times(index: Any, loc: int) -> tuple[int, int]:
     """(ns in cells, ns in MPI calls within cells) of one location."""
     info = index.locations[loc]
@@ -100,12 +117,10 @@ def location_times(index: Any, loc: int) -> tuple[int, int]:
     start = np.asarray(index.array(f"L{loc}.start")[:n], np.int64)
     end = np.asarray(index.array(f"L{loc}.end")[:n], np.int64)
     region = np.asarray(index.array(f"L{loc}.region")[:n], np.int64)
-    refs = np.unique(region)
-    regions = index.regions
-    role = {int(r): (regions.get(str(int(r))) or {}).get("role") for r in refs}
-    paradigm = {int(r): (regions.get(str(int(r))) or {}).get("paradigm") for r in refs}
-    is_cell = np.isin(region, [r for r, v in role.items() if v == rw.ROLE_CELL])
-    is_mpi = np.isin(region, [r for r, v in paradigm.items() if v == "mpi"])
+    cell_region, mpi_region = _region_kinds(index)
+    outside = cell_region.size - 1  # refs the definitions do not have: neither
+    at = np.where((region >= 0) & (region < outside), region, outside)
+    is_cell, is_mpi = cell_region[at], mpi_region[at]
     if is_cell.any():
         cells = _union(start[is_cell], end[is_cell])
     else:

@@ -14,7 +14,11 @@ Figures:
 - through a real jupyter server (``_mpi_figures``): the first timeline answer (builds the
   index), heat-map timeline p95 (target <= 50 ms) interleaved with one row per rank and
   the ranks in view, GET ranks with the 1,024 x 1,024 matrix (target <= 100 ms), GET
-  summary and its imbalance verdict (it names the slow ranks).
+  summary and its imbalance verdict (it names the slow ranks);
+- the first GET ranks with the index built and the matrix not (the server reads the
+  14.7M MPI records with the native scanner), beside the same records read through
+  libotf2's callbacks, the way before the scanner read them (``mpi_read.read_traffic``
+  alone in a child process, each way once; the callbacks take ~15-20 s).
 
 Size: ``MPI_EVENTS`` (default 100,000,000, the issue's) events over ``MPI_RANKS`` (1,024)
 ranks; steps per rank follow from them (68 events a step). On 2 shared cores a run takes
@@ -97,6 +101,26 @@ def child(which: str, exp: str) -> None:
                       "sys": r1.ru_stime - r0.ru_stime}))  # fmt: skip
 
 
+def traffic_child(decoder: str, exp: str) -> None:
+    """GET ranks' MPI read (``mpi_read.read_traffic``) in this (child) process: prints its
+    wall and CPU seconds and the messages it counted."""
+    from jupyterlab_scorep.trace import mpi_read
+    from scorep_kernel import experiment as ex
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    traffic = mpi_read.read_traffic(os.path.join(exp, ex.OTF2_ANCHOR), decoder)
+    print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                      "messages": sum(map(sum, traffic["messages"]))}))  # fmt: skip
+
+
+def _child(*args: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path[1 : _FIRST + 4])},
+    )  # fmt: skip
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def ingest(exp: Path) -> dict[str, list[float]]:
     """INGEST_ROUNDS rounds of (read, build), alternating which goes first, each in a fresh
     interpreter (so that each peak RSS is its own)."""
@@ -124,6 +148,7 @@ def main() -> None:
     events = int(mf.read_manifest(exp)["measurement"]["events"])
     figures = server_figures(exp.parent, exp, RANKS)
     rounds = ingest(exp)
+    traffic = {d: _child("--traffic", d, str(exp)) for d in ("auto", "callbacks")}
     size = f"{RANKS} ranks, {events / 1e6:.0f}M events"
     if made is not None:
         report(f"synthetic MPI archive written ({size})", events / made["wall"], "events/s",
@@ -143,6 +168,16 @@ def main() -> None:
            f"read is {100 * float(np.median(rounds['share'])):.0f} % of the build's wall time; "
            f"{100 * float(np.median(rounds['sys'])):.0f} % of the build's CPU time is the "
            "kernel's (first touches of memory: this VM's page faults are slow)")  # fmt: skip
+    scan, called = traffic["auto"], traffic["callbacks"]
+    report(f"first GET ranks, cold (index built, matrix not), {size}", figures.ranks_first_ms,
+           "ms", peer="its MPI records read through libotf2's callbacks (read alone)",
+           peer_value=1e3 * called["wall"], target="well under 5000",
+           met=bool(figures.ranks_first_ms < 5000),
+           note=f"over HTTP, the server's first GET ranks?matrix=pairs; read_traffic alone in "
+           f"child processes: native scanner {scan['wall']:.2f} s wall ({scan['cpu']:.2f} s "
+           f"CPU), libotf2's callbacks {called['wall']:.1f} s wall ({called['cpu']:.1f} s "
+           f"CPU); {scan['messages']:,} messages both ways"
+           + ("" if scan["messages"] == called["messages"] else " (DIFFER)"))  # fmt: skip
     report(f"index build peak RSS ({size})", float(np.median(rounds["rss"])), "MB",
            note=f"{spread(rounds['rss'], 0)} over {INGEST_ROUNDS} builds")  # fmt: skip
 
@@ -150,5 +185,7 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--ingest"]:
         child(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["--traffic"]:
+        traffic_child(sys.argv[2], sys.argv[3])
     else:
         main()

@@ -108,7 +108,8 @@ class BusyTable:
             keep = row >= 0
             found = ()
             for t in (self.starts, self.ends):
-                k = np.sort(row[keep] * self.span + t[keep])
+                # runs sorted per location: merged (timsort) ~30x faster than a quicksort
+                k = np.sort(row[keep] * self.span + t[keep], kind="stable")
                 found += (k, np.r_[0.0, np.cumsum(k % self.span, dtype=np.float64)])
             if len(self._sorted) >= 2:  # 32 bytes per interval each
                 self._sorted.pop(next(iter(self._sorted)))
@@ -167,6 +168,30 @@ def _ranges(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()), dtype=np.int64)
 
 
+def _mpi_calls(
+    index: LoadedIndex, region: np.ndarray, offset: np.ndarray, calls: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The item indices of the raw calls of MPI regions (``calls`` items from ``offset``,
+    per location) and each one's location position: location by location, through a
+    table of the MPI region refs (shifted by one: slot 0 and the last for refs outside).
+    All raw calls' indices at once (42.6M of the 100M-event benchmark archive, three
+    arrays of 340 MB) and np.isin over their regions took 2.3 of its first heat map's
+    6.2 s, mostly the kernel's first touches of fresh memory."""
+    mpi = [int(k) for k, v in index.regions.items() if (v or {}).get("paradigm") == "mpi"]
+    table = np.zeros(max(mpi, default=-1) + 3, bool)
+    table[np.asarray(mpi, np.int64) + 1] = True
+    found: list[np.ndarray] = []
+    for o, c in zip(offset.tolist(), calls.tolist()):
+        if not mpi or not c:
+            found.append(_EMPTY)
+            continue
+        shifted = np.asarray(region[o : o + c], np.int64) + 1
+        found.append(np.flatnonzero(table.take(shifted, mode="clip")) + o)
+    sizes = np.array([f.size for f in found], np.int64)
+    raw = np.concatenate(found) if found else _EMPTY
+    return raw, np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+
+
 def busy_tables(index: LoadedIndex, shown: list[dict[str, Any]]) -> tuple[BusyTable, BusyTable]:
     """Per shown location its top-level calls and its MPI calls (raw level, nested ones
     once): the ``active`` and ``mpi`` tables, for all locations at once from the index's
@@ -186,19 +211,13 @@ def busy_tables(index: LoadedIndex, shown: list[dict[str, Any]]) -> tuple[BusyTa
     start, end, region = index.array("start"), index.array("end"), index.array("region")
     top = _ranges(offset + top_lo, top_hi - top_lo)  # one depth: disjoint, sorted
     active = BusyTable(top_hi - top_lo, start[top], end[top], span)
-    mpi_refs = np.asarray(
-        [int(k) for k, v in index.regions.items() if (v or {}).get("paradigm") == "mpi"],
-        np.int64,
-    )
-    raw = _ranges(offset, calls)
-    pos = np.repeat(np.arange(ids.size, dtype=np.int64), calls)
-    is_mpi = np.isin(region[raw], mpi_refs) if mpi_refs.size else np.zeros(raw.size, bool)
-    raw, pos = raw[is_mpi], pos[is_mpi]
+    raw, pos = _mpi_calls(index, region, offset, calls)
     # the union of each location's MPI calls (nested ones once), all locations in one pass:
     # keyed by (location, time), a location's intervals never reach the next one's
     key_s, key_e = pos * span + start[raw], pos * span + end[raw]
-    order = np.argsort(key_s, kind="stable")
-    key_s, key_e, pos = key_s[order], key_e[order], pos[order]
+    if (key_s[1:] < key_s[:-1]).any():  # (MPI calls at one depth are in order already)
+        order = np.argsort(key_s, kind="stable")
+        key_s, key_e, pos = key_s[order], key_e[order], pos[order]
     if key_s.size:
         reach = np.maximum.accumulate(key_e)
         first = np.flatnonzero(np.r_[True, key_s[1:] > reach[:-1]])

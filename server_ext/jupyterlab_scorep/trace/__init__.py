@@ -11,7 +11,8 @@ here knows HTTP; failures are the trace's own exceptions (``otf2_read.TraceReadE
     otf2_local_defs.py   each location's local definitions, for the native scanner
     otf2_decode.py       numpy decoder of the builtin writer's event files
     device_read.py       accelerator records: launch links and copies
-    mpi_read.py          MPI records: messages and collectives
+    mpi_read.py          MPI records: messages and collectives, summed per rank
+    mpi_scan.py          a location's MPI records by the native scanner, as numpy arrays
     intervals.py         Enter/Leave streams -> interval tables and the call-path profile
     lod.py               timeline level of detail (what to draw per pixel)
     index_build.py       the columnar trace index under ``.index/trace-v3/``

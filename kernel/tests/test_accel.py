@@ -377,3 +377,24 @@ print(torch._inductor.__name__)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=300, check=True).stdout.split("\n")  # fmt: skip
     assert out[:3] == ["True", "False False", "torch._inductor"], out
+
+
+def test_a_process_ending_with_torch_profiled_exits_cleanly(tmp_path):
+    """A script that ends (here by an error) while a Measurement with torch.profiler runs:
+    torch's profiler is stopped at exit, else its state crashes the process with SIGSEGV
+    in C++'s exit handlers (the exit status was -11 before)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "ends.py"
+    script.write_text(
+        "import sys\n"
+        "from scorep_kernel.measure.session import Measurement\n"
+        f"m = Measurement({str(tmp_path / 'exp')!r})\n"
+        "m.start()\n"
+        "with m.cell('c'):\n"
+        "    import torch\n"
+        "    torch.ones(4).sum()\n"
+        "    assert m._torch._profile is not None, 'torch.profiler runs'\n"
+        "    raise SystemExit(3)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr[-2000:]

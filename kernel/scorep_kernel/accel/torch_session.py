@@ -169,6 +169,13 @@ class TorchProfiling:
         )
         self.seconds["start"] = round(time.perf_counter() - t0, 4)
 
+    def abandon(self) -> None:
+        """Stop the profiler without reading anything (the process is ending)."""
+        prof, self._profile = self._profile, None
+        if prof is not None:
+            with _QuietStderr():
+                prof.__exit__(None, None, None)
+
     def stop(self) -> KinetoTrace | None:
         """Stop, export the trace into the experiment directory and read it back; None when
         the profiler did not run (or its trace could not be read: ``notes`` says why)."""

@@ -7,6 +7,7 @@ shim (``import scorep``) reaches the active Measurement through ``active()``.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
@@ -61,6 +62,20 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@atexit.register
+def _at_exit() -> None:
+    """An interpreter ending with a Measurement running (a script's sys.exit(), an error
+    out of a measured script, a cell that exits its worker): torch.profiler is stopped
+    first. Left running, torch's profiler state crashes the process with SIGSEGV among
+    C++'s exit handlers (torch 2.x, ProfilerStateBase's destructor), after Python's."""
+    m = _active
+    if m is not None:
+        try:
+            m._torch.abandon()
+        except Exception:  # the process is ending: nothing more to do
+            pass
 
 
 class _Cell:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import cast
 
 import numpy as np
 
-from .engine import RawCalls
+from .engine import RawCalls, SavedProfiles, clock_pair
 
 try:
     from . import _calltrace  # type: ignore[attr-defined]  # built at install (hatch_build.py)
@@ -32,16 +31,6 @@ def available() -> bool:
     return _calltrace is not None and sys.version_info[:2] == (3, 11)
 
 
-def _restore_profile(previous: object) -> list[str]:
-    """Put back a thread's profile function as sys.getprofile() reported it."""
-    try:
-        sys.setprofile(previous)  # type: ignore[arg-type]
-    except Exception:  # a C profiler object (cProfile) cannot be re-installed from Python
-        sys.setprofile(None)
-        return [f"the previous profiler {previous!r} could not be restored on this thread"]
-    return []
-
-
 class CalltraceEngine:
     """One _calltrace.Tracer: records at most ``capacity`` calls, then stops by itself."""
 
@@ -54,7 +43,7 @@ class CalltraceEngine:
         assert _calltrace is not None, "calltrace_engine.available() is checked first"
         self.capacity = capacity
         self._tracer = _calltrace.Tracer(capacity)
-        self._saved: tuple | None = None
+        self._saved = SavedProfiles()
         self.c_functions = False
 
     @property
@@ -71,7 +60,7 @@ class CalltraceEngine:
 
     def start(self) -> None:
         """Record on this thread and on threads started from now on."""
-        self._saved = (sys.getprofile(), threading.getprofile())
+        self._saved.save()
         self._tracer.clear()
         threading.setprofile(self._tracer.thread_func)
         self._tracer.start()
@@ -97,10 +86,9 @@ class CalltraceEngine:
         """In a forked child that inherited a running tracer: stop recording and put back
         the profile functions found at start(), without reading anything."""
         self.halt()
-        saved = self._saved
-        self._saved = None
-        sys.setprofile(saved[0] if saved else None)
-        threading.setprofile(saved[1] if saved else None)
+        self._saved.restore()
+        if self.owns(sys.getprofile()):  # nothing was saved: this tracer was not started
+            sys.setprofile(None)
 
     def halt(self) -> None:
         """Stop recording on every thread now (the event cap); open calls stay open and
@@ -114,29 +102,15 @@ class CalltraceEngine:
         while not collecting (what threading.setprofile gave them cannot be taken back
         from another thread on 3.11)."""
         self._tracer.stop()
-        notes: list[str] = []
-        if self._saved is not None:
-            prev_sys, prev_thread = self._saved
-            notes += _restore_profile(prev_sys)
-            threading.setprofile(prev_thread)
-            self._saved = None
-        return notes
+        return self._saved.restore()
 
     def now_ns(self) -> float:
         """The tracer's clock, ns: the time-stamp counter scaled to CLOCK_MONOTONIC."""
         return float(self._tracer.now())
 
     def clock_pair(self) -> tuple[float, float]:
-        """(tracer ns, perf_counter ns) read at the same moment, best of a few tries."""
-        best: tuple[int, float, float] | None = None
-        for _ in range(5):
-            a = time.perf_counter_ns()
-            v = self._tracer.now()
-            b = time.perf_counter_ns()
-            if best is None or b - a < best[0]:
-                best = (b - a, v, (a + b) / 2.0)
-        assert best is not None  # the loop ran
-        return best[1], best[2]
+        """(tracer ns, perf_counter ns) read at the same moment (engine.clock_pair)."""
+        return clock_pair(self.now_ns)
 
     def extract(self, clear: bool = True) -> RawCalls:
         """The finished calls of every thread; the buffer is empty after (``clear`` is

@@ -25,7 +25,9 @@ directory (the tracer's frames, and the import hook, so the import machinery und
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -136,6 +138,52 @@ class Tracer(Protocol):
     def now_ns(self) -> float: ...
     def clock_pair(self) -> tuple[float, float]: ...
     def extract(self, clear: bool = True) -> RawCalls: ...
+
+
+def restore_profile(previous: object) -> list[str]:
+    """Put back a thread's profile function as sys.getprofile() reported it; a note where
+    it cannot be."""
+    try:
+        sys.setprofile(previous)  # type: ignore[arg-type]
+    except Exception:  # a C profiler object (cProfile) cannot be re-installed from Python
+        sys.setprofile(None)
+        return [f"the previous profiler {previous!r} could not be restored on this thread"]
+    return []
+
+
+class SavedProfiles:
+    """The profile functions a tracer found when it started (this thread's, and the one
+    threading gives new threads), put back when it stops."""
+
+    def __init__(self) -> None:
+        self._saved: tuple[object, object] | None = None
+
+    def save(self) -> None:
+        self._saved = (sys.getprofile(), threading.getprofile())
+
+    def restore(self) -> list[str]:
+        """Put them back (once); notes on what could not be."""
+        if self._saved is None:
+            return []
+        prev_sys, prev_thread = self._saved
+        self._saved = None
+        notes = restore_profile(prev_sys)
+        threading.setprofile(prev_thread)  # type: ignore[arg-type]
+        return notes
+
+
+def clock_pair(now_ns: Callable[[], float]) -> tuple[float, float]:
+    """(tracer ns, perf_counter ns) read at the same moment: the reading taken in the
+    shortest of a few perf_counter brackets."""
+    best: tuple[int, float, float] | None = None
+    for _ in range(5):
+        a = time.perf_counter_ns()
+        v = now_ns()
+        b = time.perf_counter_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, v, (a + b) / 2.0)
+    assert best is not None  # the loop ran
+    return best[1], best[2]
 
 
 _tracers: dict[tuple[str, int], Tracer] = {}

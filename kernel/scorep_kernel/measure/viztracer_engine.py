@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -33,7 +32,7 @@ import numpy as np
 from viztracer import __version__ as VIZTRACER_VERSION
 from viztracer import snaptrace
 
-from .engine import EngineError, RawCalls
+from .engine import EngineError, RawCalls, SavedProfiles, clock_pair, restore_profile
 
 ENGINE_NAME = "viztracer-c"
 SUPPORTED_VERSIONS = ("1.1.",)
@@ -62,16 +61,6 @@ _OFF_TAIL = 128
 _OFF_META = 144
 
 
-def _restore_profile(previous) -> list[str]:
-    """Put back a thread's profile function as sys.getprofile() reported it."""
-    try:
-        sys.setprofile(previous)
-    except Exception:  # a C profiler object (cProfile) cannot be re-installed from Python
-        sys.setprofile(None)
-        return [f"the previous profiler {previous!r} could not be restored on this thread"]
-    return []
-
-
 class VizTracerEngine:
     """One snaptrace.Tracer with a buffer of ``capacity`` calls (a ring: past it the
     oldest calls are overwritten)."""
@@ -93,7 +82,7 @@ class VizTracerEngine:
         prev_sys, prev_thread = sys.getprofile(), threading.getprofile()
         tracer = snaptrace.Tracer(capacity)
         # The constructor installs itself on this thread and for new threads: undo that.
-        _restore_profile(prev_sys)
+        restore_profile(prev_sys)
         threading.setprofile(prev_thread)
         tracer.verbose = 0
         self.capacity = capacity
@@ -107,7 +96,7 @@ class VizTracerEngine:
         self._check_layout()
         self.getts = tracer.getts
         self.threadtracefunc = tracer.threadtracefunc
-        self._saved: tuple | None = None
+        self._saved = SavedProfiles()
         self.c_functions = False
 
     # --- raw fields -------------------------------------------------------------------
@@ -122,10 +111,9 @@ class VizTracerEngine:
         """In a forked child that inherited a running tracer: stop recording and put back
         the profile functions found at start(), without reading anything."""
         self.halt()
-        saved = self._saved
-        self._saved = None
-        sys.setprofile(saved[0] if saved else None)
-        threading.setprofile(saved[1] if saved else None)
+        self._saved.restore()
+        if self.owns(sys.getprofile()):  # nothing was saved: this tracer was not started
+            sys.setprofile(None)
 
     def halt(self) -> None:
         """Stop recording on every thread now (the event cap); open calls stay on the
@@ -155,7 +143,7 @@ class VizTracerEngine:
         probe()
         probe()
         self._tracer.stop("flush_as_finish")
-        _restore_profile(prev_sys)
+        restore_profile(prev_sys)
         raw = self.extract()
         codes = [k[1] for k in raw.keys if k[0] == "py"]
         found = sum(
@@ -180,7 +168,7 @@ class VizTracerEngine:
 
     def start(self) -> None:
         """Record on this thread and on threads started from now on."""
-        self._saved = (sys.getprofile(), threading.getprofile())
+        self._saved.save()
         self._tracer.clear()
         if sys.version_info < (3, 12):
             threading.setprofile(self._tracer.threadtracefunc)
@@ -210,13 +198,7 @@ class VizTracerEngine:
         """Stop recording; calls still open on any thread end now. Restores the profile
         functions found at start(). Returns notes on what could not be restored."""
         self._tracer.stop("flush_as_finish")
-        notes: list[str] = []
-        if self._saved is not None:
-            prev_sys, prev_thread = self._saved
-            notes += _restore_profile(prev_sys)
-            threading.setprofile(prev_thread)
-            self._saved = None
-        return notes
+        return self._saved.restore()
 
     # --- clock -----------------------------------------------------------------------
     def now_ns(self) -> float:
@@ -224,16 +206,8 @@ class VizTracerEngine:
         return self.getts() * 1000.0
 
     def clock_pair(self) -> tuple[float, float]:
-        """(tracer ns, perf_counter ns) read at the same moment, best of a few tries."""
-        best: tuple[int, float, float] | None = None
-        for _ in range(5):
-            a = time.perf_counter_ns()
-            v = self.getts()
-            b = time.perf_counter_ns()
-            if best is None or b - a < best[0]:
-                best = (b - a, v * 1000.0, (a + b) / 2.0)
-        assert best is not None  # the loop ran
-        return best[1], best[2]
+        """(tracer ns, perf_counter ns) read at the same moment (engine.clock_pair)."""
+        return clock_pair(self.now_ns)
 
     # --- read out --------------------------------------------------------------------
     def extract(self, clear: bool = True) -> RawCalls:

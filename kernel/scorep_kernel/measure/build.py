@@ -251,7 +251,7 @@ def build_threads(
     stats.update(raw_calls=len(raw), outside_cells=0, excluded=0, paused=0, too_deep=0, crossing=0)
 
     _reuse_function_regions(inp, keys, regions)
-    raw_tids = np.unique(raw.tid).tolist()
+    raw_tids = raw.thread_ids()
     tids = list(dict.fromkeys([inp.master_tid] + [c.tid for c in inp.cells] + raw_tids))
     tids = [t for t in tids if t not in inp.skip_tids]
     order_by_tid = np.argsort(raw.tid, kind="stable")

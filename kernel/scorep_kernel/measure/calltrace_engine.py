@@ -140,4 +140,5 @@ class CalltraceEngine:
 
             return tid, ns(table["start"]), ns(table["end"]), table["key"].copy()
 
-        return RawCalls.deferred(count, make, list(keys), names)
+        tids = [int(t) for t, _, rows in threads if len(rows)]
+        return RawCalls.deferred(count, make, list(keys), names, tids)

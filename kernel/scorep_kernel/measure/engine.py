@@ -68,17 +68,32 @@ class RawCalls:
         self._arrays: Arrays | None = (tid, start, end, key)
         self._make: Callable[[], Arrays] | None = None
         self._count = int(tid.shape[0])
+        self._tids: list[int] | None = None  # thread_ids(), where the engine knows them
         self.keys = keys if keys is not None else []
         self.thread_names = thread_names if thread_names is not None else {}
 
     @classmethod
     def deferred(
-        cls, count: int, make: Callable[[], Arrays], keys: list, thread_names: dict[int, str]
+        cls,
+        count: int,
+        make: Callable[[], Arrays],
+        keys: list,
+        thread_names: dict[int, str],
+        thread_ids: list[int],
     ) -> RawCalls:
+        """``thread_ids``: the threads with rows in what ``make`` returns."""
         empty = np.empty(0, np.float64)
         raw = cls(empty, empty, empty, empty, keys, thread_names)
         raw._arrays, raw._make, raw._count = None, make, count
+        raw._tids = sorted(set(thread_ids))
         return raw
+
+    def thread_ids(self) -> list[int]:
+        """The threads with calls, ascending (``np.unique(tid)``, known without it where
+        the engine said)."""
+        if self._tids is None:
+            self._tids = [int(t) for t in np.unique(self.tid).tolist()]
+        return self._tids
 
     def arrays(self) -> Arrays:
         if self._arrays is None:
@@ -90,6 +105,7 @@ class RawCalls:
         """Keep only these rows (a boolean mask or indices)."""
         tid, start, end, key = (a[rows] for a in self.arrays())
         self._arrays, self._count = (tid, start, end, key), int(tid.shape[0])
+        self._tids = None
 
     @property
     def tid(self) -> np.ndarray:

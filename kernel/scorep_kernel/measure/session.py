@@ -279,7 +279,7 @@ class Measurement:
         self._speed_chunks += machine_speed.chunks()
         raw, to_perf = halted.raw, self.to_perf
         assert to_perf is not None
-        self.user.close_open(halted.stop_t, np.unique(raw.tid).tolist())
+        self.user.close_open(halted.stop_t, raw.thread_ids())
         self._notes += self.user.notes
         master = self._master_tid if self._master_tid is not None else self._start_tid
         inp = BuildInput(

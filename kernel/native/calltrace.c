@@ -52,7 +52,8 @@ typedef struct TracerObject TracerObject;
 
 typedef struct {
     PyObject_HEAD
-    TracerObject *owner; /* borrowed: the tracer outlives its threads' records */
+    TracerObject *owner; /* strong (a cycle through owner->threads: tracers live as long as
+                          * their process, measure.engine keeps them) */
     unsigned long tid;
     PyObject *name;
     Call *calls;
@@ -373,6 +374,7 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 }
 
 static void thread_dealloc(ThreadObject *th) {
+    Py_XDECREF(th->owner);
     Py_XDECREF(th->name);
     PyMem_Free(th->calls);
     PyMem_Free(th->stack);
@@ -402,6 +404,7 @@ static ThreadObject *this_thread(TracerObject *t) {
         Py_DECREF(k);
         return NULL;
     }
+    Py_INCREF(t);
     th->owner = t;
     th->tid = tid;
     th->calls = NULL;
@@ -550,6 +553,20 @@ static PyObject *tracer_stop(TracerObject *t, PyObject *Py_UNUSED(ignored)) {
             if (rc < 0) return PyErr_NoMemory();
         }
         th->skip = NULL;
+    }
+    /* Threads other than this one keep a profile function for their life once given one
+     * (threading.setprofile): every bytecode of theirs would run on the interpreter's slow
+     * tracing path after the run, and they would be recorded again by the next one. Take
+     * ours away from them, as 3.12's PyEval_SetProfileAllThreads does (this thread's own
+     * is put back by the caller, to what it was). */
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts;
+         ts = PyThreadState_Next(ts)) {
+        if (ts != me && ts->c_profilefunc == profile && ts->c_profileobj &&
+            Py_IS_TYPE(ts->c_profileobj, &ThreadType) &&
+            ((ThreadObject *)ts->c_profileobj)->owner == t) {
+            if (_PyEval_SetProfile(ts, NULL, NULL) < 0) PyErr_Clear();
+        }
     }
     Py_RETURN_NONE;
 }

@@ -298,3 +298,30 @@ def test_calltrace_matches_a_return_to_its_call():
     (o_s, o_e, _), first, (sw_s, sw_e, _), second, last = got
     assert o_s < first[0] <= first[1] < sw_s < second[0] <= second[1] <= o_e < last[0]
     assert sw_e == o_e  # missed: it ends with its caller
+
+
+@needs_calltrace
+def test_calltrace_takes_its_profile_function_from_threads_that_outlive_a_run():
+    """A thread started during a run (a data loader, a server) would keep the profile
+    function for its life: every bytecode of it on the interpreter's slow tracing path,
+    recorded again by the next run. stop() takes it away from every thread."""
+    tracer = engine.get_tracer(1000, "calltrace")
+    tracer.configure(ignore_prefix=engine.package_dir(), c_functions=False, exclude_files=[])
+    started, go, seen = threading.Event(), threading.Event(), []
+
+    def worker():
+        seen.append(sys.getprofile())  # traced while the run goes on
+        started.set()
+        go.wait()
+        seen.append(sys.getprofile())  # after stop()
+
+    tracer.start()
+    t = threading.Thread(target=worker, name="outlives")
+    t.start()
+    started.wait()
+    tracer.stop()
+    go.set()
+    t.join()
+    assert tracer.owns(seen[0]) and seen[1] is None, seen
+    raw = tracer.extract()
+    assert "outlives" in raw.thread_names.values()

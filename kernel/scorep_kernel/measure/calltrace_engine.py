@@ -96,11 +96,10 @@ class CalltraceEngine:
         self._tracer.halt()
 
     def stop(self) -> list[str]:
-        """Stop recording; calls still open on any thread end now. Restores the profile
-        functions found at start(). Returns notes on what could not be restored.
-        Threads other than this one keep the profile function, which returns at once
-        while not collecting (what threading.setprofile gave them cannot be taken back
-        from another thread on 3.11)."""
+        """Stop recording; calls still open on any thread end now. Other threads lose the
+        profile function (a thread started in the run would keep it for its life: slower
+        and recorded again by the next run); this one gets back the one found at start(),
+        as new threads do. Returns notes on what could not be restored."""
         self._tracer.stop()
         return self._saved.restore()
 

@@ -49,6 +49,7 @@ typedef struct {
 
 typedef struct TracerObject TracerObject;
 #define POOL 4
+#define POOL_BYTES (64 << 20) /* larger buffers (a run of millions of calls) are freed */
 
 typedef struct {
     PyObject_HEAD
@@ -82,6 +83,7 @@ struct TracerObject {
     Call *pool[POOL];
     Py_ssize_t pool_cap[POOL];
     int npool;
+    size_t pool_bytes;
 };
 
 /* One thread's rows, handed over by take(): owns the memory, exports it as bytes. */
@@ -295,6 +297,7 @@ static int pop(ThreadObject *th, int64_t ts) {
         t->npool--;
         th->calls = t->pool[t->npool];
         th->calls_cap = t->pool_cap[t->npool];
+        t->pool_bytes -= (size_t)th->calls_cap * sizeof(Call);
     }
     if (th->ncalls == th->calls_cap) {
         Py_ssize_t n = th->calls_cap ? th->calls_cap * 2 : 4096;
@@ -587,9 +590,11 @@ static void rows_releasebuffer(RowsObject *r, Py_buffer *Py_UNUSED(view)) { r->e
 
 static void rows_dealloc(RowsObject *r) {
     TracerObject *t = r->owner;
-    if (r->calls && t && t->npool < POOL) {
+    size_t bytes = (size_t)r->cap * sizeof(Call);
+    if (r->calls && t && t->npool < POOL && t->pool_bytes + bytes <= POOL_BYTES) {
         t->pool[t->npool] = r->calls;
         t->pool_cap[t->npool] = r->cap;
+        t->pool_bytes += bytes;
         t->npool++;
     } else {
         PyMem_Free(r->calls);

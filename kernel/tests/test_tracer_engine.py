@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections import Counter
@@ -325,3 +326,35 @@ def test_calltrace_takes_its_profile_function_from_threads_that_outlive_a_run():
     assert tracer.owns(seen[0]) and seen[1] is None, seen
     raw = tracer.extract()
     assert "outlives" in raw.thread_names.values()
+
+
+@pytest.mark.parametrize("name", ["calltrace", "viztracer"])
+def test_a_run_inside_cprofile_stops_with_a_note(tmp_path, name):
+    """cProfile on when a run starts (a user profiling the kernel): the run records, and
+    stopping it cannot give cProfile's C profile function back from Python; it says so
+    instead of failing with TypeError at the next call."""
+    import cProfile
+
+    from scorep_kernel.measure.session import Measurement
+
+    if name == "calltrace" and not calltrace_engine.available():
+        pytest.skip("the C recorder is built for CPython 3.11")
+    os.environ[engine.ENV_ENGINE] = name
+    prof = cProfile.Profile()
+    try:
+        warm = Measurement(tmp_path / "warm")  # the engine made (its probe run) before
+        warm.start()
+        warm.stop()
+        m = Measurement(tmp_path / "exp")
+        prof.enable()
+        m.start()
+        with m.cell("c"):
+            sum(len(str(i)) for i in range(100))
+        recording = m.stop()
+    finally:
+        prof.disable()
+        os.environ.pop(engine.ENV_ENGINE, None)
+    assert sys.getprofile() is None
+    messages = recording.notes["messages"]
+    assert any("could not be restored" in msg for msg in messages), messages
+    assert recording.event_count > 0

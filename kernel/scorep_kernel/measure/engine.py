@@ -159,11 +159,17 @@ class Tracer(Protocol):
 def restore_profile(previous: object) -> list[str]:
     """Put back a thread's profile function as sys.getprofile() reported it; a note where
     it cannot be."""
-    try:
-        sys.setprofile(previous)  # type: ignore[arg-type]
-    except Exception:  # a C profiler object (cProfile) cannot be re-installed from Python
+    note = [f"the previous profiler {previous!r} could not be restored on this thread"]
+    if previous is not None and not callable(previous):
+        # A C profiler's object (cProfile.Profile): sys.setprofile() would take it as a
+        # Python function and fail with TypeError at the next call.
         sys.setprofile(None)
-        return [f"the previous profiler {previous!r} could not be restored on this thread"]
+        return note
+    try:
+        sys.setprofile(previous)
+    except Exception:
+        sys.setprofile(None)
+        return note
     return []
 
 

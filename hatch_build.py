@@ -4,8 +4,11 @@
   it holds no Python-version-specific code, so alone it makes the wheel
   py3-none-<platform>.
 - The builtin tracer's C recorder (kernel/native/calltrace.c): a CPython 3.11 extension,
-  scorep_kernel/measure/_calltrace*.so; with it the wheel is cp311-cp311-<platform>.
-  Built for 3.11 only (the kernel uses VizTracer's sys.monitoring tracer from 3.12 on).
+  scorep_kernel/measure/_calltrace.cpython-311-*.so, built when the wheel is built on 3.11.
+  It is optional: the kernel imports it where it can and records with VizTracer's tracer
+  otherwise (3.12+ uses sys.monitoring there). So the wheel stays py3-none-<platform>: one
+  wheel for every supported Python, the 3.11 one faster (it holds no stable-ABI code, but
+  nothing of it is needed to run elsewhere).
 
 An editable install builds both in place (the package is the source tree there); a wheel
 gets them built under build/. Without a C compiler the wheel stays pure Python: the server
@@ -58,5 +61,5 @@ class NativeScannerHook(BuildHookInterface):
         recorder = calltrace.build(ROOT / "build" / "native-calltrace")
         if recorder is not None:
             build_data["pure_python"] = False
-            build_data["tag"] = calltrace.wheel_tag(scanner.wheel_platform_tag())
+            build_data["tag"] = scanner.wheel_platform_tag()
             build_data["force_include"][str(recorder)] = f"scorep_kernel/measure/{recorder.name}"

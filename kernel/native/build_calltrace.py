@@ -86,13 +86,6 @@ def build(target_dir: Path = PACKAGE_DIR, force: bool = False) -> Path | None:
     return target
 
 
-def wheel_tag(platform_tag: str) -> str:
-    """cpXY-cpXY<abiflags>-<platform>: the extension is tied to this CPython."""
-    version = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    platform = platform_tag.split("-")[-1]
-    return f"{version}-{version}{getattr(sys, 'abiflags', '')}-{platform}"
-
-
 if __name__ == "__main__":
     built = build(force="--force" in sys.argv)
     print(built or "not built")

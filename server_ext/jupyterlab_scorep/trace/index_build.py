@@ -55,7 +55,7 @@ import numpy as np
 
 from scorep_kernel import experiment as ex
 
-from . import intervals, lod, otf2_definitions, otf2_events, otf2_read
+from . import index_levels, intervals, lod, otf2_definitions, otf2_events, otf2_read
 
 # 2: Score-P's traces count from their first event; cells named alike under both backends
 # 3: one file per column for all locations (layout.npy)
@@ -129,6 +129,17 @@ def run_start(defs: otf2_definitions.Definitions, events: list[otf2_events.Locat
     return min(firsts) if firsts else defs.global_offset
 
 
+def _durations(per_location: list[intervals.Intervals]) -> np.ndarray:
+    """Every call's duration, in one array written in place (no per-location arrays
+    concatenated: one fresh array, not two)."""
+    out = np.empty(sum(len(iv) for iv in per_location), np.int64)
+    at = 0
+    for iv in per_location:
+        np.subtract(iv.end, iv.start, out=out[at : at + len(iv)])
+        at += len(iv)
+    return out
+
+
 def _write(out: Path, defs, events, sources) -> dict[str, Any]:
     per_location = []
     locations = []
@@ -166,27 +177,15 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
         full_range = trace_end
     else:
         full_range = max(trace_end, int(defs.trace_length * 1e9 / defs.timer_resolution))
-    all_durations = np.concatenate(
-        [iv.end - iv.start for iv in per_location] or [np.zeros(0, np.int64)]
-    )
-    pixels = lod.level_pixels(all_durations, full_range)
-    del all_durations
+    pixels = lod.level_pixels(_durations(per_location), full_range)
     # The call paths first: then the calls' own arrays can go before the levels are built.
     paths = intervals.call_paths(per_location)
     for name in ("parent", "region", "visits", "incl", "excl", "min", "max"):
         np.save(out / f"ct.{name}.npy", getattr(paths, name))
     del paths
-    raw = [
-        np.concatenate([getattr(iv, name) for iv in per_location] or [np.zeros(0, dtype)])
-        for name, dtype in (("start", np.int64), ("end", np.int64), ("region", np.int32))
-    ]
-    depth_ptrs = [iv.depth_ptr for iv in per_location]
     calls = [(iv.max_depth, len(iv)) for iv in per_location]
-    per_location.clear()
-    tables = lod.build_all_levels(raw[0], raw[1], raw[2], depth_ptrs, pixels)
-    del raw
-    for name in ("start", "end", "region", "count", "ptr", "px"):
-        np.save(out / f"{name}.npy", getattr(tables, name))
+    # a block of locations at a time; lets each block's calls go once written
+    levels = index_levels.write_levels(out, per_location, pixels)
     n_metric = np.array([ev.metric_times.size for ev in events], np.int64)
     metric_at = np.stack([np.cumsum(n_metric) - n_metric, n_metric], axis=1)
     for name, field, dtype in (
@@ -199,7 +198,7 @@ def _write(out: Path, defs, events, sources) -> dict[str, Any]:
             column = intervals.to_ns(column, origin, defs.timer_resolution)
         np.save(out / f"{name}.npy", column.astype(dtype, copy=False))
     layout = np.concatenate(
-        [tables.items, tables.ptr_at, tables.px_at, metric_at.reshape(-1, 2)], axis=1
+        [levels.items, levels.ptr_at, levels.px_at, metric_at.reshape(-1, 2)], axis=1
     )
     np.save(out / "layout.npy", layout.astype(np.int64).reshape(-1, len(LAYOUT_FIELDS)))
     for i, (info, (max_depth, n_calls), n, ev) in enumerate(

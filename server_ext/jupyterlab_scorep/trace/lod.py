@@ -223,10 +223,11 @@ def _merge_native(
 
 def level_pixels(durations: np.ndarray, full_range: int) -> list[float]:
     """Pixel sizes of the precomputed levels, finest first: from the median call duration
-    (below it merging halves nothing) up to a full-range view COARSEST_PIXELS wide."""
+    (below it merging halves nothing) up to a full-range view COARSEST_PIXELS wide.
+    Reorders ``durations`` (the median partitions them in place, no copy of them all)."""
     if durations.size == 0 or full_range <= 0:
         return []
-    px = max(float(np.median(durations)), 1.0) * 2
+    px = max(float(np.median(durations, overwrite_input=True)), 1.0) * 2
     top = full_range / COARSEST_PIXELS
     levels = []
     while px < top:

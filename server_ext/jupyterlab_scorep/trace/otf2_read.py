@@ -47,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import os
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,14 @@ from .otf2_definitions import Definitions, definitions_of, rename_locations, thr
 from .otf2_events import Decoder, LocationEvents, with_artificial_calls
 from .otf2_global_defs import read_global_records
 from .otf2_scan import LocalDefinitions, MetricTables
+
+
+class _Raised(Exception):
+    """What ``read_trace``'s ``each`` raised, carried past its libotf2 error wrapping."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
 
 
 class TraceReadError(Exception):
@@ -154,11 +163,18 @@ def _check_anchor(anchor: str) -> None:
             )
 
 
-def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, list[LocationEvents]]:
+def read_trace(
+    anchor: str,
+    decoder: Decoder = "auto",
+    each: Callable[[LocationEvents], LocationEvents] | None = None,
+) -> tuple[Definitions, list[LocationEvents]]:
     """Definitions and all Enter/Leave/Metric events of the archive at ``anchor``.
     ``decoder`` chooses how event files the fast paths can read are read: "auto" (the
     native scanner where built, else numpy), "numpy", or "callbacks" (every location
-    through libotf2's callbacks); the benchmarks and tests compare them."""
+    through libotf2's callbacks); the benchmarks and tests compare them. ``each``: called
+    with each location's events as soon as they are read, its answer kept in their place
+    (the index build pairs a location's calls and lets its events go: the next location's
+    read reuses their memory); what it raises passes as it is."""
     import _otf2
 
     from .otf2_fast import fast_location
@@ -181,20 +197,26 @@ def read_trace(anchor: str, decoder: Decoder = "auto") -> tuple[Definitions, lis
         raw = open_location_files(handle, refs, local if decoder != "callbacks" else None, anchor)
         chunk_size = int(_otf2.Reader_GetChunkSize(handle)[0])
         metrics = MetricTables.of(definitions)
-        events = [
-            (
+        events = []
+        for ref, info in zip(refs, definitions.locations):
+            got = (
                 fast_location(
                     anchor, ref, chunk_size, decoder, definitions, local.get(ref), metrics
                 )
                 if decoder != "callbacks"
                 else None
-            )
-            or _read_location(raw, ref, info["events"], definitions)
-            for ref, info in zip(refs, definitions.locations)
-        ]
+            ) or _read_location(raw, ref, info["events"], definitions)
+            if each is not None:
+                try:
+                    got = each(got)
+                except Exception as e:
+                    raise _Raised(e) from e
+            events.append(got)
         _otf2.Reader_CloseEvtFiles(handle)
     except TraceReadError:
         raise
+    except _Raised as e:
+        raise e.error from None
     except Exception as e:
         raise TraceReadError(
             f"libotf2 failed while reading this archive ({type(e).__name__}: {e}); "

@@ -3,6 +3,8 @@ interval pairing against a plain stack walk."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import otf2
 import pytest
@@ -130,6 +132,31 @@ def test_pairing_matches_a_stack_walk(random_experiment):
         for d in range(iv.max_depth + 1):  # within a depth, starts and ends are sorted
             a, b = iv.depth_ptr[d], iv.depth_ptr[d + 1]
             assert np.all(np.diff(iv.start[a:b]) >= 0) and np.all(np.diff(iv.end[a:b]) >= 0)
+
+
+def test_each_location_is_handed_over_as_it_is_read(random_experiment):
+    """read_trace's ``each`` gets every location's events, in order, and its answer is
+    kept in their place; what it raises passes as it is (not as a TraceReadError)."""
+    anchor = str(random_experiment / "traces.otf2")
+    _defs, plain = read_trace(anchor)
+    seen = []
+
+    def each(ev):
+        seen.append(ev)
+        return dataclasses.replace(ev, times=ev.times[:0])
+
+    _defs, kept = read_trace(anchor, each=each)
+    assert [ev.ref for ev in seen] == [ev.ref for ev in plain] == [ev.ref for ev in kept]
+    for a, b, c in zip(seen, plain, kept):
+        np.testing.assert_array_equal(a.times, b.times)
+        np.testing.assert_array_equal(a.signed_regions, b.signed_regions)
+        assert c.times.size == 0
+
+    def fails(ev):
+        raise ValueError("from each")
+
+    with pytest.raises(ValueError, match="from each"):
+        read_trace(anchor, each=fails)
 
 
 def test_unbalanced_streams_are_closed_at_the_ends():

@@ -41,8 +41,10 @@ def walked(times, signed) -> dict[tuple[int, ...], list[int]]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_call_paths_match_a_walk_of_the_events(seed):
+@pytest.mark.parametrize("region_base", [0, 10**7])  # keys counted; keys too sparse to count
+def test_call_paths_match_a_walk_of_the_events(seed, region_base):
     streams = [events(seed * 10 + loc, 200 + 50 * loc) for loc in range(4)]
+    streams = [(t, np.where(s >= 0, s + region_base, s - region_base)) for t, s in streams]
     # a location without calls among them, and one of a single call at its end
     streams.insert(1, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     streams.append((np.array([5, 9], np.int64), np.array([3, ~3], np.int64)))
@@ -68,3 +70,15 @@ def test_call_paths_match_a_walk_of_the_events(seed):
             inner = sum(int(paths.incl[c, li]) for c in children[name])
             assert paths.excl[p, li] == sum(durations) - inner
         assert set(expected) <= set(names)
+
+
+@pytest.mark.parametrize("spread", [1, 10**9])
+def test_keys_of_each_location_are_numbered_as_all_keys_together(spread):
+    rng = np.random.default_rng(3)
+    keys = [rng.integers(0, 50, n) * spread for n in (300, 0, 1, 2000, 7)]
+    uniq, each = intervals._unique_each(keys)
+    expected_uniq, expected_inverse = intervals._unique(np.concatenate(keys))
+    np.testing.assert_array_equal(uniq, expected_uniq)
+    assert uniq.dtype == expected_uniq.dtype
+    np.testing.assert_array_equal(np.concatenate(each), expected_inverse)
+    assert [k.size for k in each] == [k.size for k in keys]

@@ -4,7 +4,7 @@ see index_build's layout) built and written a block of locations at a time.
 The levels of a location depend on its own calls and the pixel sizes alone
 (``lod.build_all_levels`` of locations together is each location's alone), so a block of
 locations is merged, appended to the column files and let go before the next. The block's
-arrays are a few MB: the allocator hands the same memory from block to block, where
+arrays are about a MB: the allocator hands the same memory from block to block, where
 building all 1,024 ranks' levels of 100M events at once took ~6 GB of fresh pages (levels,
 their assembly, the columns concatenated to be saved) for 5.6 GB at the peak, and the
 kernel zeroing fresh pages was two thirds of the index build's CPU time on this VM.
@@ -21,8 +21,10 @@ import numpy.typing as npt
 
 from . import intervals, lod
 
-# calls per block of locations (a location is never split): ~8 MB an int64 column
-BLOCK_CALLS = 1 << 20
+# Calls per block of locations (a location is never split): ~1 MB an int64 column.
+# Blocks of 1M calls touched 1.3-1.5 GiB of fresh pages at 100M events (glibc maps and
+# unmaps arrays of many MB, or trims its heap of them); of 128k, ~10 MB.
+BLOCK_CALLS = 1 << 17
 _HEADER_BYTES = 128  # a 1-d .npy header (version 1.0) of any length fits in 128 bytes
 
 

@@ -19,7 +19,7 @@ class Intervals:
     end: np.ndarray  # int64
     region: np.ndarray  # int32 region ref
     depth_ptr: np.ndarray  # int64 [max_depth + 2]: depth d is [depth_ptr[d], depth_ptr[d+1])
-    enter_pos: np.ndarray  # int64: index of the Enter event in the stream (to find parents)
+    enter_pos: np.ndarray  # int32 (int64 past 2**31 events): the Enter's index in the stream
     closed_at_end: int  # calls still open when the trace ended (closed at its last event)
     opened_at_start: int  # Leaves without an Enter (recording began inside the call)
     mismatched: int  # Leaves naming another region than their Enter
@@ -53,8 +53,7 @@ def pair_calls(times: np.ndarray, signed_regions: np.ndarray) -> Intervals:
         e = np.zeros(0, np.int64)
         return Intervals(e, e, np.zeros(0, np.int32), np.zeros(1, np.int64), e, 0, 0, 0)
     is_enter = signed_regions >= 0
-    step = np.where(is_enter, 1, -1).astype(np.int64)
-    level_after = np.cumsum(step)
+    level_after = _levels_after(is_enter)
     lowest = int(level_after.min())
     opened = -lowest if lowest < 0 else 0
     closed = int(level_after[-1]) + opened
@@ -68,31 +67,46 @@ def pair_calls(times: np.ndarray, signed_regions: np.ndarray) -> Intervals:
             [np.full(opened, -(2**40)), signed_regions, np.full(closed, -(2**40))]
         )
         is_enter = np.concatenate([np.ones(opened, bool), is_enter, np.zeros(closed, bool)])
-        step = np.where(is_enter, 1, -1).astype(np.int64)
-        level_after = np.cumsum(step)
-    level = np.where(is_enter, level_after - 1, level_after)
+        level_after = _levels_after(is_enter)
+    # an Enter's level is the one before it (level_after - 1), a Leave's the one after it
+    level = np.subtract(level_after, is_enter, out=level_after)
     max_level = int(level.max())
     key = level.astype(np.int16 if max_level < 2**15 else np.int32)
+    del level_after
     order = np.argsort(key, kind="stable")  # radix sort for int16
     enters, leaves = order[0::2], order[1::2]
     start, end = times[enters], times[leaves]
     enter_reg, leave_reg = signed_regions[enters], signed_regions[leaves]
-    unknown_enter = enter_reg == -(2**40)
-    leave_reg = np.where(leave_reg == -(2**40), enter_reg, ~leave_reg)
-    enter_reg = np.where(unknown_enter, leave_reg, enter_reg)
+    if opened or closed:
+        unknown_enter = enter_reg == -(2**40)
+        leave_reg = np.where(leave_reg == -(2**40), enter_reg, ~leave_reg)
+        enter_reg = np.where(unknown_enter, leave_reg, enter_reg)
+    else:  # no synthetic events: every region is known
+        np.invert(leave_reg, out=leave_reg)
     mismatched = int(np.count_nonzero(enter_reg != leave_reg))
-    depth_counts = np.bincount(level[enters], minlength=max_level + 1)
+    depth_counts = np.bincount(key[enters], minlength=max_level + 1)
     depth_ptr = np.concatenate([[0], np.cumsum(depth_counts)]).astype(np.int64)
     return Intervals(
         start=start,
         end=end,
         region=enter_reg.astype(np.int32),
         depth_ptr=depth_ptr,
-        enter_pos=enters.astype(np.int64),
+        enter_pos=enters.astype(np.int32 if key.size < 2**31 else np.int64),
         closed_at_end=closed,
         opened_at_start=opened,
         mismatched=mismatched,
     )
+
+
+def _levels_after(is_enter: np.ndarray) -> np.ndarray:
+    """The nesting level after each event (+1 an Enter, -1 a Leave), in the narrowest
+    integer its count of events allows."""
+    n = int(is_enter.shape[0])
+    dtype = np.int32 if n < 2**31 else np.int64
+    step = is_enter.astype(dtype)
+    np.multiply(step, 2, out=step)
+    np.subtract(step, 1, out=step)
+    return np.cumsum(step, out=step)
 
 
 @dataclass
@@ -121,23 +135,24 @@ def _unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(present).astype(keys.dtype), rank[keys]
 
 
-def _unique_each(keys: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+def _unique_each(keys: list[np.ndarray], base: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
     """``_unique`` of the locations' keys together: the keys, and each location's
-    inverse. By counting, location by location, where ``_unique`` counts (no array of all
-    locations' keys: at 100M events those were 0.3 GB each, fresh memory at every depth),
-    else through ``_unique`` of them all."""
+    inverse plus ``base``. By counting, location by location, where ``_unique`` counts (no
+    array of all locations' keys: at 100M events those were 0.3 GB each, fresh memory at
+    every depth), then int32 where it holds them; else through ``_unique`` of them all."""
     total = sum(k.size for k in keys)
     if total == 0:
         return np.zeros(0, np.int64), [np.zeros(0, np.int64) for _ in keys]
     top = max(int(k.max()) for k in keys if k.size) + 1
     if top > 4 * total + (1 << 16):
         uniq, inverse = _unique(np.concatenate(keys))
-        cut = np.cumsum([k.size for k in keys])[:-1]
-        return uniq, np.split(inverse.astype(np.int64, copy=False), cut)
+        inverse = inverse.astype(np.int64) + base
+        return uniq, np.split(inverse, np.cumsum([k.size for k in keys])[:-1])
     present = np.zeros(top, bool)
     for k in keys:
         present[k] = True
-    rank = np.cumsum(present) - 1
+    rank = np.cumsum(present, dtype=np.int32 if base + top < 2**31 else np.int64)
+    np.add(rank, base - 1, out=rank)
     return np.flatnonzero(present).astype(np.int64), [rank[k] for k in keys]
 
 
@@ -163,15 +178,14 @@ def call_paths(per_location: list[Intervals]) -> CallPaths:
                 pa, pb = iv.depth_ptr[d - 1], iv.depth_ptr[d]
                 # The parent is the latest Enter one level up before this Enter.
                 idx = np.searchsorted(iv.enter_pos[pa:pb], iv.enter_pos[a:b], side="right") - 1
-                parent_path = per_depth_paths[li][d - 1][np.maximum(idx, 0)]
+                parent_path = per_depth_paths[li][d - 1][np.maximum(idx, 0)].astype(np.int64)
             keys.append((parent_path + 1) * n_regions + reg)
-        uniq, ids = _unique_each(keys)
+        uniq, ids = _unique_each(keys, n_paths)
         if uniq.size == 0:
             break
         parents.append(uniq // n_regions - 1)
         regions.append((uniq % n_regions).astype(np.int32))
         for li, k in enumerate(ids):
-            np.add(k, n_paths, out=k)
             per_depth_paths[li].append(k)
         n_paths += uniq.size
     parent = np.concatenate(parents) if parents else np.zeros(0, np.int64)

@@ -165,7 +165,8 @@ def main() -> None:
            note=f"build {spread([r / 1e6 for r in build], 2)} M, read "
            f"{spread([r / 1e6 for r in read], 2)} M, over {INGEST_ROUNDS} interleaved rounds "
            f"in fresh interpreters; events count the MPI records the scanner steps over; the "
-           f"read is {100 * float(np.median(rounds['share'])):.0f} % of the build's wall time; "
+           f"read (each rank's calls paired as it is read) is "
+           f"{100 * float(np.median(rounds['share'])):.0f} % of the build's wall time; "
            f"{100 * float(np.median(rounds['sys'])):.0f} % of the build's CPU time is the "
            "kernel's (first touches of memory: this VM's page faults are slow)")  # fmt: skip
     scan, called = traffic["auto"], traffic["callbacks"]

@@ -88,8 +88,12 @@ def test_the_converted_notebooks_text_holds_the_finished_gist(converted):
     rel = f"scorep-experiments/{payload['id']}"
     lines = plain.splitlines()
     assert lines[1] == "  Top functions (exclusive time, share of all measured time):"
-    # the summary's top function (the panel's own reading of the profile), with its share
-    assert lines[2].strip().split()[1] == "%" and lines[2].endswith("__main__:step"), plain
+    # the summary's top functions (the panel's own reading of the profile), with their
+    # shares: step and its generator expression, about half the time each (which of the
+    # two comes first depends on where the tracer's own cost per call falls)
+    top_two = {line.split("  ")[-1].split(" ")[0] for line in lines[2:4]}
+    assert top_two == {"__main__:step", "__main__:<genexpr>"}, plain
+    assert lines[2].strip().split()[1] == "%", plain
     assert "  Verdict:" in plain or "  Verdict: nothing stood out" in plain
     assert f"files      {rel}" in plain and f"jupyter scorep report {rel}" in plain
     assert "(call tree; the panel in JupyterLab)" in plain
@@ -280,6 +284,9 @@ async def test_nbconverts_html_says_what_the_panel_says(api, jp_root_dir):
     shown = [(html.unescape(name), float(pct)) for pct, name in rows]
     top = [(r["name"], r["pct"]) for r in summ["top_regions"][: len(shown)]]
     assert shown and shown == top, (shown, top)
-    assert shown[0][0] == "__main__:step"
+    assert {name.split(" ")[0] for name, _ in shown[:2]} == {
+        "__main__:step",
+        "__main__:<genexpr>",
+    }, shown
     verdicts = [html.unescape(v) for v in re.findall(r"<li>(.*?)</li>", gist, re.S)]
     assert verdicts == [v["text"] for v in summ["verdicts"]], (verdicts, summ["verdicts"])

@@ -43,7 +43,7 @@ class CalltraceEngine:
         assert _calltrace is not None, "calltrace_engine.available() is checked first"
         self.capacity = capacity
         self._tracer = _calltrace.Tracer(capacity)
-        self._saved = SavedProfiles()
+        self.saved = SavedProfiles()
         self.c_functions = False
 
     @property
@@ -60,7 +60,7 @@ class CalltraceEngine:
 
     def start(self) -> None:
         """Record on this thread and on threads started from now on."""
-        self._saved.save()
+        self.saved.save()
         self._tracer.clear()
         threading.setprofile(self._tracer.thread_func)
         self._tracer.start()
@@ -82,14 +82,6 @@ class CalltraceEngine:
         """Whether a sys.getprofile() value is this tracer recording on that thread."""
         return bool(self._tracer.owns(profile_object))
 
-    def release_in_child(self) -> None:
-        """In a forked child that inherited a running tracer: stop recording and put back
-        the profile functions found at start(), without reading anything."""
-        self.halt()
-        self._saved.restore()
-        if self.owns(sys.getprofile()):  # nothing was saved: this tracer was not started
-            sys.setprofile(None)
-
     def halt(self) -> None:
         """Stop recording on every thread now (the event cap); open calls stay open and
         are closed by stop()."""
@@ -101,7 +93,7 @@ class CalltraceEngine:
         and recorded again by the next run); this one gets back the one found at start(),
         as new threads do. Returns notes on what could not be restored."""
         self._tracer.stop()
-        return self._saved.restore()
+        return self.saved.restore()
 
     def now_ns(self) -> float:
         """The tracer's clock, ns: the time-stamp counter scaled to CLOCK_MONOTONIC."""

@@ -134,6 +134,7 @@ class Tracer(Protocol):
     overflow_note: str  # said when more than ``capacity`` calls were recorded
     capacity: int
     c_functions: bool
+    saved: SavedProfiles  # the profile functions found at start(), put back by stop()
 
     @property
     def collecting(self) -> bool: ...
@@ -148,7 +149,6 @@ class Tracer(Protocol):
     def owns(self, profile_object: object) -> bool: ...
     @property
     def resume_here(self) -> Callable[[], None]: ...
-    def release_in_child(self) -> None: ...
     def halt(self) -> None: ...
     def stop(self) -> list[str]: ...
     def now_ns(self) -> float: ...
@@ -192,6 +192,15 @@ class SavedProfiles:
         notes = restore_profile(prev_sys)
         threading.setprofile(prev_thread)  # type: ignore[arg-type]
         return notes
+
+
+def release_in_child(tracer: Tracer) -> None:
+    """In a forked child that inherited a running tracer: stop recording and put back the
+    profile functions found at start(), without reading anything."""
+    tracer.halt()
+    tracer.saved.restore()
+    if tracer.owns(sys.getprofile()):  # nothing was saved: the tracer was not started
+        sys.setprofile(None)
 
 
 def clock_pair(now_ns: Callable[[], float]) -> tuple[float, float]:

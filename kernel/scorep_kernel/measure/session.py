@@ -54,7 +54,7 @@ def _after_fork_in_child() -> None:
         return
     _active = None
     try:
-        m._tracer.release_in_child()
+        engine.release_in_child(m._tracer)
     except Exception:
         sys.setprofile(None)
     imports.uninstall()

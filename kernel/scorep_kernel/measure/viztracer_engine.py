@@ -96,7 +96,7 @@ class VizTracerEngine:
         self._check_layout()
         self.getts = tracer.getts
         self.threadtracefunc = tracer.threadtracefunc
-        self._saved = SavedProfiles()
+        self.saved = SavedProfiles()
         self.c_functions = False
 
     # --- raw fields -------------------------------------------------------------------
@@ -106,14 +106,6 @@ class VizTracerEngine:
     @property
     def collecting(self) -> bool:
         return bool(ctypes.c_int.from_address(self._addr + _OFF_COLLECTING).value)
-
-    def release_in_child(self) -> None:
-        """In a forked child that inherited a running tracer: stop recording and put back
-        the profile functions found at start(), without reading anything."""
-        self.halt()
-        self._saved.restore()
-        if self.owns(sys.getprofile()):  # nothing was saved: this tracer was not started
-            sys.setprofile(None)
 
     def halt(self) -> None:
         """Stop recording on every thread now (the event cap); open calls stay on the
@@ -168,7 +160,7 @@ class VizTracerEngine:
 
     def start(self) -> None:
         """Record on this thread and on threads started from now on."""
-        self._saved.save()
+        self.saved.save()
         self._tracer.clear()
         if sys.version_info < (3, 12):
             threading.setprofile(self._tracer.threadtracefunc)
@@ -198,7 +190,7 @@ class VizTracerEngine:
         """Stop recording; calls still open on any thread end now. Restores the profile
         functions found at start(). Returns notes on what could not be restored."""
         self._tracer.stop("flush_as_finish")
-        return self._saved.restore()
+        return self.saved.restore()
 
     # --- clock -----------------------------------------------------------------------
     def now_ns(self) -> float:

@@ -11,10 +11,10 @@ then records with VizTracer's tracer everywhere.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "calltrace.c"
@@ -27,13 +27,14 @@ def file_name() -> str:
     return MODULE + str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 
-def _compiler() -> list[str] | None:
+def _scanner_build() -> Any:
+    """server_ext/native/build_scanner.py: the compiler lookup and the atomic compile."""
     sys.path.insert(0, str(HERE.parent.parent / "server_ext" / "native"))
     try:
-        from build_scanner import compiler
+        import build_scanner
     finally:
         sys.path.pop(0)
-    return compiler()
+    return build_scanner
 
 
 def build(target_dir: Path = PACKAGE_DIR, force: bool = False) -> Path | None:
@@ -49,7 +50,7 @@ def build(target_dir: Path = PACKAGE_DIR, force: bool = False) -> Path | None:
     target = target_dir / file_name()
     if not force and target.exists() and target.stat().st_mtime >= SOURCE.stat().st_mtime:
         return target
-    cc = _compiler()
+    cc = _scanner_build().compiler()
     if cc is None:
         print(
             f"build_calltrace: no C compiler (set CC or install gcc): {target.name} is not "
@@ -58,32 +59,13 @@ def build(target_dir: Path = PACKAGE_DIR, force: bool = False) -> Path | None:
         )
         return None
     target_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    argv = [
-        *cc,
-        "-O2",
-        "-Wall",
-        "-Wextra",
-        "-Wno-missing-field-initializers",
-        "-shared",
-        "-fPIC",
-        f"-I{sysconfig.get_paths()['include']}",
-        "-o",
-        str(tmp),
-        str(SOURCE),
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        print(
-            f"build_calltrace: {' '.join(argv)} failed:\n{done.stderr}\n{target.name} is not "
-            "built; the kernel records with VizTracer's tracer instead (slower)",
-            file=sys.stderr,
-        )
-        return None
-    if done.stderr.strip():
-        print(done.stderr, file=sys.stderr)
-    tmp.replace(target)  # atomic: a running kernel never loads half a library
-    return target
+    return _scanner_build().compile_shared(
+        [*cc, "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-shared", "-fPIC",
+         f"-I{sysconfig.get_paths()['include']}", str(SOURCE)],
+        target,
+        "build_calltrace",
+        "the kernel records with VizTracer's tracer instead (slower)",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

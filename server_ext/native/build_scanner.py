@@ -52,31 +52,32 @@ def build(target: Path = IN_PLACE, force: bool = False) -> Path | None:
         )
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".so.tmp")
-    argv = [
-        *cc,
-        "-O2",
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-shared",
-        "-fPIC",
-        "-o",
-        str(tmp),
-        *map(str, SOURCES),
-        "-lm",  # rint: the clock correction rounds as libotf2 does
-    ]
+    return compile_shared(
+        [*cc, "-O2", "-std=c99", "-Wall", "-Wextra", "-shared", "-fPIC", *map(str, SOURCES),
+         "-lm"],  # rint: the clock correction rounds as libotf2 does
+        target,
+        "build_scanner",
+        "the server reads OTF2 event files with numpy instead (slower)",
+    )  # fmt: skip
+
+
+def compile_shared(args: list[str], target: Path, who: str, instead: str) -> Path | None:
+    """Run the compiler (``args``: the command without its output) into a file beside
+    ``target``, then move it into place at once: a running process never loads half a
+    library. None, with the compiler's message and ``instead`` printed, where it fails."""
+    tmp = target.with_name(target.name + ".tmp")
+    argv = [*args, "-o", str(tmp)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         print(
-            f"build_scanner: {' '.join(argv)} failed:\n{done.stderr}\n{LIBRARY} is not built; "
-            "the server reads OTF2 event files with numpy instead (slower)",
+            f"{who}: {' '.join(argv)} failed:\n{done.stderr}\n{target.name} is not built; "
+            + instead,
             file=sys.stderr,
         )
         return None
     if done.stderr.strip():
         print(done.stderr, file=sys.stderr)
-    tmp.replace(target)  # atomic: a running server never loads half a library
+    tmp.replace(target)
     return target
 
 
